@@ -1,0 +1,1 @@
+//! Profiles: what a deployment requires (image, driver, GPUs, flags), as data.

@@ -1,0 +1,531 @@
+//! The acceptance report: shared data types written as `report.json`, and its
+//! renderings (Markdown, JUnit XML, self-contained HTML). Checks produce
+//! [`Check`] values; reporters only read them.
+
+pub mod html;
+pub mod junit;
+pub mod markdown;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Version of the `report.json` layout. Bump on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Outcome of one check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pass,
+    Warn,
+    Fail,
+    Skip,
+    /// The evidence needed to judge this item is missing (environment checklist).
+    Unknown,
+}
+
+/// The one decision an acceptance run ends in (runbook: release, observe, rebuild, expand).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Everything passed: go live.
+    Release,
+    /// Failures only beyond the expected load (documented limits) or warnings: go live and watch.
+    Observe,
+    /// Environment or interface failures: fix host, image, dependencies or parser first.
+    Rebuild,
+    /// Capacity failures at the expected load: more GPUs, other parallelism or smaller limits.
+    Expand,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Release => "release",
+            Verdict::Observe => "observe",
+            Verdict::Rebuild => "rebuild",
+            Verdict::Expand => "expand",
+        }
+    }
+}
+
+impl std::str::FromStr for Verdict {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        Ok(match s {
+            "release" => Verdict::Release,
+            "observe" => Verdict::Observe,
+            "rebuild" => Verdict::Rebuild,
+            "expand" => Verdict::Expand,
+            other => {
+                anyhow::bail!("unknown decision {other:?}: use release, observe, rebuild or expand")
+            }
+        })
+    }
+}
+
+/// Which part of the acceptance protocol a check belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Environment,
+    Service,
+    Basic,
+    PrefixCache,
+    Ramp,
+    Soak,
+    Agent,
+    Stability,
+}
+
+/// What a failing check means for the verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Impact {
+    /// Host, image, driver, dependencies, config: rebuild.
+    Environment,
+    /// Fails at the expected load: expand.
+    Capacity,
+    /// Fails only beyond the expected load, recorded as a limit: observe.
+    Limit,
+    /// Agent interface (tool calls, schemas) on the user's own schemas: blocks release (rebuild).
+    Interface,
+    /// Informational: never changes the verdict by itself beyond `observe` for a warning.
+    #[default]
+    Info,
+}
+
+/// Who has to act on a failure (runbook: GPU problems apart from parser/model/gateway problems).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Owner {
+    Environment,
+    Server,
+    Parser,
+    Model,
+    Gateway,
+    Client,
+}
+
+/// One check of the report: test case, measurement, evidence, reviewer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// Stable snake_case id, e.g. `prefix_cache`, `agent_tool_required_arg`.
+    pub id: String,
+    pub stage: Stage,
+    pub status: Status,
+    /// One line: what was tested, in words.
+    pub test_case: String,
+    /// What was measured, in words (numbers included), e.g. "cached 335 of 365 prompt tokens".
+    pub measurement: String,
+    /// Structured numbers behind `measurement`, for machines and charts.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub data: serde_json::Value,
+    /// Log or response excerpt the judgement rests on.
+    #[serde(default)]
+    pub evidence: String,
+    /// The request that produced the evidence (may be reduced to hashes with `--no-content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<serde_json::Value>,
+    #[serde(default)]
+    pub impact: Impact,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
+    /// The next step when it failed.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub next_step: String,
+    /// Who reviewed this check (from `--reviewer`, or the sign-off).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub duration_ms: u64,
+}
+
+impl Check {
+    /// A check with the given id, stage and status and empty details.
+    pub fn new(
+        id: impl Into<String>,
+        stage: Stage,
+        status: Status,
+        test_case: impl Into<String>,
+    ) -> Self {
+        Check {
+            id: id.into(),
+            stage,
+            status,
+            test_case: test_case.into(),
+            measurement: String::new(),
+            data: serde_json::Value::Null,
+            evidence: String::new(),
+            request: None,
+            impact: Impact::Info,
+            owner: None,
+            next_step: String::new(),
+            reviewer: None,
+            url: None,
+            duration_ms: 0,
+        }
+    }
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub count: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+/// One step of the load ramp (runbook: 1 short, 1 long, 2 parallel short, ...).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RampStep {
+    pub label: String,
+    pub concurrency: u32,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub requests: u64,
+    pub errors: u64,
+    #[serde(default)]
+    pub errors_by_kind: BTreeMap<String, u64>,
+    pub ttft_ms: Percentiles,
+    pub itl_ms: Percentiles,
+    pub tpot_ms: Percentiles,
+    pub e2e_ms: Percentiles,
+    /// Peak KV-cache usage 0..1 during the step, from the server's metrics.
+    pub kv_cache_usage: Option<f64>,
+    pub waiting_max: Option<f64>,
+    pub running_max: Option<f64>,
+    /// Preemptions counted during the step.
+    pub preemptions: Option<f64>,
+    /// GPU memory in use (MiB), from a DCGM exporter when given.
+    pub gpu_memory_used_mib: Option<f64>,
+    pub last_success_at: Option<DateTime<Utc>>,
+    pub status: Option<Status>,
+}
+
+/// One request of the prefix-cache proof.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrefixCacheSample {
+    /// `cold`, `warm`, `control`.
+    pub role: String,
+    pub prompt_tokens: Option<u64>,
+    pub cached_tokens: Option<u64>,
+    pub prefill_ms: Option<f64>,
+    pub ttft_ms: Option<f64>,
+    pub hits_delta: Option<f64>,
+    pub queries_delta: Option<f64>,
+}
+
+/// One sample of the soak.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SoakSample {
+    pub t_s: f64,
+    pub requests_done: u64,
+    pub errors: u64,
+    pub running: Option<f64>,
+    pub waiting: Option<f64>,
+    pub kv_cache_usage: Option<f64>,
+    pub cache_hit_ratio: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+}
+
+/// The numbers behind the charts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurements {
+    #[serde(default)]
+    pub prefix_cache: Vec<PrefixCacheSample>,
+    #[serde(default)]
+    pub ramp: Vec<RampStep>,
+    #[serde(default)]
+    pub soak: Vec<SoakSample>,
+}
+
+/// What the accepted run measured; `golive watch` and `golive rules` judge against it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// Prefix-cache hit ratio (hits / queries, tokens) under the accepted load.
+    pub cache_hit_ratio: Option<f64>,
+    pub ttft_p50_ms: Option<f64>,
+    pub ttft_p95_ms: Option<f64>,
+    pub itl_p95_ms: Option<f64>,
+    /// Warm-request prefill time (ms).
+    pub prefill_warm_ms: Option<f64>,
+    /// Fraction of failed requests under the accepted load.
+    pub error_rate: Option<f64>,
+    /// Highest concurrency that passed.
+    pub accepted_concurrency: Option<u32>,
+    pub request_rate_rps: Option<f64>,
+    pub kv_cache_usage_max: Option<f64>,
+    pub waiting_max: Option<f64>,
+}
+
+/// A second person's review of a report (`golive signoff`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signoff {
+    pub reviewer: String,
+    pub decision: Verdict,
+    #[serde(default)]
+    pub note: String,
+    pub at: DateTime<Utc>,
+    /// SHA-256 of each covered file, relative to the report directory.
+    pub covered: BTreeMap<String, String>,
+}
+
+/// The whole `report.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool_version: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// False while the run is still going (or was interrupted).
+    pub complete: bool,
+    pub urls: Vec<String>,
+    #[serde(default)]
+    pub engine: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// Who ran it (`--operator`, else the login name).
+    #[serde(default)]
+    pub operator: Option<String>,
+    /// Who reviewed it (`--reviewer`).
+    #[serde(default)]
+    pub reviewer: Option<String>,
+    pub verdict: Option<Verdict>,
+    #[serde(default)]
+    pub verdict_reason: String,
+    pub checks: Vec<Check>,
+    #[serde(default)]
+    pub measurements: Measurements,
+    #[serde(default)]
+    pub baseline: Baseline,
+    #[serde(default)]
+    pub signoffs: Vec<Signoff>,
+}
+
+impl Report {
+    pub fn new(urls: Vec<String>) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool_version: crate::TOOL_VERSION.to_string(),
+            started_at: Utc::now(),
+            finished_at: None,
+            complete: false,
+            urls,
+            engine: None,
+            model: None,
+            profile: None,
+            operator: None,
+            reviewer: None,
+            verdict: None,
+            verdict_reason: String::new(),
+            checks: Vec::new(),
+            measurements: Measurements::default(),
+            baseline: Baseline::default(),
+            signoffs: Vec::new(),
+        }
+    }
+
+    /// Reads a `report.json` (or the `report.json` inside a directory).
+    pub fn load(path: &Path) -> anyhow::Result<Report> {
+        let file = report_path(path);
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a golive report", file.display()))
+    }
+
+    /// Writes `report.json` atomically (temp file + rename), so an interrupted run
+    /// always leaves a whole file with what was measured so far.
+    pub fn save_json(&self, dir: &Path) -> anyhow::Result<PathBuf> {
+        let json = serde_json::to_vec_pretty(self)?;
+        write_atomic(&dir.join("report.json"), &json)
+    }
+
+    /// Sets `verdict` and `verdict_reason` from the checks.
+    pub fn decide(&mut self) {
+        let (verdict, reason) = decide_verdict(&self.checks);
+        self.verdict = Some(verdict);
+        self.verdict_reason = reason;
+    }
+}
+
+/// `path` itself if it is a file, else `path/report.json`.
+pub fn report_path(path: &Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("report.json")
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// Writes a file through a temporary sibling and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp",
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("golive")
+    ));
+    {
+        let mut f = std::fs::File::create(&tmp)
+            .with_context(|| format!("cannot write {}", tmp.display()))?;
+        f.write_all(bytes)?;
+        f.sync_all().ok();
+    }
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path.to_path_buf())
+}
+
+/// The README's verdict rules, in one place:
+/// environment or interface failures -> rebuild; capacity failures at the expected load
+/// -> expand; failures only beyond the expected load (limits) or warnings -> observe;
+/// all pass -> release.
+pub fn decide_verdict(checks: &[Check]) -> (Verdict, String) {
+    let failed = |impact: Impact| -> Vec<&str> {
+        checks
+            .iter()
+            .filter(|c| c.status == Status::Fail && c.impact == impact)
+            .map(|c| c.id.as_str())
+            .collect()
+    };
+    let env = failed(Impact::Environment);
+    if !env.is_empty() {
+        return (
+            Verdict::Rebuild,
+            format!("environment checks failed: {}", env.join(", ")),
+        );
+    }
+    let iface = failed(Impact::Interface);
+    if !iface.is_empty() {
+        return (
+            Verdict::Rebuild,
+            format!("agent interface checks failed: {}", iface.join(", ")),
+        );
+    }
+    let cap = failed(Impact::Capacity);
+    if !cap.is_empty() {
+        return (
+            Verdict::Expand,
+            format!("capacity failed at the expected load: {}", cap.join(", ")),
+        );
+    }
+    let limits = failed(Impact::Limit);
+    let other_fail: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.status == Status::Fail && c.impact == Impact::Info)
+        .map(|c| c.id.as_str())
+        .collect();
+    let warns: Vec<&str> = checks
+        .iter()
+        .filter(|c| c.status == Status::Warn)
+        .map(|c| c.id.as_str())
+        .collect();
+    if !limits.is_empty() || !other_fail.is_empty() || !warns.is_empty() {
+        let mut parts = Vec::new();
+        if !limits.is_empty() {
+            parts.push(format!(
+                "limits beyond the expected load: {}",
+                limits.join(", ")
+            ));
+        }
+        if !other_fail.is_empty() {
+            parts.push(format!("non-blocking failures: {}", other_fail.join(", ")));
+        }
+        if !warns.is_empty() {
+            parts.push(format!("warnings: {}", warns.join(", ")));
+        }
+        return (Verdict::Observe, parts.join("; "));
+    }
+    (Verdict::Release, "all checks passed".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(id: &str, status: Status, impact: Impact) -> Check {
+        let mut c = Check::new(id, Stage::Basic, status, "t");
+        c.impact = impact;
+        c
+    }
+
+    #[test]
+    fn verdict_rules_follow_the_readme_order() {
+        assert_eq!(
+            decide_verdict(&[check("a", Status::Pass, Impact::Info)]).0,
+            Verdict::Release
+        );
+        assert_eq!(
+            decide_verdict(&[check("a", Status::Warn, Impact::Info)]).0,
+            Verdict::Observe
+        );
+        assert_eq!(
+            decide_verdict(&[check("a", Status::Fail, Impact::Limit)]).0,
+            Verdict::Observe
+        );
+        assert_eq!(
+            decide_verdict(&[
+                check("a", Status::Fail, Impact::Limit),
+                check("b", Status::Fail, Impact::Capacity)
+            ])
+            .0,
+            Verdict::Expand
+        );
+        assert_eq!(
+            decide_verdict(&[
+                check("b", Status::Fail, Impact::Capacity),
+                check("c", Status::Fail, Impact::Environment)
+            ])
+            .0,
+            Verdict::Rebuild
+        );
+        assert_eq!(
+            decide_verdict(&[check("d", Status::Fail, Impact::Interface)]).0,
+            Verdict::Rebuild
+        );
+        // A skipped check does not block a release.
+        assert_eq!(
+            decide_verdict(&[check("e", Status::Skip, Impact::Capacity)]).0,
+            Verdict::Release
+        );
+    }
+
+    #[test]
+    fn report_round_trips_and_saves_atomically() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Report::new(vec!["http://127.0.0.1:1".into()]);
+        r.checks
+            .push(check("prefix_cache", Status::Pass, Impact::Capacity));
+        r.decide();
+        r.save_json(dir.path()).unwrap();
+        let back = Report::load(dir.path()).unwrap();
+        assert_eq!(back, r);
+        assert_eq!(back.verdict, Some(Verdict::Release));
+    }
+}
+
+/// `--format` of the commands that print a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// For people.
+    #[default]
+    Text,
+    /// For machines.
+    Json,
+}

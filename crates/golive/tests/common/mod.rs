@@ -1,0 +1,74 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// `../shared` beside the repository, when present (tests that read it skip otherwise).
+pub fn shared_dir() -> Option<PathBuf> {
+    let dir = repo_root().join("../shared");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipping: ../shared is not present beside the repository");
+        None
+    }
+}
+
+/// The built `golive` binary.
+pub fn golive_bin() -> PathBuf {
+    let exe = repo_root().join("target/debug/golive");
+    if !exe.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "golive-cli"])
+            .current_dir(repo_root())
+            .status()
+            .unwrap();
+        assert!(status.success(), "cargo build -p golive-cli failed");
+    }
+    exe
+}
+
+/// URL of the real local llama-server: `GOLIVE_TEST_URL`, else started once through
+/// `scripts/local-server.sh` (installs it on first use).
+pub fn local_server_url() -> String {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("GOLIVE_TEST_URL") {
+            return url;
+        }
+        let out = Command::new(repo_root().join("scripts/local-server.sh"))
+            .arg("start")
+            .output()
+            .expect("cannot run scripts/local-server.sh");
+        assert!(
+            out.status.success(),
+            "scripts/local-server.sh start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+/// Starts an extra local llama-server on `port` with extra arguments (e.g. `--no-cache-prompt`);
+/// returns its URL. Stop it with [`stop_local_server`].
+pub fn start_local_server(port: u16, extra: &[&str]) -> String {
+    let mut cmd = Command::new(repo_root().join("scripts/local-server.sh"));
+    cmd.args(["start", "--port", &port.to_string(), "--"]).args(extra);
+    let out = cmd.output().expect("cannot run scripts/local-server.sh");
+    assert!(out.status.success(), "local-server start failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+pub fn stop_local_server(port: u16) {
+    let _ = Command::new(repo_root().join("scripts/local-server.sh"))
+        .args(["stop", "--port", &port.to_string()])
+        .status();
+}

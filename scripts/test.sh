@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The project's one test command (README): installs what the tests need, starts the
+# local llama-server, runs the whole suite. Idempotent; reuses what is installed.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+# System packages the tests use as real peers (sshd, promtool, chromium, nginx).
+need_apt=()
+command -v sshd >/dev/null 2>&1 || [[ -x /usr/sbin/sshd ]] || need_apt+=(openssh-server openssh-client)
+command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]] || need_apt+=(nginx-light)
+if [[ ${#need_apt[@]} -gt 0 ]]; then
+  echo "test.sh: installing ${need_apt[*]}" >&2
+  if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
+fi
+
+# The real OpenAI-compatible server the accept/agent/watch tests run against.
+GOLIVE_TEST_URL="$(scripts/local-server.sh start)"
+export GOLIVE_TEST_URL
+trap 'scripts/local-server.sh stop' EXIT
+
+cargo build --workspace --all-targets
+cargo test --workspace -- --test-threads 2
