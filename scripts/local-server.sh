@@ -151,8 +151,19 @@ start_locked() {
   echo "$name" > "$LOCAL/run/$PORT.name"
   for _ in $(seq 1 240); do
     if healthy "$PORT"; then
-      log "healthy after $((SECONDS - t0)) s"
-      echo "http://127.0.0.1:$PORT"; return 0
+      # Self-test: one generated token runs the matmul kernels that crashed before.
+      if curl -fsS -m 60 "http://127.0.0.1:$PORT/completion" -H 'Content-Type: application/json' \
+           -d '{"prompt":"Hello","n_predict":1,"cache_prompt":false}' >/dev/null 2>&1; then
+        log "healthy after $((SECONDS - t0)) s"
+        echo "http://127.0.0.1:$PORT"; return 0
+      fi
+      sleep 0.5
+      if ! kill -0 "$pid" 2>/dev/null; then
+        wait "$pid" || rc=$?
+        rm -f "$LOCAL/run/$PORT.pid"
+        explain_exit "$rc" "$logf"; exit 1
+      fi
+      log "llama-server is healthy but failed a one-token completion (log: $logf)"; exit 1
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid" || rc=$?
