@@ -19,7 +19,11 @@ fn triage(paths: &[PathBuf]) -> TriageReport {
 }
 
 fn class_name(c: Class) -> String {
-    serde_json::to_value(c).unwrap().as_str().unwrap().to_string()
+    serde_json::to_value(c)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn read_tsv(path: &Path) -> Vec<Vec<String>> {
@@ -53,15 +57,23 @@ fn corpus_class_and_first_cause_line() {
         class_ok += usize::from(c);
         line_ok += usize::from(l);
         if !(c && l) {
-            misses.push(format!("{id}: want {class}@{line}, got {got_class}@{got_line:?}"));
+            misses.push(format!(
+                "{id}: want {class}@{line}, got {got_class}@{got_line:?}"
+            ));
         }
     }
     let n = rows.len();
     eprintln!(
         "corpus: class {class_ok}/{n}, first-cause line within 2: {line_ok}/{n}; misses: {misses:#?}"
     );
-    assert!(class_ok * 100 >= n * 90, "class accuracy below 90%: {misses:#?}");
-    assert!(line_ok * 100 >= n * 85, "line accuracy below 85%: {misses:#?}");
+    assert!(
+        class_ok * 100 >= n * 90,
+        "class accuracy below 90%: {misses:#?}"
+    );
+    assert!(
+        line_ok * 100 >= n * 85,
+        "line accuracy below 85%: {misses:#?}"
+    );
 }
 
 #[test]
@@ -79,7 +91,10 @@ fn long_logs_healthy_silent_failed_found() {
         if outcome == "ok" {
             healthy += 1;
             if let Some(p) = &rep.primary {
-                problems.push(format!("{id}: healthy but found {:?}@{} ({})", p.class, p.line, p.rule));
+                problems.push(format!(
+                    "{id}: healthy but found {:?}@{} ({})",
+                    p.class, p.line, p.rule
+                ));
             }
             if !rep.secondary.is_empty() {
                 problems.push(format!("{id}: healthy but has secondary findings"));
@@ -147,8 +162,16 @@ fn cuda13_driver_error_asks_for_r580_by_driver_version() {
 #[test]
 fn kimi_dmabuf_recipe_needs_nvidia_peermem() {
     let p = primary_of("nccl_kimi_dmabuf.log");
-    assert!(p.next_step.contains("NCCL_DMABUF_ENABLE=0"), "{}", p.next_step);
-    assert!(p.next_step.contains("lsmod | grep nvidia_peermem"), "{}", p.next_step);
+    assert!(
+        p.next_step.contains("NCCL_DMABUF_ENABLE=0"),
+        "{}",
+        p.next_step
+    );
+    assert!(
+        p.next_step.contains("lsmod | grep nvidia_peermem"),
+        "{}",
+        p.next_step
+    );
 }
 
 #[test]
@@ -156,7 +179,11 @@ fn consequences_are_secondary_and_context_is_given() {
     let rep = triage(&[fixture("dependency_import.log")]);
     let p = rep.primary.unwrap();
     assert_eq!(p.rule, "dep-undefined-symbol");
-    assert!(p.context.len() >= 5 && p.context.len() <= 30, "{:?}", p.context);
+    assert!(
+        p.context.len() >= 5 && p.context.len() <= 30,
+        "{:?}",
+        p.context
+    );
     assert!(rep
         .secondary
         .iter()
@@ -176,13 +203,19 @@ fn multi_node_runbook_order_beats_nccl_on_other_node() {
     let p = rep.primary.unwrap();
     assert_eq!(p.class, Class::Driver);
     assert!(p.file.ends_with("node1.log"), "{}", p.file);
-    assert_eq!(p.rank.as_deref(), Some("RayWorkerWrapper pid=310, ip=10.0.0.2"));
+    assert_eq!(
+        p.rank.as_deref(),
+        Some("RayWorkerWrapper pid=310, ip=10.0.0.2")
+    );
     assert!(rep.secondary.iter().any(|s| s.class == Class::Nccl));
 }
 
 #[test]
 fn earliest_failing_rank_by_timestamp_across_files() {
-    let rep = triage(&[fixture("ranks_ts/a_rank0.log"), fixture("ranks_ts/b_rank3.log")]);
+    let rep = triage(&[
+        fixture("ranks_ts/a_rank0.log"),
+        fixture("ranks_ts/b_rank3.log"),
+    ]);
     let p = rep.primary.unwrap();
     assert_eq!(p.class, Class::Nccl);
     assert_eq!(p.rank.as_deref(), Some("rank3"), "{p:?}");

@@ -46,7 +46,11 @@ fn empty_file_is_nothing_found_with_a_note() {
     std::fs::write(&p, b"").unwrap();
     let rep = analyze_paths(&[p], &opts()).unwrap();
     assert!(rep.primary.is_none());
-    assert!(rep.notes.iter().any(|n| n.contains("empty")), "{:?}", rep.notes);
+    assert!(
+        rep.notes.iter().any(|n| n.contains("empty")),
+        "{:?}",
+        rep.notes
+    );
 }
 
 #[test]
@@ -60,8 +64,16 @@ fn binary_file_alone_is_an_error_and_skipped_in_a_directory() {
     std::fs::write(dir.path().join("plot.png"), b"\x89PNG\r\n\x1a\n\0\0").unwrap();
     let rep = analyze_paths(&[dir.path().to_path_buf()], &opts()).unwrap();
     assert_eq!(rep.primary.as_ref().unwrap().class, Class::OomStartup);
-    assert!(rep.notes.iter().any(|n| n.contains("binary")), "{:?}", rep.notes);
-    assert!(rep.notes.iter().any(|n| n.contains("plot.png")), "{:?}", rep.notes);
+    assert!(
+        rep.notes.iter().any(|n| n.contains("binary")),
+        "{:?}",
+        rep.notes
+    );
+    assert!(
+        rep.notes.iter().any(|n| n.contains("plot.png")),
+        "{:?}",
+        rep.notes
+    );
 }
 
 #[test]
@@ -97,7 +109,12 @@ fn gzip_and_truncated_gzip() {
     let p = dir.path().join("log.gz");
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     for i in 0..2000 {
-        writeln!(enc, "INFO 10-25 13:08:{:02} [loggers.py:1] line {i}", i % 60).unwrap();
+        writeln!(
+            enc,
+            "INFO 10-25 13:08:{:02} [loggers.py:1] line {i}",
+            i % 60
+        )
+        .unwrap();
     }
     enc.write_all(OOM_LINE.as_bytes()).unwrap();
     let gz = enc.finish().unwrap();
@@ -123,7 +140,10 @@ fn missing_path_is_exit_2_with_a_message() {
 
 #[test]
 fn stdin_json_and_exit_codes() {
-    let (code, out, _) = golive(&["triage", "--format", "json", "-"], Some(OOM_LINE.as_bytes()));
+    let (code, out, _) = golive(
+        &["triage", "--format", "json", "-"],
+        Some(OOM_LINE.as_bytes()),
+    );
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["primary"]["class"], "oom_startup");
@@ -134,7 +154,10 @@ fn stdin_json_and_exit_codes() {
     assert!(v["secondary"].is_array());
     assert!(v["schema_version"].as_u64().is_some());
 
-    let (code, out, _) = golive(&["triage", "--format", "json", "-"], Some(b"INFO all good\n"));
+    let (code, out, _) = golive(
+        &["triage", "--format", "json", "-"],
+        Some(b"INFO all good\n"),
+    );
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert!(v["primary"].is_null());
@@ -142,14 +165,20 @@ fn stdin_json_and_exit_codes() {
 
 #[test]
 fn text_output_has_context_class_and_next_step() {
-    let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/triage/oom_startup_kv.log");
-    let (code, out, _) = golive(&["triage", "--context", "2", fixture.to_str().unwrap()], None);
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/triage/oom_startup_kv.log");
+    let (code, out, _) = golive(
+        &["triage", "--context", "2", fixture.to_str().unwrap()],
+        None,
+    );
     assert_eq!(code, 1);
     assert!(out.contains("oom_startup"), "{out}");
     assert!(out.contains("next step:"), "{out}");
     assert!(out.contains(">       6 |"), "{out}");
-    assert!(out.contains("      4 |") && !out.contains("      3 |"), "{out}");
+    assert!(
+        out.contains("      4 |") && !out.contains("      3 |"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -175,7 +204,12 @@ fn user_rules_are_added_and_bad_rule_files_rejected() {
     assert_eq!((p.rule.as_str(), p.line), ("site-quota", 2));
     std::fs::write(&rules, "[[rule]]\nid = 3\n").unwrap();
     let (code, _, err) = golive(
-        &["triage", "--rules", rules.to_str().unwrap(), log.to_str().unwrap()],
+        &[
+            "triage",
+            "--rules",
+            rules.to_str().unwrap(),
+            log.to_str().unwrap(),
+        ],
         None,
     );
     assert_eq!(code, 2, "{err}");

@@ -190,7 +190,11 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         )));
         pos += c.get(0).unwrap().end();
     } else if ts.is_none() {
-        if let Some(c) = p.py_logging_ts.captures(rest).or_else(|| p.ray_ts.captures(rest)) {
+        if let Some(c) = p
+            .py_logging_ts
+            .captures(rest)
+            .or_else(|| p.ray_ts.captures(rest))
+        {
             ts = Some(ts_key(
                 num(&c, 2),
                 num(&c, 3),
@@ -247,7 +251,8 @@ pub fn is_exception_line(msg: &str) -> bool {
 
 /// `Traceback (most recent call last):`
 pub fn is_traceback_header(msg: &str) -> bool {
-    msg.trim_start().starts_with("Traceback (most recent call last)")
+    msg.trim_start()
+        .starts_with("Traceback (most recent call last)")
 }
 
 #[cfg(test)]
@@ -266,7 +271,10 @@ mod tests {
     #[test]
     fn compose_docker_ray_and_torch_prefixes() {
         let l = parse(b"backend-vllm-openai-1  | (RayWorkerWrapper pid=643, ip=10.0.0.2) ERROR 06-14 07:04:12 worker_base.py:148] Error executing method init_worker.");
-        assert_eq!(l.rank.as_deref(), Some("RayWorkerWrapper pid=643, ip=10.0.0.2"));
+        assert_eq!(
+            l.rank.as_deref(),
+            Some("RayWorkerWrapper pid=643, ip=10.0.0.2")
+        );
         assert_eq!(l.msg(), "Error executing method init_worker.");
         let l = parse(b"2024-06-14T07:04:12.123456789Z [rank3]: RuntimeError: NCCL error");
         assert_eq!(l.rank.as_deref(), Some("rank3"));
@@ -276,14 +284,20 @@ mod tests {
 
     #[test]
     fn ansi_and_cr_are_removed() {
-        let l = parse(b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO:     Application startup complete.\r");
+        let l = parse(
+            b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO:     Application startup complete.\r",
+        );
         assert_eq!(l.msg(), "INFO:     Application startup complete.");
     }
 
     #[test]
     fn exception_lines() {
-        assert!(is_exception_line("torch.OutOfMemoryError: CUDA out of memory."));
-        assert!(is_exception_line("KeyboardInterrupt: MQLLMEngine terminated"));
+        assert!(is_exception_line(
+            "torch.OutOfMemoryError: CUDA out of memory."
+        ));
+        assert!(is_exception_line(
+            "KeyboardInterrupt: MQLLMEngine terminated"
+        ));
         assert!(!is_exception_line("    raise ValueError("));
         assert!(!is_exception_line("return forward_call(*args, **kwargs)"));
         assert!(is_frame("  File \"/x.py\", line 3, in f"));

@@ -164,8 +164,27 @@ fn is_non_log_name(p: &Path) -> bool {
         .to_ascii_lowercase();
     matches!(
         ext.as_str(),
-        "png" | "jpg" | "jpeg" | "gif" | "pdf" | "zip" | "tar" | "tgz" | "xz" | "zst" | "bz2"
-            | "so" | "bin" | "safetensors" | "pt" | "pth" | "whl" | "pyc" | "exe" | "o" | "a"
+        "png"
+            | "jpg"
+            | "jpeg"
+            | "gif"
+            | "pdf"
+            | "zip"
+            | "tar"
+            | "tgz"
+            | "xz"
+            | "zst"
+            | "bz2"
+            | "so"
+            | "bin"
+            | "safetensors"
+            | "pt"
+            | "pth"
+            | "whl"
+            | "pyc"
+            | "exe"
+            | "o"
+            | "a"
     )
 }
 
@@ -180,8 +199,7 @@ fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Sour
             }
             continue;
         }
-        let meta = std::fs::metadata(p)
-            .with_context(|| format!("cannot read {}", p.display()))?;
+        let meta = std::fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
         if meta.is_dir() {
             let mut files: Vec<PathBuf> = walkdir::WalkDir::new(p)
                 .follow_links(true)
@@ -219,15 +237,13 @@ fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
     match src {
         Source::Stdin => Ok(Box::new(io::stdin().lock())),
         Source::File(p) => {
-            let f = std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
-            let gz = p
-                .extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+            let f =
+                std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            let gz = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
             if gz {
-                Ok(Box::new(flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(
-                    1 << 20,
-                    f,
-                ))))
+                Ok(Box::new(flate2::read::MultiGzDecoder::new(
+                    io::BufReader::with_capacity(1 << 20, f),
+                )))
             } else {
                 Ok(Box::new(f))
             }
@@ -266,7 +282,11 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
     if results.is_empty() && !sources.is_empty() {
         anyhow::bail!(
             "no readable log among the inputs: {}",
-            if notes.is_empty() { "nothing to read".to_string() } else { notes.join("; ") }
+            if notes.is_empty() {
+                "nothing to read".to_string()
+            } else {
+                notes.join("; ")
+            }
         );
     }
     if sources.is_empty() {
@@ -276,7 +296,11 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
 }
 
 /// Chooses the primary cause and the secondary findings from all files.
-fn decide(rules: &RuleSet, mut results: Vec<(String, FileResult)>, notes: Vec<String>) -> TriageReport {
+fn decide(
+    rules: &RuleSet,
+    mut results: Vec<(String, FileResult)>,
+    notes: Vec<String>,
+) -> TriageReport {
     mark_topology(&mut results);
     let facts: HashSet<String> = results
         .iter()
@@ -351,7 +375,11 @@ fn decide(rules: &RuleSet, mut results: Vec<(String, FileResult)>, notes: Vec<St
             why,
             next_step,
             rank: f.rank.clone(),
-            context: if with_context { f.context.clone() } else { Vec::new() },
+            context: if with_context {
+                f.context.clone()
+            } else {
+                Vec::new()
+            },
             kind: match f.kind {
                 RuleKind::Cause => "cause",
                 RuleKind::Consequence => "consequence",
@@ -438,7 +466,13 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
             failed.insert(format!("{fi}/{t}"));
         }
         for f in &r.findings {
-            let id = format!("{fi}/{}", f.rank.as_deref().filter(|r| scan::is_worker_label(r)).unwrap_or(""));
+            let id = format!(
+                "{fi}/{}",
+                f.rank
+                    .as_deref()
+                    .filter(|r| scan::is_worker_label(r))
+                    .unwrap_or("")
+            );
             if f.kind == RuleKind::Cause && f.class.is_oom() {
                 oom_ids.insert(id);
             } else if f.kind == RuleKind::Cause && f.class != Class::Unknown {
@@ -459,7 +493,13 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     }
     for (fi, (_, r)) in results.iter_mut().enumerate() {
         for f in r.findings.iter_mut() {
-            let id = format!("{fi}/{}", f.rank.as_deref().filter(|r| scan::is_worker_label(r)).unwrap_or(""));
+            let id = format!(
+                "{fi}/{}",
+                f.rank
+                    .as_deref()
+                    .filter(|r| scan::is_worker_label(r))
+                    .unwrap_or("")
+            );
             if f.kind == RuleKind::Cause && f.class.is_oom() && id == oom_id {
                 f.class = Class::OomTopology;
             }
@@ -554,10 +594,21 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
     writeln!(out, "next step: {}", p.next_step)?;
     if !report.secondary.is_empty() {
         writeln!(out)?;
-        writeln!(out, "Other errors in the logs ({}), explained by or after the cause:", report.secondary.len())?;
+        writeln!(
+            out,
+            "Other errors in the logs ({}), explained by or after the cause:",
+            report.secondary.len()
+        )?;
         for s in &report.secondary {
             let text: String = s.text.chars().take(160).collect();
-            writeln!(out, "  {} [{} {}] {}", location(s), s.kind, s.class.as_str(), text)?;
+            writeln!(
+                out,
+                "  {} [{} {}] {}",
+                location(s),
+                s.kind,
+                s.class.as_str(),
+                text
+            )?;
         }
     }
     Ok(())

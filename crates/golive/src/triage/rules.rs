@@ -149,7 +149,10 @@ impl RuleSet {
         for d in defs {
             let class = match (d.kind, d.class) {
                 (RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint, None) => {
-                    bail!("rule {}: `class` is required for kind cause/consequence/hint", d.id)
+                    bail!(
+                        "rule {}: `class` is required for kind cause/consequence/hint",
+                        d.id
+                    )
                 }
                 (_, c) => c.unwrap_or(Class::Unknown),
             };
@@ -278,7 +281,10 @@ mod tests {
     fn candidates_find_every_rule_on_a_line() {
         let set = RuleSet::load(&[] as &[&str]).unwrap();
         let mut out = Vec::new();
-        set.candidates(b"RuntimeError: NCCL error: unhandled system error", &mut out);
+        set.candidates(
+            b"RuntimeError: NCCL error: unhandled system error",
+            &mut out,
+        );
         let ids: Vec<&str> = out.iter().map(|&i| set.rules[i].id.as_str()).collect();
         assert!(ids.contains(&"nccl-error"), "{ids:?}");
     }

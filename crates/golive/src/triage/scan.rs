@@ -175,7 +175,14 @@ pub fn scan_reader<R: Read>(
                 None if buf.len() - start >= MAX_LINE => {
                     // An over-long line: scan its first MAX_LINE bytes, skip the rest.
                     let cut = start + MAX_LINE;
-                    sc.scan_region(&buf, start, cut, &mut counted, &mut newlines, buf_at_line_start);
+                    sc.scan_region(
+                        &buf,
+                        start,
+                        cut,
+                        &mut counted,
+                        &mut newlines,
+                        buf_at_line_start,
+                    );
                     sc.res.notes.push(format!(
                         "line {} is longer than {} MiB; only its start was read",
                         newlines + 1,
@@ -190,7 +197,14 @@ pub fn scan_reader<R: Read>(
             }
         };
         // Lines longer than MAX_LINE inside the region are cut in scan_region.
-        sc.scan_region(&buf, start, end, &mut counted, &mut newlines, buf_at_line_start);
+        sc.scan_region(
+            &buf,
+            start,
+            end,
+            &mut counted,
+            &mut newlines,
+            buf_at_line_start,
+        );
         start = end;
         if eof && start >= buf.len() {
             break;
@@ -397,8 +411,10 @@ impl Scanner<'_> {
             if causes_only && r.kind != RuleKind::Cause {
                 continue;
             }
-            if matches!(r.kind, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)
-                && (info_line || (warning_line && !r.on_warning))
+            if matches!(
+                r.kind,
+                RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint
+            ) && (info_line || (warning_line && !r.on_warning))
             {
                 continue;
             }
@@ -484,10 +500,8 @@ impl Scanner<'_> {
         let is_exc = line::is_exception_line(msg);
         if in_tb && !is_exc {
             let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
-            let is_source = indented
-                || tb.after_frame
-                || trimmed.starts_with('^')
-                || trimmed.starts_with('~');
+            let is_source =
+                indented || tb.after_frame || trimmed.starts_with('^') || trimmed.starts_with('~');
             if is_source {
                 tb.after_frame = false;
                 tb.last_line = line_no;
