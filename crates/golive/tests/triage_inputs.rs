@@ -58,7 +58,7 @@ fn binary_file_alone_is_an_error_and_skipped_in_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("core.dump");
     std::fs::write(&bin, [0u8, 1, 2, 0, 255, 254, 0, 0]).unwrap();
-    let err = analyze_paths(&[bin.clone()], &opts()).unwrap_err();
+    let err = analyze_paths(std::slice::from_ref(&bin), &opts()).unwrap_err();
     assert!(format!("{err:#}").contains("binary"), "{err:#}");
     std::fs::write(dir.path().join("server.log"), OOM_LINE).unwrap();
     std::fs::write(dir.path().join("plot.png"), b"\x89PNG\r\n\x1a\n\0\0").unwrap();
@@ -119,7 +119,7 @@ fn gzip_and_truncated_gzip() {
     enc.write_all(OOM_LINE.as_bytes()).unwrap();
     let gz = enc.finish().unwrap();
     std::fs::write(&p, &gz).unwrap();
-    let rep = analyze_paths(&[p.clone()], &opts()).unwrap();
+    let rep = analyze_paths(std::slice::from_ref(&p), &opts()).unwrap();
     assert_eq!(rep.primary.as_ref().unwrap().line, 2001);
     // Cut the stream: whatever was decompressed is read, with a note.
     std::fs::write(&p, &gz[..gz.len() - 12]).unwrap();
@@ -193,7 +193,7 @@ fn user_rules_are_added_and_bad_rule_files_rejected() {
     let log = dir.path().join("a.log");
     std::fs::write(&log, "hello\nERROR: quota exceeded for project llm\n").unwrap();
     let rep = analyze_paths(
-        &[log.clone()],
+        std::slice::from_ref(&log),
         &TriageOptions {
             context: 3,
             rules: vec![rules.clone()],
