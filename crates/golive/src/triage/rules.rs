@@ -23,6 +23,8 @@ pub enum RuleKind {
     Serving,
     Shutdown,
     Fact,
+    /// A known harmless error (e.g. a client's invalid request): never reported.
+    Benign,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -110,7 +112,11 @@ pub struct RuleSet {
 }
 
 /// Anchors that start traceback tracking.
-pub const STRUCTURAL_ANCHORS: &[&str] = &["Traceback (most recent call last)", "File \""];
+pub const STRUCTURAL_ANCHORS: &[&str] = &[
+    "Traceback (most recent call last)",
+    "File \"",
+    "Exception ignored in",
+];
 
 /// Anchors of worker prefixes (for the one-rank out-of-memory test).
 pub const WORKER_ANCHORS: &[&str] = &[

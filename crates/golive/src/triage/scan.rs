@@ -61,6 +61,8 @@ pub struct FileResult {
 #[derive(Debug, Default)]
 struct Traceback {
     last_line: u64,
+    /// Announced by `Exception ignored in ...`: nothing in it is reported.
+    ignored: bool,
     frames: String,
     after_frame: bool,
     pending: Option<RawFinding>,
@@ -74,6 +76,8 @@ struct Scanner<'a> {
     tracebacks: HashMap<String, Traceback>,
     force_slow_until: u64,
     cand: Vec<usize>,
+    /// Streams whose next traceback Python announced as ignored.
+    ignore_next_tb: HashSet<String>,
 }
 
 /// Scans one input stream.
@@ -90,6 +94,7 @@ pub fn scan_reader<R: Read>(
         tracebacks: HashMap::new(),
         force_slow_until: 0,
         cand: Vec::new(),
+        ignore_next_tb: HashSet::new(),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + 64 * 1024);
     // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
@@ -536,10 +541,19 @@ impl Scanner<'_> {
 
         if in_tb && is_exc {
             let tb = self.tracebacks.remove(&pl.stream).unwrap_or_default();
+            if tb.ignored {
+                return;
+            }
             let matched = self.match_rule(&pl, Some(&tb.frames), false);
-            let finding = match matched {
-                Some(ri) => Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start)),
-                None => match tb.pending {
+            let level = pl.level.as_deref().unwrap_or("");
+            let quiet_level = matches!(level, "INFO" | "DEBUG" | "WARNING" | "WARN");
+            let finding = match matched.map(|ri| (ri, self.rules.rules[ri].kind)) {
+                Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
+                    Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
+                }
+                // A known harmless exception (e.g. a client's request was invalid).
+                Some((_, RuleKind::Benign)) => None,
+                _ => match tb.pending {
                     Some(mut p) => {
                         // The exception line states the cause the source line pointed at.
                         p.line = line_no;
@@ -548,7 +562,7 @@ impl Scanner<'_> {
                         p.context = self.context_before(buf, ls, at_start);
                         Some(p)
                     }
-                    None if !self.shutdown => {
+                    None if !self.shutdown && !quiet_level => {
                         // An exception no rule knows: a cause of class unknown.
                         let mut f = self.new_finding(usize::MAX, &pl, line_no, buf, ls, at_start);
                         f.kind = RuleKind::Cause;
@@ -567,6 +581,12 @@ impl Scanner<'_> {
             return;
         }
 
+        // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
+        if msg.starts_with("Exception ignored in") {
+            self.ignore_next_tb.insert(pl.stream.clone());
+            return;
+        }
+
         // An ordinary line.
         let Some(ri) = self.match_rule(&pl, None, false) else {
             return;
@@ -579,6 +599,7 @@ impl Scanner<'_> {
                 }
             }
             RuleKind::Shutdown => self.shutdown = true,
+            RuleKind::Benign => {}
             RuleKind::Fact => {
                 if let Some(f) = &self.rules.rules[ri].fact {
                     self.res.facts.insert(f.clone());
@@ -607,10 +628,12 @@ impl Scanner<'_> {
         } else {
             self.res.ranks_with_traceback.insert(String::new());
         }
+        let ignored = self.ignore_next_tb.remove(&pl.stream);
         self.tracebacks.insert(
             pl.stream.clone(),
             Traceback {
                 last_line: line_no,
+                ignored,
                 ..Default::default()
             },
         );
@@ -618,6 +641,9 @@ impl Scanner<'_> {
 
     fn close_traceback(&mut self, stream: &str) {
         if let Some(tb) = self.tracebacks.remove(stream) {
+            if tb.ignored {
+                return;
+            }
             if let Some(p) = tb.pending {
                 let line_no = p.line;
                 self.record(p, line_no);
