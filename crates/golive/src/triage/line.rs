@@ -189,6 +189,8 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             c.get(7).map(|m| m.as_str()),
         )));
         pos += c.get(0).unwrap().end();
+        // vLLM logs a traceback once through its logger and once raw: keep them apart.
+        stream.push_str("log|");
     } else if ts.is_none() {
         if let Some(c) = p
             .py_logging_ts

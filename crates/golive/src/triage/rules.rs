@@ -22,6 +22,8 @@ pub enum RuleKind {
     Hint,
     Serving,
     Shutdown,
+    /// The server (re)starts: the phase goes back to startup.
+    Startup,
     Fact,
     /// A known harmless error (e.g. a client's invalid request): never reported.
     Benign,

@@ -42,6 +42,8 @@ pub struct RawFinding {
     evidence: String,
     phase_open_until: u64,
     pub during_shutdown: bool,
+    /// The server had served (since its last start) when this line was logged.
+    served: bool,
 }
 
 /// What one file yielded.
@@ -388,6 +390,7 @@ impl Scanner<'_> {
             evidence: String::new(),
             phase_open_until: 0,
             during_shutdown: self.shutdown,
+            served: self.res.serving_line.is_some(),
         }
     }
 
@@ -599,6 +602,11 @@ impl Scanner<'_> {
                 }
             }
             RuleKind::Shutdown => self.shutdown = true,
+            RuleKind::Startup => {
+                // A (re)start: earlier serving and shutdown no longer describe this phase.
+                self.res.serving_line = None;
+                self.shutdown = false;
+            }
             RuleKind::Benign => {}
             RuleKind::Fact => {
                 if let Some(f) = &self.rules.rules[ri].fact {
@@ -613,6 +621,10 @@ impl Scanner<'_> {
     }
 
     fn record(&mut self, mut f: RawFinding, line_no: u64) {
+        // Collective errors during an orderly shutdown are teardown noise.
+        if f.during_shutdown && f.kind == RuleKind::Cause && f.class == Class::Nccl {
+            f.kind = RuleKind::Consequence;
+        }
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
             f.evidence.push('\n');
             f.evidence.push_str(&f.text);
@@ -657,12 +669,11 @@ impl Scanner<'_> {
             self.close_traceback(&k);
         }
         // Decide the phase of out-of-memory findings.
-        let serving = self.res.serving_line;
         for f in self.res.findings.iter_mut() {
             if f.rule == usize::MAX || !self.rules.rules[f.rule].phase {
                 continue;
             }
-            let served_before = serving.is_some_and(|s| s < f.line);
+            let served_before = f.served;
             f.class = if startup_re().is_match(&f.evidence) && !served_before {
                 Class::OomStartup
             } else if served_before || runtime_re().is_match(&f.evidence) {
