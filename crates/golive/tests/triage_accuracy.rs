@@ -221,3 +221,23 @@ fn earliest_failing_rank_by_timestamp_across_files() {
     assert_eq!(p.rank.as_deref(), Some("rank3"), "{p:?}");
     assert!(p.file.ends_with("b_rank3.log"));
 }
+
+#[test]
+fn torchrun_interleaved_ranks_keep_their_tracebacks_apart() {
+    let p = primary_of("torchrun_interleaved.log");
+    // The dependency on rank 1 explains the NCCL error on rank 0 (runbook order).
+    assert_eq!((p.class, p.line), (Class::Dependency, 8), "{p:?}");
+    assert_eq!(p.rank.as_deref(), Some("rank1"));
+}
+
+#[test]
+fn client_errors_ignored_tracebacks_and_benign_nccl_warnings_are_not_failures() {
+    let rep = triage(&[fixture("healthy_client_errors.log")]);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+}
+
+#[test]
+fn a_restart_returns_to_the_startup_phase() {
+    let p = primary_of("restart_then_startup_oom.log");
+    assert_eq!((p.class, p.line), (Class::OomStartup, 7), "{p:?}");
+}
