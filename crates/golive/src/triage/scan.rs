@@ -129,7 +129,10 @@ pub fn scan_reader<R: Read>(
                     buf.truncate(old);
                     eof = true;
                 }
-                Ok(n) => buf.truncate(old + n),
+                Ok(n) => {
+                    buf.truncate(old + n);
+                    sc.res.bytes += n as u64;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
                 Err(e) => {
                     buf.truncate(old);
@@ -141,7 +144,6 @@ pub fn scan_reader<R: Read>(
                 }
             }
         }
-        sc.res.bytes += (buf.len() - start) as u64;
         if first {
             first = false;
             let probe = &buf[..buf.len().min(8192)];
