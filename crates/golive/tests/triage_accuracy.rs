@@ -241,3 +241,25 @@ fn a_restart_returns_to_the_startup_phase() {
     let p = primary_of("restart_then_startup_oom.log");
     assert_eq!((p.class, p.line), (Class::OomStartup, 7), "{p:?}");
 }
+
+#[test]
+fn nvidia_container_driver_requirement_errors_are_driver_class() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let dir = shared.join("env");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if !name.starts_with("nvidia-container-error_") {
+            continue;
+        }
+        n += 1;
+        let rep = triage(std::slice::from_ref(&path));
+        let p = rep.primary.unwrap_or_else(|| panic!("{name}: nothing found"));
+        assert_eq!(p.class, Class::Driver, "{name}: {p:?}");
+        assert!(p.text.contains("requirement error"), "{name}: {}", p.text);
+    }
+    eprintln!("checked {n} nvidia-container-cli outputs");
+}

@@ -390,10 +390,8 @@ fn decide(
         }
     };
     let mut primary_finding = primary.map(|(fi, f)| {
-        let mut p = make(fi, f, true);
-        if f.kind == RuleKind::Consequence {
-            p.class = Class::Unknown;
-        }
+        let p = make(fi, f, true);
+
         p
     });
     // Hints refine the next step of a primary of their class (e.g. the DMA-BUF errno 524
