@@ -257,7 +257,9 @@ fn nvidia_container_driver_requirement_errors_are_driver_class() {
         }
         n += 1;
         let rep = triage(std::slice::from_ref(&path));
-        let p = rep.primary.unwrap_or_else(|| panic!("{name}: nothing found"));
+        let p = rep
+            .primary
+            .unwrap_or_else(|| panic!("{name}: nothing found"));
         assert_eq!(p.class, Class::Driver, "{name}: {p:?}");
         assert!(p.text.contains("requirement error"), "{name}: {}", p.text);
     }

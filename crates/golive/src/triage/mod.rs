@@ -389,11 +389,7 @@ fn decide(
             .to_string(),
         }
     };
-    let mut primary_finding = primary.map(|(fi, f)| {
-        let p = make(fi, f, true);
-
-        p
-    });
+    let mut primary_finding = primary.map(|(fi, f)| make(fi, f, true));
     // Hints refine the next step of a primary of their class (e.g. the DMA-BUF errno 524
     // recipe for an NCCL unhandled system error).
     if let Some(p) = primary_finding.as_mut() {
