@@ -215,3 +215,34 @@ fn user_rules_are_added_and_bad_rule_files_rejected() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("rule file"), "{err}");
 }
+
+#[test]
+fn tracebacks_across_buffer_boundaries_keep_exact_line_numbers() {
+    // Filler of ~8 MiB puts the traceback across the scanner's first buffer boundary; the
+    // position is varied so the boundary falls on different traceback lines.
+    let filler = "(APIServer pid=1) INFO:     127.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n";
+    let per = filler.len();
+    for shift in [0usize, 1, 2, 3] {
+        let n = (8 << 20) / per - 2 + shift;
+        let mut data = String::with_capacity(n * per + 1024);
+        data.push_str("(APIServer pid=1) INFO:     Application startup complete.\n");
+        for _ in 0..n {
+            data.push_str(filler);
+        }
+        data.push_str("(EngineCore_DP0 pid=2) ERROR 05-01 14:39:06 [core.py:1131] Traceback (most recent call last):\n");
+        data.push_str("(EngineCore_DP0 pid=2) ERROR 05-01 14:39:06 [core.py:1131]   File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 1520, in execute_model\n");
+        data.push_str("(EngineCore_DP0 pid=2) ERROR 05-01 14:39:06 [core.py:1131]     hidden_states = self.model(\n");
+        data.push_str("(EngineCore_DP0 pid=2) ERROR 05-01 14:39:06 [core.py:1131] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 50.00 MiB.\n");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("big.log");
+        std::fs::write(&p, &data).unwrap();
+        let rep = analyze_paths(std::slice::from_ref(&p), &opts()).unwrap();
+        let prim = rep.primary.unwrap();
+        let want = 1 + n as u64 + 4;
+        assert_eq!((prim.class, prim.line), (Class::OomRuntime, want), "shift {shift}");
+        assert_eq!(prim.context.len(), 30);
+        assert!(prim.context.last().unwrap().contains("self.model("));
+        assert_eq!(rep.inputs[0].lines, want);
+        assert_eq!(rep.inputs[0].bytes, data.len() as u64);
+    }
+}
