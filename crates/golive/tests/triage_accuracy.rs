@@ -133,7 +133,7 @@ fn primary_of(name: &str) -> golive::triage::Finding {
 fn every_class_from_fixtures() {
     let cases: &[(&str, Class, u64)] = &[
         ("driver_cuda13.log", Class::Driver, 10),
-        ("container_cli.log", Class::Container, 2),
+        ("container_cli.log", Class::Container, 3),
         ("dependency_import.log", Class::Dependency, 7),
         ("config_argparse.log", Class::Config, 3),
         ("oom_startup_kv.log", Class::OomStartup, 6),
@@ -264,4 +264,13 @@ fn nvidia_container_driver_requirement_errors_are_driver_class() {
         assert!(p.text.contains("requirement error"), "{name}: {}", p.text);
     }
     eprintln!("checked {n} nvidia-container-cli outputs");
+}
+
+#[test]
+fn one_rank_oom_across_rank_files_is_topology_and_beats_nccl_timeouts() {
+    let rep = triage(&[fixture("ranks_oom")]);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::OomTopology, 5), "{p:?}");
+    assert!(p.file.ends_with("rank1.log"));
+    assert!(rep.secondary.iter().any(|s| s.class == Class::Nccl));
 }

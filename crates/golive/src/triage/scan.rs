@@ -65,6 +65,8 @@ struct Traceback {
     last_line: u64,
     /// Announced by `Exception ignored in ...`: nothing in it is reported.
     ignored: bool,
+    /// Rank label of the stream.
+    rank: Option<String>,
     frames: String,
     after_frame: bool,
     pending: Option<RawFinding>,
@@ -577,6 +579,11 @@ impl Scanner<'_> {
                     None => None,
                 },
             };
+            if let Some(f) = &finding {
+                if f.kind == RuleKind::Cause && !matches!(f.class, Class::Nccl | Class::Unknown) {
+                    self.mark_failed(tb.rank.as_deref());
+                }
+            }
             if let Some(mut f) = finding {
                 if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
                     f.evidence = tb.frames.clone();
@@ -637,20 +644,23 @@ impl Scanner<'_> {
     }
 
     fn open_traceback(&mut self, pl: &ParsedLine, line_no: u64) {
-        if let Some(r) = &pl.rank {
-            self.res.ranks_with_traceback.insert(r.clone());
-        } else {
-            self.res.ranks_with_traceback.insert(String::new());
-        }
         let ignored = self.ignore_next_tb.remove(&pl.stream);
         self.tracebacks.insert(
             pl.stream.clone(),
             Traceback {
                 last_line: line_no,
                 ignored,
+                rank: pl.rank.clone(),
                 ..Default::default()
             },
         );
+    }
+
+    /// Ranks that failed on their own (not only through a collective or a consequence).
+    fn mark_failed(&mut self, rank: Option<&str>) {
+        self.res
+            .ranks_with_traceback
+            .insert(rank.unwrap_or("").to_string());
     }
 
     fn close_traceback(&mut self, stream: &str) {
@@ -658,6 +668,8 @@ impl Scanner<'_> {
             if tb.ignored {
                 return;
             }
+            // A traceback cut off before its exception: this rank failed in an unknown way.
+            self.mark_failed(tb.rank.as_deref());
             if let Some(p) = tb.pending {
                 let line_no = p.line;
                 self.record(p, line_no);
