@@ -144,6 +144,8 @@ fn every_class_from_fixtures() {
         ("tool_parser.log", Class::ToolParser, 3),
         ("unknown_exception.log", Class::Unknown, 5),
         ("compose_docker_ts.log", Class::Driver, 2),
+        ("import_chain.log", Class::Dependency, 8),
+        ("script_error.log", Class::Unknown, 6),
     ];
     for (name, class, line) in cases {
         let p = primary_of(name);
