@@ -69,6 +69,7 @@ struct Patterns {
     py_logging_ts: Regex,
     glog_ts: Regex,
     ray_ts: Regex,
+    py_warning: Regex,
 }
 
 fn patterns() -> &'static Patterns {
@@ -99,6 +100,7 @@ fn patterns() -> &'static Patterns {
         glog_ts: Regex::new(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)").unwrap(),
         // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
         ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
+        py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
     })
 }
 
@@ -206,6 +208,14 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
                 c.get(7).map(|m| m.as_str()),
             ));
         } else if let Some(c) = p.glog_ts.captures(rest) {
+            level = Some(
+                match rest.as_bytes()[0] {
+                    b'I' => "INFO",
+                    b'W' => "WARNING",
+                    _ => "ERROR",
+                }
+                .to_string(),
+            );
             ts = Some(ts_key(
                 num(&c, 1),
                 num(&c, 2),
@@ -215,6 +225,10 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
                 c.get(6).map(|m| m.as_str()),
             ));
         }
+    }
+    // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
+    if level.is_none() && p.py_warning.is_match(&text[pos..]) {
+        level = Some("WARNING".to_string());
     }
     ParsedLine {
         text,
