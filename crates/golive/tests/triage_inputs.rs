@@ -239,7 +239,11 @@ fn tracebacks_across_buffer_boundaries_keep_exact_line_numbers() {
         let rep = analyze_paths(std::slice::from_ref(&p), &opts()).unwrap();
         let prim = rep.primary.unwrap();
         let want = 1 + n as u64 + 4;
-        assert_eq!((prim.class, prim.line), (Class::OomRuntime, want), "shift {shift}");
+        assert_eq!(
+            (prim.class, prim.line),
+            (Class::OomRuntime, want),
+            "shift {shift}"
+        );
         assert_eq!(prim.context.len(), 30);
         assert!(prim.context.last().unwrap().contains("self.model("));
         assert_eq!(rep.inputs[0].lines, want);

@@ -469,7 +469,8 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
             );
             if f.kind == RuleKind::Cause && f.class.is_oom() {
                 oom_ids.insert(id);
-            } else if f.kind == RuleKind::Cause && !matches!(f.class, Class::Unknown | Class::Nccl) {
+            } else if f.kind == RuleKind::Cause && !matches!(f.class, Class::Unknown | Class::Nccl)
+            {
                 failed.insert(id);
             }
         }

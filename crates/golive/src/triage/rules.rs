@@ -100,6 +100,11 @@ pub struct RuleSet {
     /// The same, without the serving markers (used once a file is known to be serving,
     /// so request log lines stop being candidates).
     pub automaton_serving: AhoCorasick,
+    /// Candidate finders: vectorised searchers over every non-serving literal (all must be
+    /// present, else `None` and `automaton` scans alone) ...
+    pub packed: Option<Vec<aho_corasick::packed::Searcher>>,
+    /// ... and over the serving markers (needed only until the server serves).
+    pub packed_serving: Option<aho_corasick::packed::Searcher>,
     /// Rules without literals, tried on every exception line.
     pub exception_rules: Vec<usize>,
     /// Pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR` for
@@ -128,6 +133,9 @@ pub const WORKER_ANCHORS: &[&str] = &[
     "[rank",
     "(RayWorkerWrapper pid=",
 ];
+
+/// Literals per vectorised searcher (Teddy is fastest with few patterns per pass).
+const PACKED_GROUP: usize = 32;
 
 /// Marker in `pattern_rule` for worker anchors.
 pub const WORKER_ANCHOR: usize = usize::MAX;
@@ -235,6 +243,37 @@ impl RuleSet {
         };
         let (automaton, pattern_rule) = build(false)?;
         let (automaton_serving, pattern_rule_serving) = build(true)?;
+        // Vectorised (Teddy) searchers over groups of literals: several passes of these are
+        // faster than one byte-at-a-time automaton over hundreds of literals.
+        let mut other: Vec<&str> = Vec::new();
+        let mut serving_markers: Vec<&str> = Vec::new();
+        for (lit, &ri) in literals.iter().zip(&literal_rule) {
+            if rules[ri].kind == RuleKind::Serving {
+                serving_markers.push(lit);
+            } else {
+                other.push(lit);
+            }
+        }
+        other.extend(STRUCTURAL_ANCHORS);
+        other.extend(WORKER_ANCHORS);
+        let pack = |group: &[&str]| {
+            aho_corasick::packed::Config::new()
+                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                .builder()
+                .extend(group)
+                .build()
+        };
+        let packed: Option<Vec<_>> = other.chunks(PACKED_GROUP).map(pack).collect();
+        let packed_serving = if serving_markers.is_empty() {
+            None
+        } else {
+            pack(&serving_markers)
+        };
+        let (packed, packed_serving) = match (packed, packed_serving) {
+            (Some(p), Some(s)) => (Some(p), Some(s)),
+            (Some(p), None) if serving_markers.is_empty() => (Some(p), None),
+            _ => (None, None),
+        };
         let overlap = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
             .build(&literals)
@@ -246,6 +285,8 @@ impl RuleSet {
             .map(|(i, _)| i)
             .collect();
         Ok(Self {
+            packed,
+            packed_serving,
             exception_rules,
             overlap,
             overlap_rule: literal_rule,

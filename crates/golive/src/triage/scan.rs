@@ -278,6 +278,10 @@ impl Scanner<'_> {
         let mut pos = a;
         // Start of the line that contains `pos` (pos can sit after a worker prefix).
         let mut cur_ls = a;
+        // Candidate positions from the vectorised searchers, in order (None: scan with the
+        // automaton directly).
+        let cands = self.candidates_in(buf, a, b);
+        let mut ci = 0usize;
         while pos < b {
             // Line number of the line starting at `pos`.
             if *counted < pos {
@@ -296,8 +300,32 @@ impl Scanner<'_> {
             } else {
                 &self.rules.automaton
             };
-            let Some(m) = ac.find(Input::new(&buf[..b]).range(pos..b)) else {
-                break;
+            let m = match &cands {
+                Some(c) => {
+                    while ci < c.len() && c[ci] < pos {
+                        ci += 1;
+                    }
+                    let Some(&p) = c.get(ci) else {
+                        break;
+                    };
+                    // Check the candidate's line (from `pos`) with the full automaton.
+                    let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
+                    let from = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
+                    match ac.find(Input::new(&buf[..le]).range(from..le)) {
+                        Some(m) => m,
+                        None => {
+                            pos = le + 1;
+                            cur_ls = pos;
+                            continue;
+                        }
+                    }
+                }
+                None => {
+                    let Some(m) = ac.find(Input::new(&buf[..b]).range(pos..b)) else {
+                        break;
+                    };
+                    m
+                }
             };
             let ls = memchr::memrchr(b'\n', &buf[pos..m.start()]).map_or(cur_ls, |i| pos + i + 1);
             let map = if self.res.serving_line.is_some() {
@@ -325,6 +353,37 @@ impl Scanner<'_> {
             *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
             *counted = b;
         }
+    }
+
+    /// Start positions of every literal match in buf[a..b), sorted, from the vectorised
+    /// searchers; `None` when they are not available on this CPU.
+    fn candidates_in(&self, buf: &[u8], a: usize, b: usize) -> Option<Vec<usize>> {
+        let packed = self.rules.packed.as_ref()?;
+        let mut out = Vec::new();
+        let hay = &buf[..b];
+        let mut collect = |s: &aho_corasick::packed::Searcher| {
+            let mut at = a;
+            while at < b {
+                match s.find_in(hay, aho_corasick::Span::from(at..b)) {
+                    Some(m) => {
+                        out.push(m.start());
+                        at = m.start() + 1;
+                    }
+                    None => break,
+                }
+            }
+        };
+        for s in packed {
+            collect(s);
+        }
+        if self.res.serving_line.is_none() {
+            if let Some(s) = &self.rules.packed_serving {
+                collect(s);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
     }
 
     /// Records the worker label around a worker anchor, cheaply (no full line parsing).
