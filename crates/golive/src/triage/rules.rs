@@ -299,6 +299,17 @@ impl RuleSet {
         })
     }
 
+    /// The literals of one rule (for tools and benchmarks).
+    pub fn literals_of(&self, rule: &Rule) -> Vec<String> {
+        let idx = self.rules.iter().position(|r| std::ptr::eq(r, rule));
+        self.literals
+            .iter()
+            .zip(&self.overlap_rule)
+            .filter(|(_, &ri)| Some(ri) == idx)
+            .map(|(l, _)| l.clone())
+            .collect()
+    }
+
     /// Rules whose literals occur in `line` (sorted by rule order, deduplicated).
     pub fn candidates(&self, line: &[u8], out: &mut Vec<usize>) {
         out.clear();
