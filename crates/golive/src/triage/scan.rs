@@ -24,6 +24,15 @@ const MAX_SHOWN: usize = 2000;
 const LOOKAHEAD: u64 = 15;
 /// A traceback with no new frame for this many lines is considered cut off.
 const TB_STALE: u64 = 40;
+/// Regions at least this large are searched by two threads.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Whether this machine has a second core to search with.
+fn parallel() -> bool {
+    static P: OnceLock<bool> = OnceLock::new();
+    *P.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
 /// Frames text kept per traceback.
 const MAX_FRAMES_TEXT: usize = 64 << 10;
 
@@ -356,31 +365,44 @@ impl Scanner<'_> {
     }
 
     /// Start positions of every literal match in buf[a..b), sorted, from the vectorised
-    /// searchers; `None` when they are not available on this CPU.
+    /// searchers; `None` when they are not available on this CPU. Large regions are searched
+    /// by two threads (half of the searchers each).
     fn candidates_in(&self, buf: &[u8], a: usize, b: usize) -> Option<Vec<usize>> {
         let packed = self.rules.packed.as_ref()?;
-        let mut out = Vec::new();
-        let hay = &buf[..b];
-        let mut collect = |s: &aho_corasick::packed::Searcher| {
-            let mut at = a;
-            while at < b {
-                match s.find_in(hay, aho_corasick::Span::from(at..b)) {
-                    Some(m) => {
-                        out.push(m.start());
-                        at = m.start() + 1;
-                    }
-                    None => break,
-                }
-            }
-        };
-        for s in packed {
-            collect(s);
-        }
+        let mut searchers: Vec<&aho_corasick::packed::Searcher> = packed.iter().collect();
         if self.res.serving_line.is_none() {
             if let Some(s) = &self.rules.packed_serving {
-                collect(s);
+                searchers.push(s);
             }
         }
+        let hay = &buf[..b];
+        let collect = |group: &[&aho_corasick::packed::Searcher]| {
+            let mut out = Vec::new();
+            for s in group {
+                let mut at = a;
+                while at < b {
+                    match s.find_in(hay, aho_corasick::Span::from(at..b)) {
+                        Some(m) => {
+                            out.push(m.start());
+                            at = m.start() + 1;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            out
+        };
+        let mut out = if b - a >= PARALLEL_MIN && searchers.len() > 1 && parallel() {
+            let (left, right) = searchers.split_at(searchers.len() / 2);
+            std::thread::scope(|sc| {
+                let other = sc.spawn(|| collect(right));
+                let mut mine = collect(left);
+                mine.extend(other.join().unwrap_or_default());
+                mine
+            })
+        } else {
+            collect(&searchers)
+        };
         out.sort_unstable();
         out.dedup();
         Some(out)
