@@ -256,6 +256,17 @@ impl RuleSet {
         }
         other.extend(STRUCTURAL_ANCHORS);
         other.extend(WORKER_ANCHORS);
+        // A literal that contains another one adds no candidate lines: fewer literals, fewer
+        // passes.
+        other.sort_unstable_by_key(|l| (l.len(), *l));
+        other.dedup();
+        let mut minimal: Vec<&str> = Vec::new();
+        for l in other {
+            if !minimal.iter().any(|m| l.contains(m)) {
+                minimal.push(l);
+            }
+        }
+        let other = minimal;
         let pack = |group: &[&str]| {
             aho_corasick::packed::Config::new()
                 .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
