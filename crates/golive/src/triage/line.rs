@@ -244,7 +244,9 @@ fn exception_re() -> &'static Regex {
     static R: OnceLock<Regex> = OnceLock::new();
     R.get_or_init(|| {
         Regex::new(
-            r"^([A-Za-z_][\w]*\.)*[A-Za-z_]\w*(Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Timeout|Abort|Died|Dead)(\[[^\]]*\])?(: |:$|$)",
+            // `ValueError: ...`, `torch.OutOfMemoryError: ...`, and dotted module paths ending in a
+            // CamelCase class (`triton.runtime.errors.OutOfResources: ...`).
+            r"^(([A-Za-z_][\w]*\.)*[A-Za-z_]\w*(Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Timeout|Abort|Died|Dead)(\[[^\]]*\])?(: |:$|$)|([a-z_][\w]*\.)+[A-Z][A-Za-z0-9]+: )",
         )
         .unwrap()
     })
