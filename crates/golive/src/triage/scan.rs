@@ -581,6 +581,8 @@ impl Scanner<'_> {
             let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
             tb.last_line = line_no;
             tb.after_frame = true;
+            // Only the innermost frame's source line (the `raise`) speaks for the exception.
+            tb.pending = None;
             if tb.frames.len() < MAX_FRAMES_TEXT {
                 tb.frames.push_str(msg.trim());
                 tb.frames.push('\n');
