@@ -276,3 +276,14 @@ fn one_rank_oom_across_rank_files_is_topology_and_beats_nccl_timeouts() {
     assert!(p.file.ends_with("rank1.log"));
     assert!(rep.secondary.iter().any(|s| s.class == Class::Nccl));
 }
+
+#[test]
+fn generic_nccl_error_quotes_nccls_first_warning() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let rep = triage(&[shared.join("long/014.log")]);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 88));
+    assert!(p.why.contains("Network is unreachable"), "{}", p.why);
+}

@@ -402,6 +402,23 @@ fn decide(
             p.next_step = r.next_step.clone();
         }
     }
+    // A generic NCCL error: the first transport warning NCCL printed says why.
+    if let Some(p) = primary_finding.as_mut() {
+        if p.class == Class::Nccl && p.rule == "nccl-error" {
+            if let Some((fi, w)) = all.iter().find(|(_, f)| {
+                f.rule != usize::MAX
+                    && matches!(rules.rules[f.rule].id.as_str(), "nccl-warn" | "nccl-ib")
+            }) {
+                p.why = format!(
+                    "{} NCCL's own first warning ({}:{}): {}",
+                    p.why,
+                    results[*fi].0,
+                    w.line,
+                    w.text.chars().take(300).collect::<String>()
+                );
+            }
+        }
+    }
     let mut secondary = Vec::new();
     let mut seen = HashSet::new();
     let mut rest: Vec<(usize, &RawFinding)> = all
