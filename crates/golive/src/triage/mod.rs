@@ -1,8 +1,25 @@
 //! `golive triage`: the first root-cause line of a failed deployment, from logs.
+//!
+//! Every input (file, directory, stdin, `.gz`) is scanned once by [`scan`]; rules are data
+//! ([`rules`], `rules.toml`). The first cause is chosen across files by the runbook order
+//! (image/driver -> dependencies -> config -> memory -> prefix cache -> multi-node -> API
+//! server), then by time (timestamps across files) and line order.
 
-use std::path::PathBuf;
+mod line;
+pub mod rules;
+mod scan;
 
+use std::collections::HashSet;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 use serde::{Deserialize, Serialize};
+
+use rules::{RuleKind, RuleSet};
+use scan::{FileResult, RawFinding};
+
+pub use scan::MAX_LINE;
 
 /// Failure classes (fixed vocabulary, used in JSON), in no particular order;
 /// the runbook order that breaks ties lives in the triage engine.
@@ -20,6 +37,45 @@ pub enum Class {
     Nccl,
     ToolParser,
     Unknown,
+}
+
+impl Class {
+    /// Runbook order: earlier layers explain failures of later ones.
+    fn runbook_rank(self) -> u8 {
+        match self {
+            Class::Container | Class::Driver => 0,
+            Class::Dependency => 1,
+            Class::Config => 2,
+            Class::OomStartup | Class::OomRuntime | Class::OomTopology => 3,
+            Class::PrefixCache => 4,
+            Class::Nccl => 5,
+            Class::ToolParser => 6,
+            Class::Unknown => 7,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Driver => "driver",
+            Class::Container => "container",
+            Class::Dependency => "dependency",
+            Class::Config => "config",
+            Class::OomStartup => "oom_startup",
+            Class::OomRuntime => "oom_runtime",
+            Class::OomTopology => "oom_topology",
+            Class::PrefixCache => "prefix_cache",
+            Class::Nccl => "nccl",
+            Class::ToolParser => "tool_parser",
+            Class::Unknown => "unknown",
+        }
+    }
+
+    fn is_oom(self) -> bool {
+        matches!(
+            self,
+            Class::OomStartup | Class::OomRuntime | Class::OomTopology
+        )
+    }
 }
 
 /// One matched line.
@@ -41,6 +97,9 @@ pub struct Finding {
     /// Lines before the cause (for people).
     #[serde(default)]
     pub context: Vec<String>,
+    /// `cause`, `consequence` or `hint`.
+    #[serde(default)]
+    pub kind: String,
 }
 
 /// The result of a triage run.
@@ -49,6 +108,20 @@ pub struct TriageReport {
     pub schema_version: u32,
     pub primary: Option<Finding>,
     pub secondary: Vec<Finding>,
+    /// Files read, with the number of lines in each.
+    #[serde(default)]
+    pub inputs: Vec<InputSummary>,
+    /// Inputs skipped or read only in part (binary, empty, truncated `.gz`, over-long lines).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+/// One input that was read.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct InputSummary {
+    pub file: String,
+    pub lines: u64,
+    pub bytes: u64,
 }
 
 /// Options of the triage engine.
@@ -60,13 +133,390 @@ pub struct TriageOptions {
     pub rules: Vec<PathBuf>,
 }
 
+/// At most this many secondary findings are reported.
+const MAX_SECONDARY: usize = 25;
+
+/// An input to read.
+enum Source {
+    Stdin,
+    File(PathBuf),
+}
+
+impl Source {
+    fn name(&self) -> String {
+        match self {
+            Source::Stdin => "-".to_string(),
+            Source::File(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// Files inside a directory that are certainly not logs.
+fn is_non_log_name(p: &Path) -> bool {
+    let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.starts_with('.') {
+        return true;
+    }
+    let ext = p
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    matches!(
+        ext.as_str(),
+        "png"
+            | "jpg"
+            | "jpeg"
+            | "gif"
+            | "pdf"
+            | "zip"
+            | "tar"
+            | "tgz"
+            | "xz"
+            | "zst"
+            | "bz2"
+            | "so"
+            | "bin"
+            | "safetensors"
+            | "pt"
+            | "pth"
+            | "whl"
+            | "pyc"
+            | "exe"
+            | "o"
+            | "a"
+    )
+}
+
+fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Source>> {
+    let mut out = Vec::new();
+    let mut stdin_seen = false;
+    for p in paths {
+        if p.as_os_str() == "-" {
+            if !stdin_seen {
+                out.push(Source::Stdin);
+                stdin_seen = true;
+            }
+            continue;
+        }
+        let meta = std::fs::metadata(p).with_context(|| format!("cannot read {}", p.display()))?;
+        if meta.is_dir() {
+            let mut files: Vec<PathBuf> = walkdir::WalkDir::new(p)
+                .follow_links(true)
+                .into_iter()
+                .filter_map(|e| match e {
+                    Ok(e) => Some(e),
+                    Err(err) => {
+                        notes.push(format!("skipped: {err}"));
+                        None
+                    }
+                })
+                .filter(|e| e.file_type().is_file())
+                .map(|e| e.into_path())
+                .collect();
+            files.sort();
+            let before = out.len();
+            for f in files {
+                if is_non_log_name(&f) {
+                    notes.push(format!("skipped {}: not a log file", f.display()));
+                } else {
+                    out.push(Source::File(f));
+                }
+            }
+            if out.len() == before {
+                notes.push(format!("{}: no log files inside", p.display()));
+            }
+        } else {
+            out.push(Source::File(p.clone()));
+        }
+    }
+    Ok(out)
+}
+
+fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
+    match src {
+        Source::Stdin => Ok(Box::new(io::stdin().lock())),
+        Source::File(p) => {
+            let f =
+                std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
+            let gz = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
+            if gz {
+                Ok(Box::new(flate2::read::MultiGzDecoder::new(
+                    io::BufReader::with_capacity(1 << 20, f),
+                )))
+            } else {
+                Ok(Box::new(f))
+            }
+        }
+    }
+}
+
 /// Triage files, directories or `-` (stdin) read together.
 pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<TriageReport> {
-    let _ = (paths, opts);
-    Ok(TriageReport {
+    let rules = RuleSet::load(&opts.rules)?;
+    let mut notes = Vec::new();
+    let sources = expand(paths, &mut notes)?;
+    let mut results: Vec<(String, FileResult)> = Vec::new();
+    for src in &sources {
+        let name = src.name();
+        let reader = open(src)?;
+        let res = match scan::scan_reader(&rules, reader, opts.context) {
+            Ok(r) => r,
+            Err(e) => {
+                notes.push(format!("{name}: unreadable ({e}); skipped"));
+                continue;
+            }
+        };
+        if res.binary {
+            notes.push(format!("{name}: binary data, not a text log; skipped"));
+            continue;
+        }
+        if res.bytes == 0 {
+            notes.push(format!("{name}: empty"));
+        }
+        for n in &res.notes {
+            notes.push(format!("{name}: {n}"));
+        }
+        results.push((name, res));
+    }
+    if results.is_empty() && !sources.is_empty() {
+        anyhow::bail!(
+            "no readable log among the inputs: {}",
+            if notes.is_empty() {
+                "nothing to read".to_string()
+            } else {
+                notes.join("; ")
+            }
+        );
+    }
+    if sources.is_empty() {
+        anyhow::bail!("no log files to read: {}", notes.join("; "));
+    }
+    Ok(decide(&rules, results, notes))
+}
+
+/// Chooses the primary cause and the secondary findings from all files.
+fn decide(
+    rules: &RuleSet,
+    mut results: Vec<(String, FileResult)>,
+    notes: Vec<String>,
+) -> TriageReport {
+    mark_topology(&mut results);
+    let facts: HashSet<String> = results
+        .iter()
+        .flat_map(|(_, r)| r.facts.iter().cloned())
+        .collect();
+    let mut all: Vec<(usize, &RawFinding)> = Vec::new();
+    for (fi, (_, r)) in results.iter().enumerate() {
+        for f in &r.findings {
+            all.push((fi, f));
+        }
+    }
+    let by_runbook = |a: &(usize, &RawFinding), b: &(usize, &RawFinding)| {
+        a.1.class
+            .runbook_rank()
+            .cmp(&b.1.class.runbook_rank())
+            .then_with(|| match (a.0 != b.0, a.1.ts, b.1.ts) {
+                (true, Some(x), Some(y)) => x.cmp(&y),
+                _ => (a.0, a.1.line).cmp(&(b.0, b.1.line)),
+            })
+    };
+    let mut causes: Vec<(usize, &RawFinding)> = all
+        .iter()
+        .copied()
+        .filter(|(_, f)| f.kind == RuleKind::Cause)
+        .collect();
+    causes.sort_by(by_runbook);
+    let primary = causes.first().copied().or_else(|| {
+        // No cause at all: a fatal consequence (engine did not start) is still a failure.
+        all.iter()
+            .copied()
+            .filter(|(_, f)| {
+                f.kind == RuleKind::Consequence
+                    && !f.during_shutdown
+                    && f.rule != usize::MAX
+                    && rules.rules[f.rule].alone
+            })
+            .min_by(by_runbook)
+    });
+    let make = |fi: usize, f: &RawFinding, with_context: bool| -> Finding {
+        let (rule, mut why, mut next_step) = if f.rule == usize::MAX {
+            (
+                "python-exception".to_string(),
+                "An exception that no rule knows ended a traceback; it is the first error the log states.".to_string(),
+                "Read the exception and the frames above it; search the message in the vLLM issues.".to_string(),
+            )
+        } else {
+            let r = &rules.rules[f.rule];
+            let mut why = r.why.clone();
+            let mut next = r.next_step.clone();
+            if let Some(w) = &r.when {
+                if facts.contains(w) {
+                    if let Some(x) = &r.why_when {
+                        why = x.clone();
+                    }
+                    if let Some(x) = &r.next_step_when {
+                        next = x.clone();
+                    }
+                }
+            }
+            (r.id.clone(), why, next)
+        };
+        if f.kind == RuleKind::Cause && f.class == Class::OomTopology {
+            why = format!("Only one rank/GPU ran out of memory while the others did not: {why}");
+            next_step = "Compare memory use per GPU (`nvidia-smi --query-gpu=index,memory.used,memory.total --format=csv`): look for another process on that GPU, uneven layer/expert placement, or a smaller/different GPU in the set.".to_string();
+        }
+        Finding {
+            class: f.class,
+            file: results[fi].0.clone(),
+            line: f.line,
+            text: f.text.clone(),
+            rule,
+            why,
+            next_step,
+            rank: f.rank.clone(),
+            context: if with_context {
+                f.context.clone()
+            } else {
+                Vec::new()
+            },
+            kind: match f.kind {
+                RuleKind::Cause => "cause",
+                RuleKind::Consequence => "consequence",
+                RuleKind::Hint => "hint",
+                _ => "other",
+            }
+            .to_string(),
+        }
+    };
+    let mut primary_finding = primary.map(|(fi, f)| make(fi, f, true));
+    // Hints refine the next step of a primary of their class (e.g. the DMA-BUF errno 524
+    // recipe for an NCCL unhandled system error).
+    if let Some(p) = primary_finding.as_mut() {
+        if let Some((_, h)) = all
+            .iter()
+            .find(|(_, f)| f.kind == RuleKind::Hint && f.class == p.class)
+        {
+            let r = &rules.rules[h.rule];
+            p.why = format!("{} {}", p.why, r.why);
+            p.next_step = r.next_step.clone();
+        }
+    }
+    // A generic NCCL error: the first transport warning NCCL printed says why.
+    if let Some(p) = primary_finding.as_mut() {
+        if p.class == Class::Nccl && p.rule == "nccl-error" {
+            if let Some((fi, w)) = all.iter().find(|(_, f)| {
+                f.rule != usize::MAX
+                    && matches!(rules.rules[f.rule].id.as_str(), "nccl-warn" | "nccl-ib")
+            }) {
+                p.why = format!(
+                    "{} NCCL's own first warning ({}:{}): {}",
+                    p.why,
+                    results[*fi].0,
+                    w.line,
+                    w.text.chars().take(300).collect::<String>()
+                );
+            }
+        }
+    }
+    let mut secondary = Vec::new();
+    let mut seen = HashSet::new();
+    let mut rest: Vec<(usize, &RawFinding)> = all
+        .iter()
+        .copied()
+        .filter(|(fi, f)| {
+            primary.is_none_or(|(pfi, pf)| !(pfi == *fi && pf.line == f.line))
+                && !(f.kind == RuleKind::Consequence && f.during_shutdown)
+        })
+        .collect();
+    if primary.is_none() {
+        // Nothing found: shutdown noise and lone consequences are not reported.
+        rest.clear();
+    }
+    rest.sort_by_key(|(fi, f)| (*fi, f.line));
+    for (fi, f) in rest {
+        if secondary.len() >= MAX_SECONDARY {
+            break;
+        }
+        let key = (fi, f.rule, f.rank.clone(), f.text.clone());
+        if seen.insert(key) {
+            secondary.push(make(fi, f, false));
+        }
+    }
+    TriageReport {
         schema_version: crate::report::SCHEMA_VERSION,
-        ..Default::default()
-    })
+        primary: primary_finding,
+        secondary,
+        inputs: results
+            .iter()
+            .map(|(n, r)| InputSummary {
+                file: n.clone(),
+                lines: r.lines,
+                bytes: r.bytes,
+            })
+            .collect(),
+        notes,
+    }
+}
+
+/// Out-of-memory on exactly one rank/GPU while other ranks are present and did not fail
+/// becomes `oom_topology`.
+fn mark_topology(results: &mut [(String, FileResult)]) {
+    let multi_file = results.len() > 1;
+    let mut workers: HashSet<String> = HashSet::new();
+    let mut failed: HashSet<String> = HashSet::new();
+    let mut oom_ids: HashSet<String> = HashSet::new();
+    for (fi, (_, r)) in results.iter().enumerate() {
+        for w in &r.workers {
+            workers.insert(format!("{fi}/{w}"));
+        }
+        if r.workers.is_empty() && multi_file && r.lines > 0 {
+            workers.insert(format!("{fi}/"));
+        }
+        for t in &r.ranks_with_traceback {
+            failed.insert(format!("{fi}/{t}"));
+        }
+        for f in &r.findings {
+            let id = format!(
+                "{fi}/{}",
+                f.rank
+                    .as_deref()
+                    .filter(|r| scan::is_worker_label(r))
+                    .unwrap_or("")
+            );
+            if f.kind == RuleKind::Cause && f.class.is_oom() {
+                oom_ids.insert(id);
+            } else if f.kind == RuleKind::Cause && !matches!(f.class, Class::Unknown | Class::Nccl)
+            {
+                failed.insert(id);
+            }
+        }
+    }
+    if oom_ids.len() != 1 || workers.len() < 2 {
+        return;
+    }
+    let oom_id = oom_ids.iter().next().unwrap().clone();
+    if !workers.contains(&oom_id) && !oom_id.ends_with('/') {
+        return;
+    }
+    // Another rank with its own traceback failed too: not a one-rank problem.
+    if failed.iter().any(|f| f != &oom_id && workers.contains(f)) {
+        return;
+    }
+    for (fi, (_, r)) in results.iter_mut().enumerate() {
+        for f in r.findings.iter_mut() {
+            let id = format!(
+                "{fi}/{}",
+                f.rank
+                    .as_deref()
+                    .filter(|r| scan::is_worker_label(r))
+                    .unwrap_or("")
+            );
+            if f.kind == RuleKind::Cause && f.class.is_oom() && id == oom_id {
+                f.class = Class::OomTopology;
+            }
+        }
+    }
 }
 
 /// `golive triage` arguments.
@@ -88,6 +538,90 @@ pub struct TriageArgs {
 
 /// Runs `golive triage`; returns the exit code.
 pub fn run(args: TriageArgs) -> anyhow::Result<u8> {
-    let _ = args;
-    anyhow::bail!("golive triage is not built yet")
+    let opts = TriageOptions {
+        context: args.context,
+        rules: args.rules.clone(),
+    };
+    let report = match analyze_paths(&args.paths, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("golive triage: error: {e:#}");
+            return Ok(crate::exit::USAGE);
+        }
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    match args.format {
+        crate::report::OutputFormat::Json => {
+            serde_json::to_writer_pretty(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        crate::report::OutputFormat::Text => {
+            for n in &report.notes {
+                eprintln!("golive triage: note: {n}");
+            }
+            write_text(&mut out, &report)?;
+        }
+    }
+    Ok(if report.primary.is_some() {
+        crate::exit::FOUND
+    } else {
+        crate::exit::OK
+    })
+}
+
+fn location(f: &Finding) -> String {
+    match &f.rank {
+        Some(r) => format!("{}:{} ({})", f.file, f.line, r),
+        None => format!("{}:{}", f.file, f.line),
+    }
+}
+
+/// The report for people.
+pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    let Some(p) = &report.primary else {
+        let lines: u64 = report.inputs.iter().map(|i| i.lines).sum();
+        writeln!(
+            out,
+            "No failure found in {} line(s) of {} input(s).",
+            lines,
+            report.inputs.len()
+        )?;
+        return Ok(());
+    };
+    writeln!(out, "First cause: {}  [{}]", location(p), p.class.as_str())?;
+    writeln!(out)?;
+    let first = p.line.saturating_sub(p.context.len() as u64);
+    for (i, c) in p.context.iter().enumerate() {
+        writeln!(out, "  {:>7} | {}", first + i as u64, c)?;
+    }
+    writeln!(out, "> {:>7} | {}", p.line, p.text)?;
+    writeln!(out)?;
+    writeln!(out, "class:     {}", p.class.as_str())?;
+    writeln!(out, "rule:      {}", p.rule)?;
+    if let Some(r) = &p.rank {
+        writeln!(out, "rank:      {r}")?;
+    }
+    writeln!(out, "why:       {}", p.why)?;
+    writeln!(out, "next step: {}", p.next_step)?;
+    if !report.secondary.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Other errors in the logs ({}), explained by or after the cause:",
+            report.secondary.len()
+        )?;
+        for s in &report.secondary {
+            let text: String = s.text.chars().take(160).collect();
+            writeln!(
+                out,
+                "  {} [{} {}] {}",
+                location(s),
+                s.kind,
+                s.class.as_str(),
+                text
+            )?;
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,323 @@
+//! One log line taken apart: terminal noise removed, then the prefixes that docker, kubectl,
+//! docker-compose, Ray/vLLM worker processes, torchrun and the vLLM logger put in front of the
+//! message, with the timestamp and the rank they carry.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// A line after cleaning and prefix parsing.
+#[derive(Debug, Clone, Default)]
+pub struct ParsedLine {
+    /// The whole line without ANSI codes and `\r` (for display).
+    pub text: String,
+    /// Byte offset of the message in `text` (after every recognised prefix).
+    pub msg_start: usize,
+    /// Rank / worker label for people, e.g. `VllmWorker rank=1`, `Worker_TP3`, `rank3`.
+    pub rank: Option<String>,
+    /// Key of the output stream the line belongs to (prefixes included), to keep
+    /// interleaved tracebacks of several processes apart.
+    pub stream: String,
+    /// Sortable timestamp (milliseconds; only comparable with other lines' values).
+    pub ts: Option<u64>,
+    /// `ERROR`, `WARNING`, ... when the vLLM/python logger header says so.
+    pub level: Option<String>,
+}
+
+impl ParsedLine {
+    pub fn msg(&self) -> &str {
+        &self.text[self.msg_start..]
+    }
+}
+
+/// Removes ANSI escape sequences and carriage returns; invalid UTF-8 becomes U+FFFD.
+pub fn clean(raw: &[u8]) -> String {
+    let s = String::from_utf8_lossy(raw);
+    if !s.contains('\x1b') && !s.contains('\r') {
+        return s.into_owned();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => {
+                // CSI: ESC [ params final-byte; other escapes: drop ESC and the next char.
+                if chars.peek() == Some(&'[') {
+                    chars.next();
+                    for d in chars.by_ref() {
+                        if ('@'..='~').contains(&d) {
+                            break;
+                        }
+                    }
+                } else {
+                    chars.next();
+                }
+            }
+            '\r' => {}
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+struct Patterns {
+    iso_ts: Regex,
+    compose: Regex,
+    proc_label: Regex,
+    torch_rank: Regex,
+    vllm_header: Regex,
+    py_logging_ts: Regex,
+    glog_ts: Regex,
+    ray_ts: Regex,
+    py_warning: Regex,
+}
+
+fn patterns() -> &'static Patterns {
+    static P: OnceLock<Patterns> = OnceLock::new();
+    P.get_or_init(|| Patterns {
+        // docker logs --timestamps / kubectl logs --timestamps
+        iso_ts: Regex::new(
+            r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? ",
+        )
+        .unwrap(),
+        // docker compose: `svc-1  | `
+        compose: Regex::new(r"^([A-Za-z0-9][\w.\-]*)\s*\| ").unwrap(),
+        // `(VllmWorker rank=1 pid=..)`, `(EngineCore_DP0 pid=..)`, `(RayWorkerWrapper pid=.., ip=..)`
+        proc_label: Regex::new(
+            r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?",
+        )
+        .unwrap(),
+        // torchrun: `[rank3]: `
+        torch_rank: Regex::new(r"^\[(rank\d+)\]: ?").unwrap(),
+        // `ERROR 10-25 13:08:43 [core.py:708] ` and the older `ERROR 02-19 07:03:11 engine.py:389] `
+        vllm_header: Regex::new(
+            r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:\[[^\]]*\]|[\w.\-]+:\d+\]) ?",
+        )
+        .unwrap(),
+        // python logging: `2025-06-20 20:02:32,812 - name - ERROR - `
+        py_logging_ts: Regex::new(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d+)").unwrap(),
+        // glog (torch c10d): `E0909 07:11:16.569000 `
+        glog_ts: Regex::new(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)").unwrap(),
+        // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
+        ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
+        py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
+    })
+}
+
+fn num(c: &regex::Captures, i: usize) -> u64 {
+    c.get(i).and_then(|m| m.as_str().parse().ok()).unwrap_or(0)
+}
+
+/// Milliseconds from month/day/h/m/s/fraction (the year is often absent in vLLM lines; logs
+/// compared with each other come from the same run).
+fn ts_key(mon: u64, day: u64, h: u64, m: u64, s: u64, frac: Option<&str>) -> u64 {
+    let ms = frac
+        .map(|f| {
+            let f3: String = f.chars().chain("000".chars()).take(3).collect();
+            f3.parse::<u64>().unwrap_or(0)
+        })
+        .unwrap_or(0);
+    ((((mon * 32 + day) * 24 + h) * 60 + m) * 60 + s) * 1000 + ms
+}
+
+/// Parses one raw line.
+pub fn parse(raw: &[u8]) -> ParsedLine {
+    let text = clean(raw);
+    let p = patterns();
+    let mut pos = 0usize;
+    let mut ts = None;
+    let mut stream = String::new();
+    let mut rank = None;
+    let mut level = None;
+    // Prefixes nest in a few known orders; take them greedily, at most a few rounds.
+    for _ in 0..4 {
+        let rest = &text[pos..];
+        let rest_trim = rest.trim_start_matches(' ');
+        let skipped = rest.len() - rest_trim.len();
+        if let Some(c) = p.iso_ts.captures(rest) {
+            ts = Some(ts_key(
+                num(&c, 2),
+                num(&c, 3),
+                num(&c, 4),
+                num(&c, 5),
+                num(&c, 6),
+                c.get(7).map(|m| m.as_str()),
+            ));
+            pos += c.get(0).unwrap().end();
+            continue;
+        }
+        if let Some(c) = p.proc_label.captures(rest_trim) {
+            let name = c.get(1).unwrap().as_str();
+            let r = c.get(2).map(|m| m.as_str()).unwrap_or("");
+            let ip = c.get(4).map(|m| m.as_str());
+            let label = match ip {
+                // Ray workers have no rank: the pid and node address tell them apart.
+                Some(ip) => format!("{name} pid={}, ip={ip}", num(&c, 3)),
+                None => format!("{name}{r}"),
+            };
+            stream.push_str(&label);
+            stream.push('|');
+            rank = Some(label);
+            pos += skipped + c.get(0).unwrap().end();
+            continue;
+        }
+        if let Some(c) = p.torch_rank.captures(rest_trim) {
+            let label = c.get(1).unwrap().as_str().to_string();
+            stream.push_str(&label);
+            stream.push('|');
+            rank = Some(label);
+            pos += skipped + c.get(0).unwrap().end();
+            continue;
+        }
+        if stream.is_empty() && rank.is_none() {
+            if let Some(c) = p.compose.captures(rest) {
+                stream.push_str(c.get(1).unwrap().as_str());
+                stream.push('|');
+                pos += c.get(0).unwrap().end();
+                continue;
+            }
+        }
+        break;
+    }
+    let rest = &text[pos..];
+    if let Some(c) = p.vllm_header.captures(rest) {
+        level = Some(c.get(1).unwrap().as_str().to_string());
+        ts = ts.or(Some(ts_key(
+            num(&c, 2),
+            num(&c, 3),
+            num(&c, 4),
+            num(&c, 5),
+            num(&c, 6),
+            c.get(7).map(|m| m.as_str()),
+        )));
+        pos += c.get(0).unwrap().end();
+        // vLLM logs a traceback once through its logger and once raw: keep them apart.
+        stream.push_str("log|");
+    } else if ts.is_none() {
+        if let Some(c) = p
+            .py_logging_ts
+            .captures(rest)
+            .or_else(|| p.ray_ts.captures(rest))
+        {
+            ts = Some(ts_key(
+                num(&c, 2),
+                num(&c, 3),
+                num(&c, 4),
+                num(&c, 5),
+                num(&c, 6),
+                c.get(7).map(|m| m.as_str()),
+            ));
+        } else if let Some(c) = p.glog_ts.captures(rest) {
+            level = Some(
+                match rest.as_bytes()[0] {
+                    b'I' => "INFO",
+                    b'W' => "WARNING",
+                    _ => "ERROR",
+                }
+                .to_string(),
+            );
+            ts = Some(ts_key(
+                num(&c, 1),
+                num(&c, 2),
+                num(&c, 3),
+                num(&c, 4),
+                num(&c, 5),
+                c.get(6).map(|m| m.as_str()),
+            ));
+        }
+    }
+    // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
+    if level.is_none() && p.py_warning.is_match(&text[pos..]) {
+        level = Some("WARNING".to_string());
+    }
+    ParsedLine {
+        text,
+        msg_start: pos,
+        rank,
+        stream,
+        ts,
+        level,
+    }
+}
+
+fn exception_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(
+            // `ValueError: ...`, `torch.OutOfMemoryError: ...`, and dotted module paths ending in a
+            // CamelCase class (`triton.runtime.errors.OutOfResources: ...`).
+            r"^(([A-Za-z_][\w]*\.)*[A-Za-z_]\w*(Error|Exception|Interrupt|Exit|Warning|Failure|Fault|Timeout|Abort|Died|Dead)(\[[^\]]*\])?(: |:$|$)|([a-z_][\w]*\.)+[A-Z][A-Za-z0-9]+: )",
+        )
+        .unwrap()
+    })
+}
+
+fn frame_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r#"^\s*File "[^"]*", line \d+"#).unwrap())
+}
+
+/// `  File "x.py", line 3, in f`
+pub fn is_frame(msg: &str) -> bool {
+    msg.trim_start().starts_with("File \"") && frame_re().is_match(msg)
+}
+
+/// `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`
+pub fn is_exception_line(msg: &str) -> bool {
+    !msg.starts_with(' ') && !msg.starts_with('\t') && exception_re().is_match(msg)
+}
+
+/// `Traceback (most recent call last):`
+pub fn is_traceback_header(msg: &str) -> bool {
+    msg.trim_start()
+        .starts_with("Traceback (most recent call last)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_worker_prefix_and_header() {
+        let l = parse(b"(VllmWorker rank=1 pid=2445156) ERROR 05-10 16:00:15 [multiproc_executor.py:470] RuntimeError: boom");
+        assert_eq!(l.rank.as_deref(), Some("VllmWorker rank=1"));
+        assert_eq!(l.msg(), "RuntimeError: boom");
+        assert_eq!(l.level.as_deref(), Some("ERROR"));
+        assert!(l.ts.is_some());
+    }
+
+    #[test]
+    fn compose_docker_ray_and_torch_prefixes() {
+        let l = parse(b"backend-vllm-openai-1  | (RayWorkerWrapper pid=643, ip=10.0.0.2) ERROR 06-14 07:04:12 worker_base.py:148] Error executing method init_worker.");
+        assert_eq!(
+            l.rank.as_deref(),
+            Some("RayWorkerWrapper pid=643, ip=10.0.0.2")
+        );
+        assert_eq!(l.msg(), "Error executing method init_worker.");
+        let l = parse(b"2024-06-14T07:04:12.123456789Z [rank3]: RuntimeError: NCCL error");
+        assert_eq!(l.rank.as_deref(), Some("rank3"));
+        assert_eq!(l.msg(), "RuntimeError: NCCL error");
+        assert!(l.ts.is_some());
+    }
+
+    #[test]
+    fn ansi_and_cr_are_removed() {
+        let l = parse(
+            b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO:     Application startup complete.\r",
+        );
+        assert_eq!(l.msg(), "INFO:     Application startup complete.");
+    }
+
+    #[test]
+    fn exception_lines() {
+        assert!(is_exception_line(
+            "torch.OutOfMemoryError: CUDA out of memory."
+        ));
+        assert!(is_exception_line(
+            "KeyboardInterrupt: MQLLMEngine terminated"
+        ));
+        assert!(!is_exception_line("    raise ValueError("));
+        assert!(!is_exception_line("return forward_call(*args, **kwargs)"));
+        assert!(is_frame("  File \"/x.py\", line 3, in f"));
+    }
+}

@@ -1,0 +1,362 @@
+//! Triage rules as data: the embedded default TOML plus user files, compiled into one
+//! literal prefilter (aho-corasick) and per-rule regexes that run only on candidate lines.
+
+use std::path::Path;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use anyhow::{bail, Context};
+use regex::Regex;
+use serde::Deserialize;
+
+use super::Class;
+
+/// The built-in rule file.
+pub const DEFAULT_RULES: &str = include_str!("rules.toml");
+
+/// What a matching line means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleKind {
+    Cause,
+    Consequence,
+    Hint,
+    Serving,
+    Shutdown,
+    /// The server (re)starts: the phase goes back to startup.
+    Startup,
+    Fact,
+    /// A known harmless error (e.g. a client's invalid request): never reported.
+    Benign,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleDef {
+    id: String,
+    kind: RuleKind,
+    #[serde(default)]
+    class: Option<Class>,
+    #[serde(default)]
+    patterns: Vec<String>,
+    #[serde(default)]
+    regex: Option<String>,
+    #[serde(default)]
+    frames: Option<String>,
+    #[serde(default)]
+    phase: bool,
+    #[serde(default)]
+    alone: bool,
+    #[serde(default)]
+    on_warning: bool,
+    #[serde(default)]
+    fact: Option<String>,
+    #[serde(default)]
+    when: Option<String>,
+    #[serde(default)]
+    next_step_when: Option<String>,
+    #[serde(default)]
+    why_when: Option<String>,
+    #[serde(default)]
+    next_step: String,
+    #[serde(default)]
+    why: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    #[serde(default)]
+    rule: Vec<RuleDef>,
+}
+
+/// One compiled rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub id: String,
+    pub kind: RuleKind,
+    pub class: Class,
+    pub regex: Option<Regex>,
+    pub frames: Option<Regex>,
+    pub phase: bool,
+    pub alone: bool,
+    /// Also a cause on WARNING-level logger lines.
+    pub on_warning: bool,
+    pub fact: Option<String>,
+    pub when: Option<String>,
+    pub next_step_when: Option<String>,
+    pub why_when: Option<String>,
+    pub next_step: String,
+    pub why: String,
+    /// Tried on every exception line that ends a traceback (no literal patterns).
+    pub on_exceptions: bool,
+}
+
+/// All rules with their literal prefilters.
+#[derive(Debug)]
+pub struct RuleSet {
+    pub rules: Vec<Rule>,
+    /// Every literal of every rule (plus structural anchors at the end).
+    pub automaton: AhoCorasick,
+    /// The same, without the serving markers (used once a file is known to be serving,
+    /// so request log lines stop being candidates).
+    pub automaton_serving: AhoCorasick,
+    /// Candidate finders: vectorised searchers over every non-serving literal (all must be
+    /// present, else `None` and `automaton` scans alone) ...
+    pub packed: Option<Vec<aho_corasick::packed::Searcher>>,
+    /// ... and over the serving markers (needed only until the server serves).
+    pub packed_serving: Option<aho_corasick::packed::Searcher>,
+    /// Rules without literals, tried on every exception line.
+    pub exception_rules: Vec<usize>,
+    /// Pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR` for
+    /// worker prefixes).
+    pub pattern_rule: Vec<Option<usize>>,
+    pub pattern_rule_serving: Vec<Option<usize>>,
+    /// Every rule literal in a standard automaton, for overlapping search on one line.
+    overlap: AhoCorasick,
+    overlap_rule: Vec<usize>,
+    /// The literals, for benchmarks comparing with other tools.
+    pub literals: Vec<String>,
+}
+
+/// Anchors that start traceback tracking.
+pub const STRUCTURAL_ANCHORS: &[&str] = &[
+    "Traceback (most recent call last)",
+    "File \"",
+    "Exception ignored in",
+];
+
+/// Anchors of worker prefixes (for the one-rank out-of-memory test).
+pub const WORKER_ANCHORS: &[&str] = &[
+    "VllmWorker rank=",
+    "(Worker_TP",
+    "(Worker_PP",
+    "[rank",
+    "(RayWorkerWrapper pid=",
+];
+
+/// Literals per vectorised searcher (Teddy is fastest with few patterns per pass).
+const PACKED_GROUP: usize = 32;
+
+/// Marker in `pattern_rule` for worker anchors.
+pub const WORKER_ANCHOR: usize = usize::MAX;
+
+impl RuleSet {
+    /// The built-in rules plus each user file (user rules are tried first).
+    pub fn load(user_files: &[impl AsRef<Path>]) -> anyhow::Result<Self> {
+        let mut defs = Vec::new();
+        for f in user_files {
+            let f = f.as_ref();
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read rule file {}", f.display()))?;
+            let parsed: RuleFile = toml::from_str(&text)
+                .with_context(|| format!("invalid rule file {}", f.display()))?;
+            defs.extend(parsed.rule);
+        }
+        let builtin: RuleFile =
+            toml::from_str(DEFAULT_RULES).context("the built-in rule file is invalid")?;
+        defs.extend(builtin.rule);
+        Self::compile(defs)
+    }
+
+    fn compile(defs: Vec<RuleDef>) -> anyhow::Result<Self> {
+        let mut rules = Vec::with_capacity(defs.len());
+        let mut literals = Vec::new();
+        let mut literal_rule = Vec::new();
+        for d in defs {
+            let class = match (d.kind, d.class) {
+                (RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint, None) => {
+                    bail!(
+                        "rule {}: `class` is required for kind cause/consequence/hint",
+                        d.id
+                    )
+                }
+                (_, c) => c.unwrap_or(Class::Unknown),
+            };
+            if d.patterns.iter().any(|p| p.is_empty()) {
+                bail!("rule {}: empty pattern", d.id);
+            }
+            if d.patterns.is_empty() && d.frames.is_none() && d.regex.is_none() {
+                bail!("rule {}: needs `patterns`, `regex` or `frames`", d.id);
+            }
+            if d.kind == RuleKind::Fact && d.fact.is_none() {
+                bail!("rule {}: fact rules need `fact`", d.id);
+            }
+            let regex = d
+                .regex
+                .as_deref()
+                .map(Regex::new)
+                .transpose()
+                .with_context(|| format!("rule {}: invalid regex", d.id))?;
+            let frames = d
+                .frames
+                .as_deref()
+                .map(Regex::new)
+                .transpose()
+                .with_context(|| format!("rule {}: invalid frames regex", d.id))?;
+            let idx = rules.len();
+            for p in &d.patterns {
+                literals.push(p.clone());
+                literal_rule.push(idx);
+            }
+            rules.push(Rule {
+                on_exceptions: d.patterns.is_empty(),
+                id: d.id,
+                kind: d.kind,
+                class,
+                regex,
+                frames,
+                phase: d.phase,
+                alone: d.alone,
+                on_warning: d.on_warning,
+                fact: d.fact,
+                when: d.when,
+                next_step_when: d.next_step_when,
+                why_when: d.why_when,
+                next_step: d.next_step,
+                why: d.why,
+            });
+        }
+        let build = |skip_serving: bool| -> anyhow::Result<(AhoCorasick, Vec<Option<usize>>)> {
+            let mut pats: Vec<&str> = Vec::new();
+            let mut map = Vec::new();
+            for (lit, &ri) in literals.iter().zip(&literal_rule) {
+                if skip_serving && rules[ri].kind == RuleKind::Serving {
+                    continue;
+                }
+                pats.push(lit);
+                map.push(Some(ri));
+            }
+            for a in STRUCTURAL_ANCHORS {
+                pats.push(a);
+                map.push(None);
+            }
+            for a in WORKER_ANCHORS {
+                pats.push(a);
+                map.push(Some(WORKER_ANCHOR));
+            }
+            let ac = AhoCorasick::builder()
+                .match_kind(MatchKind::LeftmostFirst)
+                .kind(Some(AhoCorasickKind::DFA))
+                .build(&pats)
+                .context("cannot build the rule prefilter")?;
+            Ok((ac, map))
+        };
+        let (automaton, pattern_rule) = build(false)?;
+        let (automaton_serving, pattern_rule_serving) = build(true)?;
+        // Vectorised (Teddy) searchers over groups of literals: several passes of these are
+        // faster than one byte-at-a-time automaton over hundreds of literals.
+        let mut other: Vec<&str> = Vec::new();
+        let mut serving_markers: Vec<&str> = Vec::new();
+        for (lit, &ri) in literals.iter().zip(&literal_rule) {
+            if rules[ri].kind == RuleKind::Serving {
+                serving_markers.push(lit);
+            } else {
+                other.push(lit);
+            }
+        }
+        other.extend(STRUCTURAL_ANCHORS);
+        other.extend(WORKER_ANCHORS);
+        // A literal that contains another one adds no candidate lines: fewer literals, fewer
+        // passes.
+        other.sort_unstable_by_key(|l| (l.len(), *l));
+        other.dedup();
+        let mut minimal: Vec<&str> = Vec::new();
+        for l in other {
+            if !minimal.iter().any(|m| l.contains(m)) {
+                minimal.push(l);
+            }
+        }
+        let other = minimal;
+        let pack = |group: &[&str]| {
+            aho_corasick::packed::Config::new()
+                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
+                .builder()
+                .extend(group)
+                .build()
+        };
+        let packed: Option<Vec<_>> = other.chunks(PACKED_GROUP).map(pack).collect();
+        let packed_serving = if serving_markers.is_empty() {
+            None
+        } else {
+            pack(&serving_markers)
+        };
+        let (packed, packed_serving) = match (packed, packed_serving) {
+            (Some(p), Some(s)) => (Some(p), Some(s)),
+            (Some(p), None) if serving_markers.is_empty() => (Some(p), None),
+            _ => (None, None),
+        };
+        let overlap = AhoCorasick::builder()
+            .match_kind(MatchKind::Standard)
+            .build(&literals)
+            .context("cannot build the rule matcher")?;
+        let exception_rules = rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.on_exceptions)
+            .map(|(i, _)| i)
+            .collect();
+        Ok(Self {
+            packed,
+            packed_serving,
+            exception_rules,
+            overlap,
+            overlap_rule: literal_rule,
+            rules,
+            automaton,
+            automaton_serving,
+            pattern_rule,
+            pattern_rule_serving,
+            literals,
+        })
+    }
+
+    /// The literals of one rule (for tools and benchmarks).
+    pub fn literals_of(&self, rule: &Rule) -> Vec<String> {
+        let idx = self.rules.iter().position(|r| std::ptr::eq(r, rule));
+        self.literals
+            .iter()
+            .zip(&self.overlap_rule)
+            .filter(|(_, &ri)| Some(ri) == idx)
+            .map(|(l, _)| l.clone())
+            .collect()
+    }
+
+    /// Rules whose literals occur in `line` (sorted by rule order, deduplicated).
+    pub fn candidates(&self, line: &[u8], out: &mut Vec<usize>) {
+        out.clear();
+        for m in self.overlap.find_overlapping_iter(line) {
+            out.push(self.overlap_rule[m.pattern().as_usize()]);
+        }
+        out.sort_unstable();
+        out.dedup();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_rules_compile_and_have_texts() {
+        let set = RuleSet::load(&[] as &[&str]).unwrap();
+        assert!(set.rules.len() > 30);
+        for r in &set.rules {
+            if r.kind == RuleKind::Cause {
+                assert!(!r.next_step.is_empty(), "rule {} has no next_step", r.id);
+                assert!(!r.why.is_empty(), "rule {} has no why", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn candidates_find_every_rule_on_a_line() {
+        let set = RuleSet::load(&[] as &[&str]).unwrap();
+        let mut out = Vec::new();
+        set.candidates(
+            b"RuntimeError: NCCL error: unhandled system error",
+            &mut out,
+        );
+        let ids: Vec<&str> = out.iter().map(|&i| set.rules[i].id.as_str()).collect();
+        assert!(ids.contains(&"nccl-error"), "{ids:?}");
+    }
+}

@@ -1,0 +1,793 @@
+//! The streaming scanner: one pass over one log, large buffers, a literal prefilter over the
+//! whole buffer (aho-corasick), and line-by-line work only on candidate lines and inside
+//! Python tracebacks.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{self, Read};
+use std::sync::OnceLock;
+
+use aho_corasick::Input;
+use regex::Regex;
+
+use super::line::{self, ParsedLine};
+use super::rules::{RuleKind, RuleSet};
+use super::Class;
+
+const CHUNK: usize = 8 << 20;
+/// Bytes of already scanned text kept in front of the buffer for context lines.
+const HISTORY: usize = 256 << 10;
+/// Longer lines are cut here (the rest of the line is skipped, never buffered).
+pub const MAX_LINE: usize = 1 << 20;
+/// Lines displayed are cut to this many characters.
+const MAX_SHOWN: usize = 2000;
+/// Lines after an out-of-memory line read for phase evidence.
+const LOOKAHEAD: u64 = 15;
+/// A traceback with no new frame for this many lines is considered cut off.
+const TB_STALE: u64 = 40;
+/// Regions at least this large are searched by two threads.
+const PARALLEL_MIN: usize = 1 << 20;
+
+/// Whether this machine has a second core to search with.
+fn parallel() -> bool {
+    static P: OnceLock<bool> = OnceLock::new();
+    *P.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+/// Frames text kept per traceback.
+const MAX_FRAMES_TEXT: usize = 64 << 10;
+
+/// A rule match in one file.
+#[derive(Debug, Clone)]
+pub struct RawFinding {
+    pub rule: usize,
+    pub kind: RuleKind,
+    pub class: Class,
+    pub line: u64,
+    pub text: String,
+    pub rank: Option<String>,
+    pub ts: Option<u64>,
+    pub context: Vec<String>,
+    /// Phase evidence (frames, the line and lines after it) for `phase` rules.
+    evidence: String,
+    phase_open_until: u64,
+    pub during_shutdown: bool,
+    /// The server had served (since its last start) when this line was logged.
+    served: bool,
+}
+
+/// What one file yielded.
+#[derive(Debug, Default)]
+pub struct FileResult {
+    pub findings: Vec<RawFinding>,
+    pub serving_line: Option<u64>,
+    pub workers: HashSet<String>,
+    pub ranks_with_traceback: HashSet<String>,
+    pub facts: HashSet<String>,
+    pub lines: u64,
+    pub bytes: u64,
+    pub binary: bool,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+struct Traceback {
+    last_line: u64,
+    /// Announced by `Exception ignored in ...`: nothing in it is reported.
+    ignored: bool,
+    /// Rank label of the stream.
+    rank: Option<String>,
+    frames: String,
+    after_frame: bool,
+    pending: Option<RawFinding>,
+}
+
+struct Scanner<'a> {
+    rules: &'a RuleSet,
+    context: usize,
+    res: FileResult,
+    shutdown: bool,
+    tracebacks: HashMap<String, Traceback>,
+    force_slow_until: u64,
+    cand: Vec<usize>,
+    /// Streams whose next traceback Python announced as ignored.
+    ignore_next_tb: HashSet<String>,
+}
+
+/// Scans one input stream.
+pub fn scan_reader<R: Read>(
+    rules: &RuleSet,
+    mut reader: R,
+    context: usize,
+) -> io::Result<FileResult> {
+    let mut sc = Scanner {
+        rules,
+        context,
+        res: FileResult::default(),
+        shutdown: false,
+        tracebacks: HashMap::new(),
+        force_slow_until: 0,
+        cand: Vec::new(),
+        ignore_next_tb: HashSet::new(),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + 64 * 1024);
+    // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
+    let mut start = 0usize;
+    let mut counted = 0usize;
+    let mut newlines = 0u64;
+    let mut eof = false;
+    let mut first = true;
+    // Inside an over-long line: drop bytes until its newline.
+    let mut skipping = false;
+    // Whether buf[0] is the start of a line (false after trimming history mid-line).
+    let mut buf_at_line_start = true;
+    let mut read_err: Option<io::Error> = None;
+    loop {
+        // Keep some history for context, drop the rest.
+        let keep_from = start.saturating_sub(HISTORY);
+        if keep_from > 0 {
+            buf_at_line_start = buf[keep_from - 1] == b'\n';
+            buf.drain(..keep_from);
+            start -= keep_from;
+            counted -= keep_from;
+        }
+        // Fill.
+        let target = buf.len() + CHUNK;
+        while buf.len() < target && !eof {
+            let old = buf.len();
+            buf.resize(target, 0);
+            match reader.read(&mut buf[old..]) {
+                Ok(0) => {
+                    buf.truncate(old);
+                    eof = true;
+                }
+                Ok(n) => {
+                    buf.truncate(old + n);
+                    sc.res.bytes += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
+                Err(e) => {
+                    buf.truncate(old);
+                    eof = true;
+                    if sc.res.bytes == 0 && old == 0 {
+                        return Err(e);
+                    }
+                    read_err = Some(e);
+                }
+            }
+        }
+        if first {
+            first = false;
+            let probe = &buf[..buf.len().min(8192)];
+            if memchr::memchr(0, probe).is_some() {
+                sc.res.binary = true;
+                return Ok(sc.res);
+            }
+        }
+        if skipping {
+            match memchr::memchr(b'\n', &buf[start..]) {
+                Some(i) => {
+                    start += i + 1;
+                    counted = start;
+                    newlines += 1;
+                    skipping = false;
+                }
+                None => {
+                    start = buf.len();
+                    counted = start;
+                    if eof {
+                        break;
+                    }
+                    continue;
+                }
+            }
+        }
+        if start >= buf.len() {
+            if eof {
+                break;
+            }
+            continue;
+        }
+        let end = if eof {
+            buf.len()
+        } else {
+            match memchr::memrchr(b'\n', &buf[start..]) {
+                Some(i) => start + i + 1,
+                None if buf.len() - start >= MAX_LINE => {
+                    // An over-long line: scan its first MAX_LINE bytes, skip the rest.
+                    let cut = start + MAX_LINE;
+                    sc.scan_region(
+                        &buf,
+                        start,
+                        cut,
+                        &mut counted,
+                        &mut newlines,
+                        buf_at_line_start,
+                    );
+                    sc.res.notes.push(format!(
+                        "line {} is longer than {} MiB; only its start was read",
+                        newlines + 1,
+                        MAX_LINE >> 20
+                    ));
+                    start = buf.len();
+                    counted = start;
+                    skipping = true;
+                    continue;
+                }
+                None => continue,
+            }
+        };
+        // Lines longer than MAX_LINE inside the region are cut in scan_region.
+        sc.scan_region(
+            &buf,
+            start,
+            end,
+            &mut counted,
+            &mut newlines,
+            buf_at_line_start,
+        );
+        start = end;
+        if eof && start >= buf.len() {
+            break;
+        }
+    }
+    let last_is_partial = !buf.is_empty() && *buf.last().unwrap() != b'\n';
+    sc.res.lines = newlines + u64::from(last_is_partial);
+    sc.finish();
+    if let Some(e) = read_err {
+        sc.res.notes.push(format!(
+            "input ended early ({e}); the {} lines before that were read",
+            sc.res.lines
+        ));
+    }
+    Ok(sc.res)
+}
+
+fn startup_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"profile_run|_dummy_run|_dummy_sampler_run|capture_model|_capture_cudagraphs|determine_available_memory|initialize_kv_cache|_initialize_kv_caches|init_device|compile_or_warm_up_model|load_model|load_weights|process_weights_after_loading|[Ww]arming up|warmup|repack|EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|init_worker|from_engine_args|initialize_from_config|Loading model|Failed to load model")
+            .unwrap()
+    })
+}
+
+fn runtime_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"execute_model|output_handler|Request failed|during generation|prefill|decode_step|wake_up|run_busy_loop|step_with_batch_queue|EngineDeadError|encountered a fatal error|Prefill encountered|Decode encountered")
+            .unwrap()
+    })
+}
+
+fn cut(s: &str) -> String {
+    if s.len() <= MAX_SHOWN {
+        return s.to_string();
+    }
+    let mut end = MAX_SHOWN;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+impl Scanner<'_> {
+    fn slow_mode(&self, line_no: u64) -> bool {
+        !self.tracebacks.is_empty() || line_no <= self.force_slow_until
+    }
+
+    /// Scans buf[a..b) (b at a line end or the buffer end).
+    fn scan_region(
+        &mut self,
+        buf: &[u8],
+        a: usize,
+        b: usize,
+        counted: &mut usize,
+        newlines: &mut u64,
+        buf_at_line_start: bool,
+    ) {
+        let mut pos = a;
+        // Start of the line that contains `pos` (pos can sit after a worker prefix).
+        let mut cur_ls = a;
+        // Candidate positions from the vectorised searchers, in order (None: scan with the
+        // automaton directly).
+        let cands = self.candidates_in(buf, a, b);
+        let mut ci = 0usize;
+        while pos < b {
+            // Line number of the line starting at `pos`.
+            if *counted < pos {
+                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..pos]).count() as u64;
+                *counted = pos;
+            }
+            if self.slow_mode(*newlines + 1) {
+                let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
+                self.handle_line(buf, cur_ls, e, *newlines + 1, buf_at_line_start);
+                pos = e + 1;
+                cur_ls = pos;
+                continue;
+            }
+            let ac = if self.res.serving_line.is_some() {
+                &self.rules.automaton_serving
+            } else {
+                &self.rules.automaton
+            };
+            let m = match &cands {
+                Some(c) => {
+                    while ci < c.len() && c[ci] < pos {
+                        ci += 1;
+                    }
+                    let Some(&p) = c.get(ci) else {
+                        break;
+                    };
+                    // Check the candidate's line (from `pos`) with the full automaton.
+                    let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
+                    let from = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
+                    match ac.find(Input::new(&buf[..le]).range(from..le)) {
+                        Some(m) => m,
+                        None => {
+                            pos = le + 1;
+                            cur_ls = pos;
+                            continue;
+                        }
+                    }
+                }
+                None => {
+                    let Some(m) = ac.find(Input::new(&buf[..b]).range(pos..b)) else {
+                        break;
+                    };
+                    m
+                }
+            };
+            let ls = memchr::memrchr(b'\n', &buf[pos..m.start()]).map_or(cur_ls, |i| pos + i + 1);
+            let map = if self.res.serving_line.is_some() {
+                &self.rules.pattern_rule_serving
+            } else {
+                &self.rules.pattern_rule
+            };
+            if map[m.pattern().as_usize()] == Some(super::rules::WORKER_ANCHOR) {
+                // A worker prefix: remember the rank, keep searching the same line.
+                self.note_worker(&buf[ls..m.end()], &buf[m.end()..b]);
+                pos = m.end();
+                cur_ls = ls;
+                continue;
+            }
+            let le = memchr::memchr(b'\n', &buf[m.start()..b]).map_or(b, |i| m.start() + i);
+            if *counted < ls {
+                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
+                *counted = ls;
+            }
+            self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start);
+            pos = le + 1;
+            cur_ls = pos;
+        }
+        if *counted < b {
+            *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
+            *counted = b;
+        }
+    }
+
+    /// Start positions of every literal match in buf[a..b), sorted, from the vectorised
+    /// searchers; `None` when they are not available on this CPU. Large regions are searched
+    /// by two threads (half of the searchers each).
+    fn candidates_in(&self, buf: &[u8], a: usize, b: usize) -> Option<Vec<usize>> {
+        let packed = self.rules.packed.as_ref()?;
+        let mut searchers: Vec<&aho_corasick::packed::Searcher> = packed.iter().collect();
+        if self.res.serving_line.is_none() {
+            if let Some(s) = &self.rules.packed_serving {
+                searchers.push(s);
+            }
+        }
+        let hay = &buf[..b];
+        let collect = |group: &[&aho_corasick::packed::Searcher]| {
+            let mut out = Vec::new();
+            for s in group {
+                let mut at = a;
+                while at < b {
+                    match s.find_in(hay, aho_corasick::Span::from(at..b)) {
+                        Some(m) => {
+                            out.push(m.start());
+                            at = m.start() + 1;
+                        }
+                        None => break,
+                    }
+                }
+            }
+            out
+        };
+        let mut out = if b - a >= PARALLEL_MIN && searchers.len() > 1 && parallel() {
+            let (left, right) = searchers.split_at(searchers.len() / 2);
+            std::thread::scope(|sc| {
+                let other = sc.spawn(|| collect(right));
+                let mut mine = collect(left);
+                mine.extend(other.join().unwrap_or_default());
+                mine
+            })
+        } else {
+            collect(&searchers)
+        };
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+
+    /// Records the worker label around a worker anchor, cheaply (no full line parsing).
+    fn note_worker(&mut self, before: &[u8], after: &[u8]) {
+        let Some(open) = memchr::memrchr2(b'(', b'[', before) else {
+            return;
+        };
+        let close_ch = if before[open] == b'(' { b')' } else { b']' };
+        let tail = &after[..after.len().min(120)];
+        let Some(close) = memchr::memchr(close_ch, tail) else {
+            return;
+        };
+        let mut label = before[open + 1..].to_vec();
+        label.extend_from_slice(&tail[..close]);
+        if !label.starts_with(b"RayWorkerWrapper") {
+            if let Some(p) = memchr::memmem::find(&label, b" pid=") {
+                label.truncate(p);
+            }
+        }
+        if let Ok(l) = std::str::from_utf8(&label) {
+            if !self.res.workers.contains(l) {
+                self.res.workers.insert(l.to_string());
+            }
+        }
+    }
+
+    /// Up to `self.context` lines before buf[ls..].
+    fn context_before(&self, buf: &[u8], ls: usize, buf_at_line_start: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut end = ls; // exclusive end of the previous line (its '\n' at end-1)
+        while out.len() < self.context && end > 0 {
+            let line_end = end - 1; // index of '\n'
+            let s = memchr::memrchr(b'\n', &buf[..line_end]).map_or(0, |i| i + 1);
+            if s == 0 && !buf_at_line_start {
+                break; // a partial line at the start of the kept history
+            }
+            let raw = &buf[s..line_end.min(s + MAX_LINE)];
+            out.push(cut(&line::clean(raw)));
+            end = s;
+        }
+        out.reverse();
+        out
+    }
+
+    fn new_finding(
+        &self,
+        rule: usize,
+        pl: &ParsedLine,
+        line_no: u64,
+        buf: &[u8],
+        ls: usize,
+        at_start: bool,
+    ) -> RawFinding {
+        let (kind, class) = match self.rules.rules.get(rule) {
+            Some(r) => (r.kind, r.class),
+            None => (RuleKind::Cause, Class::Unknown),
+        };
+        RawFinding {
+            rule,
+            kind,
+            class,
+            line: line_no,
+            text: cut(&pl.text),
+            rank: pl.rank.clone(),
+            ts: pl.ts,
+            context: self.context_before(buf, ls, at_start),
+            evidence: String::new(),
+            phase_open_until: 0,
+            during_shutdown: self.shutdown,
+            served: self.res.serving_line.is_some(),
+        }
+    }
+
+    /// First rule that matches the line (literal candidates, regex, frames). On exception
+    /// lines (`frames` given) the rules without literals are tried too, in rule order.
+    fn match_rule(
+        &mut self,
+        pl: &ParsedLine,
+        frames: Option<&str>,
+        causes_only: bool,
+    ) -> Option<usize> {
+        let mut cand = std::mem::take(&mut self.cand);
+        self.rules.candidates(pl.text.as_bytes(), &mut cand);
+        if frames.is_some() {
+            cand.extend_from_slice(&self.rules.exception_rules);
+            cand.sort_unstable();
+            cand.dedup();
+        }
+        let mut found = None;
+        // Informational lines never state a failure; warnings only for rules that allow it.
+        let level = pl.level.as_deref().unwrap_or("");
+        let info_line = matches!(level, "INFO" | "DEBUG") || pl.text.contains(" NCCL INFO ");
+        let warning_line = matches!(level, "WARNING" | "WARN");
+        for &ri in &cand {
+            let r = &self.rules.rules[ri];
+            if causes_only && r.kind != RuleKind::Cause {
+                continue;
+            }
+            if matches!(
+                r.kind,
+                RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint
+            ) && (info_line || (warning_line && !r.on_warning))
+            {
+                continue;
+            }
+            if let Some(fr) = &r.frames {
+                match frames {
+                    Some(f) if fr.is_match(f) => {}
+                    _ => continue,
+                }
+            }
+            if let Some(re) = &r.regex {
+                let hay = if re.as_str().starts_with('^') {
+                    pl.msg()
+                } else {
+                    pl.text.as_str()
+                };
+                if !re.is_match(hay) {
+                    continue;
+                }
+            }
+            found = Some(ri);
+            break;
+        }
+        self.cand = cand;
+        found
+    }
+
+    fn handle_line(&mut self, buf: &[u8], ls: usize, le: usize, line_no: u64, at_start: bool) {
+        let raw = &buf[ls..le.min(ls + MAX_LINE)];
+        let pl = line::parse(raw);
+        let msg = pl.msg();
+
+        // Phase evidence for recent out-of-memory findings.
+        if line_no <= self.force_slow_until {
+            for f in self.res.findings.iter_mut() {
+                if f.phase_open_until >= line_no && f.evidence.len() < 16 << 10 {
+                    f.evidence.push('\n');
+                    f.evidence.push_str(msg);
+                }
+            }
+        }
+
+        // Worker labels, for the one-rank-OOM test.
+        if let Some(r) = &pl.rank {
+            if is_worker_label(r) {
+                self.res.workers.insert(r.clone());
+            }
+        }
+
+        // Stale tracebacks of any stream end here (cut off).
+        if !self.tracebacks.is_empty() {
+            let stale: Vec<String> = self
+                .tracebacks
+                .iter()
+                .filter(|(k, tb)| line_no > tb.last_line + TB_STALE && **k != pl.stream)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in stale {
+                self.close_traceback(&k);
+            }
+        }
+
+        if line::is_traceback_header(msg) {
+            self.close_traceback(&pl.stream);
+            self.open_traceback(&pl, line_no);
+            return;
+        }
+        if line::is_frame(msg) {
+            if !self.tracebacks.contains_key(&pl.stream) {
+                self.open_traceback(&pl, line_no);
+            }
+            let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
+            tb.last_line = line_no;
+            tb.after_frame = true;
+            // Only the innermost frame's source line (the `raise`) speaks for the exception.
+            tb.pending = None;
+            if tb.frames.len() < MAX_FRAMES_TEXT {
+                tb.frames.push_str(msg.trim());
+                tb.frames.push('\n');
+            }
+            return;
+        }
+        let in_tb = self.tracebacks.contains_key(&pl.stream);
+        let indented = msg.starts_with(' ') || msg.starts_with('\t');
+        let trimmed = msg.trim_start();
+        let is_exc = line::is_exception_line(msg);
+        if in_tb && !is_exc {
+            let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
+            let is_source =
+                indented || tb.after_frame || trimmed.starts_with('^') || trimmed.starts_with('~');
+            if is_source {
+                tb.after_frame = false;
+                tb.last_line = line_no;
+                if tb.frames.len() < MAX_FRAMES_TEXT {
+                    tb.frames.push_str(trimmed);
+                    tb.frames.push('\n');
+                }
+                let has_pending = tb.pending.is_some();
+                if !has_pending {
+                    if let Some(ri) = self.match_rule(&pl, None, true) {
+                        let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
+                        if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+                            tb.pending = Some(f);
+                        }
+                    }
+                }
+                return;
+            }
+            // Not part of the traceback: it was cut off.
+            self.close_traceback(&pl.stream);
+        } else if !in_tb && indented && trimmed.starts_with("raise ") {
+            // A fragment that starts inside a traceback: treat it as one.
+            self.open_traceback(&pl, line_no);
+            if let Some(ri) = self.match_rule(&pl, None, true) {
+                let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
+                if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+                    tb.pending = Some(f);
+                }
+            }
+            return;
+        }
+
+        if in_tb && is_exc {
+            let tb = self.tracebacks.remove(&pl.stream).unwrap_or_default();
+            if tb.ignored {
+                return;
+            }
+            let matched = self.match_rule(&pl, Some(&tb.frames), false);
+            let level = pl.level.as_deref().unwrap_or("");
+            let quiet_level = matches!(level, "INFO" | "DEBUG" | "WARNING" | "WARN");
+            let finding = match matched.map(|ri| (ri, self.rules.rules[ri].kind)) {
+                Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
+                    Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
+                }
+                // A known harmless exception (e.g. a client's request was invalid).
+                Some((_, RuleKind::Benign)) => None,
+                _ => match tb.pending {
+                    Some(mut p) => {
+                        // The exception line states the cause the source line pointed at.
+                        p.line = line_no;
+                        p.text = cut(&pl.text);
+                        p.ts = pl.ts.or(p.ts);
+                        p.context = self.context_before(buf, ls, at_start);
+                        Some(p)
+                    }
+                    None if !self.shutdown && !quiet_level => {
+                        // An exception no rule knows: a cause of class unknown.
+                        let mut f = self.new_finding(usize::MAX, &pl, line_no, buf, ls, at_start);
+                        f.kind = RuleKind::Cause;
+                        f.class = Class::Unknown;
+                        Some(f)
+                    }
+                    None => None,
+                },
+            };
+            if let Some(f) = &finding {
+                if f.kind == RuleKind::Cause && !matches!(f.class, Class::Nccl | Class::Unknown) {
+                    self.mark_failed(tb.rank.as_deref());
+                }
+            }
+            if let Some(mut f) = finding {
+                if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
+                    f.evidence = tb.frames.clone();
+                }
+                self.record(f, line_no);
+            }
+            return;
+        }
+
+        // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
+        if msg.starts_with("Exception ignored in") {
+            self.ignore_next_tb.insert(pl.stream.clone());
+            return;
+        }
+
+        // An ordinary line.
+        let Some(ri) = self.match_rule(&pl, None, false) else {
+            return;
+        };
+        let kind = self.rules.rules[ri].kind;
+        match kind {
+            RuleKind::Serving => {
+                if self.res.serving_line.is_none() {
+                    self.res.serving_line = Some(line_no);
+                }
+            }
+            RuleKind::Shutdown => self.shutdown = true,
+            RuleKind::Startup => {
+                // A (re)start: earlier serving and shutdown no longer describe this phase.
+                self.res.serving_line = None;
+                self.shutdown = false;
+            }
+            RuleKind::Benign => {}
+            RuleKind::Fact => {
+                if let Some(f) = &self.rules.rules[ri].fact {
+                    self.res.facts.insert(f.clone());
+                }
+            }
+            RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint => {
+                let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
+                self.record(f, line_no);
+            }
+        }
+    }
+
+    fn record(&mut self, mut f: RawFinding, line_no: u64) {
+        // Collective errors during an orderly shutdown are teardown noise.
+        if f.during_shutdown && f.kind == RuleKind::Cause && f.class == Class::Nccl {
+            f.kind = RuleKind::Consequence;
+        }
+        if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
+            f.evidence.push('\n');
+            f.evidence.push_str(&f.text);
+            f.phase_open_until = line_no + LOOKAHEAD;
+            self.force_slow_until = self.force_slow_until.max(line_no + LOOKAHEAD);
+        }
+        self.res.findings.push(f);
+    }
+
+    fn open_traceback(&mut self, pl: &ParsedLine, line_no: u64) {
+        let ignored = self.ignore_next_tb.remove(&pl.stream);
+        self.tracebacks.insert(
+            pl.stream.clone(),
+            Traceback {
+                last_line: line_no,
+                ignored,
+                rank: pl.rank.clone(),
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Ranks that failed on their own (not only through a collective or a consequence).
+    fn mark_failed(&mut self, rank: Option<&str>) {
+        self.res
+            .ranks_with_traceback
+            .insert(rank.unwrap_or("").to_string());
+    }
+
+    fn close_traceback(&mut self, stream: &str) {
+        if let Some(tb) = self.tracebacks.remove(stream) {
+            if tb.ignored {
+                return;
+            }
+            // A traceback cut off before its exception: this rank failed in an unknown way.
+            self.mark_failed(tb.rank.as_deref());
+            if let Some(p) = tb.pending {
+                let line_no = p.line;
+                self.record(p, line_no);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        let keys: Vec<String> = self.tracebacks.keys().cloned().collect();
+        for k in keys {
+            self.close_traceback(&k);
+        }
+        // Decide the phase of out-of-memory findings.
+        for f in self.res.findings.iter_mut() {
+            if f.rule == usize::MAX || !self.rules.rules[f.rule].phase {
+                continue;
+            }
+            let served_before = f.served;
+            f.class = if startup_re().is_match(&f.evidence) && !served_before {
+                Class::OomStartup
+            } else if served_before || runtime_re().is_match(&f.evidence) {
+                Class::OomRuntime
+            } else {
+                Class::OomStartup
+            };
+        }
+        self.res.findings.sort_by_key(|f| f.line);
+    }
+}
+
+/// Labels of tensor/pipeline-parallel workers (not the API server or a lone engine core).
+pub fn is_worker_label(label: &str) -> bool {
+    label.contains("rank")
+        || label.contains("_TP")
+        || label.contains("_PP")
+        || label.starts_with("RayWorkerWrapper")
+        || label.starts_with("VllmWorker")
+}
