@@ -350,11 +350,12 @@ struct Collector {
     probes: Vec<ProbeRecord>,
 }
 
+/// The last non-empty line (a traceback's last line names the error).
 fn first_line(bytes: &[u8]) -> Option<String> {
     let text = String::from_utf8_lossy(bytes);
     text.lines()
         .map(str::trim)
-        .find(|l| !l.is_empty())
+        .rfind(|l| !l.is_empty())
         .map(|l| redact_text(l).chars().take(200).collect())
 }
 

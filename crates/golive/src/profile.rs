@@ -343,7 +343,7 @@ mod tests {
         assert_eq!(k.transport.rdma_all2all, "deepep_v2");
         assert_eq!(k.transport.nvlink_all2all, "flashinfer_nvlink_one_sided");
         assert_eq!(k.transport.rdma_env["UCX_TLS"], "rc,cuda_copy");
-        assert_eq!(k.cache.max_context, Some(1_000_000));
+        assert_eq!(k.cache.max_context, Some(1_048_576));
         let v = Profile::load("vllm").unwrap();
         assert!(v.flags.required.is_empty());
         assert!(Profile::load("nope").is_err());
