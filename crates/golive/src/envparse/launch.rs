@@ -205,6 +205,19 @@ fn tokenize(line: &str) -> Vec<Tok> {
                 }
             }
             c if c.is_whitespace() => flush(&mut cur, &mut in_word, &mut out),
+            // "<placeholder>" in documented commands is a word, not a redirect.
+            '<' if chars.peek().is_some_and(|d| d.is_ascii_alphanumeric())
+                && chars.clone().take_while(|d| !d.is_whitespace()).any(|d| d == '>') =>
+            {
+                in_word = true;
+                cur.push(c);
+                for d in chars.by_ref() {
+                    cur.push(d);
+                    if d == '>' {
+                        break;
+                    }
+                }
+            }
             ';' | '|' | '&' | '<' | '>' => {
                 // A bare fd number before a redirect ("2>&1") belongs to the redirect.
                 let fd_prefix = in_word && cur.chars().all(|d| d.is_ascii_digit());
@@ -422,8 +435,12 @@ fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
                 flag = long.to_string();
             }
         }
-        let flag = if flag.starts_with("--") {
-            format!("--{}", flag[2..].replace('_', "-"))
+        // `--max_num_seqs` == `--max-num-seqs`; dotted config keys keep their underscores.
+        let flag = if let Some(long) = flag.strip_prefix("--") {
+            match long.split_once('.') {
+                Some((head, rest)) => format!("--{}.{rest}", head.replace('_', "-")),
+                None => format!("--{}", long.replace('_', "-")),
+            }
         } else {
             flag
         };
