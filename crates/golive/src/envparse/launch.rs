@@ -132,7 +132,7 @@ impl Launch {
     }
     /// The command as one shell line (arguments only, without env).
     pub fn command_line(&self) -> String {
-        let mut parts = vec![self.program.clone()];
+        let mut parts: Vec<String> = self.program.split_whitespace().map(String::from).collect();
         if let Some(m) = &self.model {
             if self.program.ends_with("serve") {
                 parts.push(m.clone());
@@ -454,6 +454,10 @@ fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
                 }
             }
         }
+        // Secrets never leave the parser (reports and diffs print arguments).
+        if matches!(flag.as_str(), "--api-key" | "--hf-token" | "--token" | "--password") && value.is_some() {
+            value = Some(crate::redact::REDACTED.to_string());
+        }
         if flag == "--model" && model.is_none() {
             model = value.clone();
         }
@@ -609,6 +613,11 @@ pub fn parse_launch(text: &str) -> Option<Launch> {
     for (k, v) in file_env {
         launch.env.entry(k).or_insert(v);
     }
+    for (k, v) in launch.env.iter_mut() {
+        if crate::redact::is_secret_name(k) {
+            *v = crate::redact::REDACTED.to_string();
+        }
+    }
     if launch.image.is_none() {
         launch.image = compose_image;
     }
@@ -647,6 +656,15 @@ mod tests {
         assert_eq!(l.tensor_parallel(), 4);
         assert_eq!(l.value("--max-num-seqs"), Some("16"));
         assert_eq!(l.prefix_caching(), Some(true));
+        assert_eq!(l.command_line(), "vllm serve m --tensor-parallel-size 8 --enable-prefix-caching --max-num-seqs 16 --tensor-parallel-size 4");
+    }
+
+    #[test]
+    fn secrets_never_leave_the_parser() {
+        let l = parse_launch("HF_TOKEN=hf_x vllm serve m --api-key sk-1 --hf-token=hf_2").unwrap();
+        let all = format!("{l:?}");
+        assert!(!all.contains("sk-1") && !all.contains("hf_2") && !all.contains("hf_x"), "{all}");
+        assert_eq!(l.value("--api-key"), Some("<redacted>"));
     }
 
     #[test]
