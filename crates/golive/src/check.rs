@@ -56,7 +56,10 @@ impl CheckReport {
 /// is a built-in name, a profile TOML file or a recipe YAML file.
 pub fn check_bundles(bundles: &[PathBuf], profile: Option<&str>) -> anyhow::Result<CheckReport> {
     let profile = Profile::load(profile.unwrap_or("vllm"))?;
-    let loaded = bundles.iter().map(|b| Bundle::load(b)).collect::<anyhow::Result<Vec<_>>>()?;
+    let loaded = bundles
+        .iter()
+        .map(|b| Bundle::load(b))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(judge(&loaded, &profile))
 }
 
@@ -83,19 +86,32 @@ pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
         Some(r) => Profile::load_recipe(r)?,
         None => Profile::load(args.profile.as_deref().unwrap_or("vllm"))?,
     };
-    let loaded = args.bundles.iter().map(|b| Bundle::load(b)).collect::<anyhow::Result<Vec<_>>>()?;
+    let loaded = args
+        .bundles
+        .iter()
+        .map(|b| Bundle::load(b))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     let report = judge(&loaded, &profile);
     match args.format {
         crate::report::OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         _ => print!("{}", render_text(&report)),
     }
     let unknown = report.items.iter().any(|i| i.status == Status::Unknown);
-    Ok(if report.any_fail() || (args.strict && unknown) { crate::exit::FOUND } else { crate::exit::OK })
+    Ok(if report.any_fail() || (args.strict && unknown) {
+        crate::exit::FOUND
+    } else {
+        crate::exit::OK
+    })
 }
 
 /// The report for people: the repair direction first, then every item.
 pub fn render_text(r: &CheckReport) -> String {
-    let mut s = format!("decision: {}\n\nprofile: {}   hosts: {}\n\n", r.decision, r.profile, r.hosts.join(", "));
+    let mut s = format!(
+        "decision: {}\n\nprofile: {}   hosts: {}\n\n",
+        r.decision,
+        r.profile,
+        r.hosts.join(", ")
+    );
     for i in &r.items {
         let st = match i.status {
             Status::Pass => "pass",
@@ -131,13 +147,23 @@ impl Ctx<'_> {
     }
 }
 
-fn item(id: &str, title: &str, status: Status, evidence: Vec<String>, next_step: &str) -> CheckItem {
+fn item(
+    id: &str,
+    title: &str,
+    status: Status,
+    evidence: Vec<String>,
+    next_step: &str,
+) -> CheckItem {
     CheckItem {
         id: id.into(),
         title: title.into(),
         status,
         evidence: evidence.join("\n"),
-        next_step: if status == Status::Pass { String::new() } else { next_step.into() },
+        next_step: if status == Status::Pass {
+            String::new()
+        } else {
+            next_step.into()
+        },
     }
 }
 
@@ -154,7 +180,9 @@ fn combine(statuses: &[Status]) -> Status {
 
 fn strip_registry(r: &str) -> String {
     let r = r.split('@').next().unwrap_or(r);
-    r.trim_start_matches("docker.io/").trim_start_matches("library/").to_string()
+    r.trim_start_matches("docker.io/")
+        .trim_start_matches("library/")
+        .to_string()
 }
 
 fn check_image(c: &Ctx) -> CheckItem {
@@ -171,8 +199,16 @@ fn check_image(c: &Ctx) -> CheckItem {
         let official = &c.profile.image.official;
         st.push(match (&r, &d) {
             (None, _) => Status::Unknown,
-            (Some(r), _) if !official.is_empty() && !official.iter().any(|o| strip_registry(o) == strip_registry(r)) => {
-                ev.push(c.tag(b, format!("{r} is not the official {}", official.join(" or "))));
+            (Some(r), _)
+                if !official.is_empty()
+                    && !official
+                        .iter()
+                        .any(|o| strip_registry(o) == strip_registry(r)) =>
+            {
+                ev.push(c.tag(
+                    b,
+                    format!("{r} is not the official {}", official.join(" or ")),
+                ));
                 Status::Fail
             }
             (Some(_), None) => Status::Unknown,
@@ -183,9 +219,17 @@ fn check_image(c: &Ctx) -> CheckItem {
     let next = if official.is_empty() {
         "Record the image tag and digest (docker image inspect) with every run.".to_string()
     } else {
-        format!("Use the official image {official} without unrelated overrides; record its digest (docker image inspect).")
+        format!(
+            "Use the official image {official} without unrelated overrides; record its digest (docker image inspect)."
+        )
     };
-    item("official_image", "Official image (tag and digest)", combine(&st), ev, &next)
+    item(
+        "official_image",
+        "Official image (tag and digest)",
+        combine(&st),
+        ev,
+        &next,
+    )
 }
 
 fn check_driver(c: &Ctx) -> CheckItem {
@@ -199,7 +243,9 @@ fn check_driver(c: &Ctx) -> CheckItem {
                 ev.push(c.tag(b, "no driver version (raw/nvidia-smi.txt, nvidia-smi-query.csv or driver-version.txt)"));
             }
             Some((d, line)) => {
-                let ok = min.as_ref().is_none_or(|m| cmp_versions(&d, m) != std::cmp::Ordering::Less);
+                let ok = min
+                    .as_ref()
+                    .is_none_or(|m| cmp_versions(&d, m) != std::cmp::Ordering::Less);
                 let verdict = match &min {
                     Some(m) if !ok => format!(" — driver {d} < required {m}"),
                     Some(m) => format!(" — driver {d} >= {m}"),
@@ -218,7 +264,13 @@ fn check_driver(c: &Ctx) -> CheckItem {
     let next = format!(
         "Host problem: drain the node and upgrade the host driver to {target}, reboot, run a minimal CUDA container test, then the official image again; or build a pinned environment for the older branch (not equivalent to the official recipe)."
     );
-    item("host_driver", "Host driver on every host (Driver Version, not the CUDA header)", combine(&st), ev, &next)
+    item(
+        "host_driver",
+        "Host driver on every host (Driver Version, not the CUDA header)",
+        combine(&st),
+        ev,
+        &next,
+    )
 }
 
 fn cuda_tuple(v: &str) -> Option<(u32, u32)> {
@@ -245,21 +297,33 @@ fn check_cuda_layers(c: &Ctx) -> CheckItem {
                     .filter(|v| !v.is_empty())
             });
         let official = b.image_ref().is_some_and(|r| {
-            c.profile.image.official.iter().any(|o| strip_registry(o) == strip_registry(&r))
+            c.profile
+                .image
+                .official
+                .iter()
+                .any(|o| strip_registry(o) == strip_registry(&r))
         });
         let image_cuda = image_env_cuda.clone().or_else(|| {
-            official.then(|| c.profile.image.cuda_major.map(|m| format!("{m}.0"))).flatten()
+            official
+                .then(|| c.profile.image.cuda_major.map(|m| format!("{m}.0")))
+                .flatten()
         });
         let mut line = format!(
             "container runtime CUDA {} | host driver {} (native CUDA {})",
             image_cuda.clone().map_or("unknown".into(), |v| {
-                if image_env_cuda.is_some() { v } else { format!("{v} (profile: official image is CUDA-{v}-only)") }
+                if image_env_cuda.is_some() {
+                    v
+                } else {
+                    format!("{v} (profile: official image is CUDA-{v}-only)")
+                }
             }),
             driver.clone().unwrap_or_else(|| "unknown".into()),
             native.map_or("unknown".into(), |(a, b)| format!("{a}.{b}"))
         );
         if let Some(tk) = &b.nvcc {
-            line.push_str(&format!(" | local toolkit {tk} (does not change what the driver supports)"));
+            line.push_str(&format!(
+                " | local toolkit {tk} (does not change what the driver supports)"
+            ));
         }
         ev.push(c.tag(b, &line));
         if let Some(smi) = &b.smi {
@@ -282,7 +346,10 @@ fn check_cuda_layers(c: &Ctx) -> CheckItem {
             (Some(img), Some(nat)) if img > nat => {
                 ev.push(c.tag(
                     b,
-                    format!("image needs CUDA {}.{}, driver supports {}.{} natively", img.0, img.1, nat.0, nat.1),
+                    format!(
+                        "image needs CUDA {}.{}, driver supports {}.{} natively",
+                        img.0, img.1, nat.0, nat.1
+                    ),
                 ));
                 status = Status::Fail;
             }
@@ -309,10 +376,15 @@ fn check_vllm(c: &Ctx) -> CheckItem {
         match b.vllm_version() {
             None => {
                 st.push(Status::Unknown);
-                ev.push(c.tag(b, "no vLLM version (raw/vllm-version.txt or the startup.log banner)"));
+                ev.push(c.tag(
+                    b,
+                    "no vLLM version (raw/vllm-version.txt or the startup.log banner)",
+                ));
             }
             Some((v, src)) => {
-                let ok = min.as_ref().is_none_or(|m| cmp_versions(&v, m) != std::cmp::Ordering::Less);
+                let ok = min
+                    .as_ref()
+                    .is_none_or(|m| cmp_versions(&v, m) != std::cmp::Ordering::Less);
                 let verdict = match &min {
                     Some(m) if !ok => format!(" < required {m}"),
                     Some(m) => format!(" >= {m}"),
@@ -344,7 +416,10 @@ fn check_gpus(c: &Ctx) -> CheckItem {
         match &visible {
             None => {
                 status = Status::Unknown;
-                ev.push(c.tag(b, "no GPU list (raw/nvidia-smi.txt, nvidia-smi-query.csv, nvidia-smi-topo.txt)"));
+                ev.push(c.tag(
+                    b,
+                    "no GPU list (raw/nvidia-smi.txt, nvidia-smi-query.csv, nvidia-smi-topo.txt)",
+                ));
             }
             Some((n, src)) => {
                 total += n;
@@ -353,16 +428,36 @@ fn check_gpus(c: &Ctx) -> CheckItem {
                     *by_name.entry(g.as_str()).or_default() += 1;
                 }
                 let list: Vec<String> = by_name.iter().map(|(k, v)| format!("{v}x {k}")).collect();
-                ev.push(c.tag(b, format!("{n} visible ({src}); host: {}", if list.is_empty() { "?".into() } else { list.join(", ") })));
+                ev.push(c.tag(
+                    b,
+                    format!(
+                        "{n} visible ({src}); host: {}",
+                        if list.is_empty() {
+                            "?".into()
+                        } else {
+                            list.join(", ")
+                        }
+                    ),
+                ));
                 names.extend(host.iter().cloned());
             }
         }
         if let Some(csmi) = &b.container_smi {
             if !host.is_empty() && csmi.gpus.len() < host.len() {
-                ev.push(c.tag(b, format!("container sees {} of the host's {} GPUs", csmi.gpus.len(), host.len())));
+                ev.push(c.tag(
+                    b,
+                    format!(
+                        "container sees {} of the host's {} GPUs",
+                        csmi.gpus.len(),
+                        host.len()
+                    ),
+                ));
             }
         } else if !b.container_cuda_errors.is_empty() {
-            ev.push(c.tag(b, "the container could not start with GPUs (nvidia-container-cli)"));
+            ev.push(c.tag(
+                b,
+                "the container could not start with GPUs (nvidia-container-cli)",
+            ));
             status = Status::Fail;
         }
         st.push(status);
@@ -370,7 +465,10 @@ fn check_gpus(c: &Ctx) -> CheckItem {
     let mut status = combine(&st);
     if let Some(min) = c.profile.gpus.min_count {
         if total > 0 && (total as u32) < min {
-            ev.push(format!("{total} GPUs visible in total < {min} required by {}", c.profile.name));
+            ev.push(format!(
+                "{total} GPUs visible in total < {min} required by {}",
+                c.profile.name
+            ));
             status = Status::Fail;
         }
     }
@@ -378,7 +476,11 @@ fn check_gpus(c: &Ctx) -> CheckItem {
     if !classes.is_empty() {
         let wrong: BTreeSet<&String> = names
             .iter()
-            .filter(|n| !classes.iter().any(|cl| n.to_ascii_uppercase().contains(&cl.to_ascii_uppercase())))
+            .filter(|n| {
+                !classes
+                    .iter()
+                    .any(|cl| n.to_ascii_uppercase().contains(&cl.to_ascii_uppercase()))
+            })
             .collect();
         if !wrong.is_empty() {
             ev.push(format!(
@@ -415,7 +517,10 @@ fn strategy(launch: &crate::envparse::Launch, multi: bool) -> &'static str {
 fn check_parallelism(c: &Ctx) -> CheckItem {
     let mut ev = Vec::new();
     let mut status = Status::Pass;
-    let head = c.bundles.iter().find_map(|b| b.launch.as_ref().map(|l| (b, l)));
+    let head = c
+        .bundles
+        .iter()
+        .find_map(|b| b.launch.as_ref().map(|l| (b, l)));
     let Some((hb, launch)) = head else {
         return item(
             "parallelism",
@@ -425,10 +530,19 @@ fn check_parallelism(c: &Ctx) -> CheckItem {
             "Save the complete launch command in raw/cmdline.txt.",
         );
     };
-    let (tp, pp, dp, dpl) = (launch.tensor_parallel(), launch.pipeline_parallel(), launch.data_parallel(), launch.data_parallel_local());
+    let (tp, pp, dp, dpl) = (
+        launch.tensor_parallel(),
+        launch.pipeline_parallel(),
+        launch.data_parallel(),
+        launch.data_parallel_local(),
+    );
     let world = tp * pp * dp;
     let sizes = format!("TP {tp} x PP {pp} x DP {dp} = {world} GPUs");
-    let total: Option<usize> = c.bundles.iter().map(|b| b.visible_gpus().map(|(n, _)| n)).sum();
+    let total: Option<usize> = c
+        .bundles
+        .iter()
+        .map(|b| b.visible_gpus().map(|(n, _)| n))
+        .sum();
     let hint = launch.multi_node_hint();
     let multi = c.multi || hint.is_some();
     match total {
@@ -452,23 +566,39 @@ fn check_parallelism(c: &Ctx) -> CheckItem {
     }
     // Each node hosts its local DP ranks of TP x PP GPUs (when TP x PP fits a node).
     for b in c.bundles {
-        let (Some(l), Some((n, _))) = (b.launch.as_ref(), b.visible_gpus()) else { continue };
+        let (Some(l), Some((n, _))) = (b.launch.as_ref(), b.visible_gpus()) else {
+            continue;
+        };
         let need = l.tensor_parallel() * l.pipeline_parallel() * l.data_parallel_local();
         if l.data_parallel_local() < l.data_parallel() && need as usize > n {
-            ev.push(c.tag(b, format!("local DP {} x TP x PP = {need} > {n} visible on this node", l.data_parallel_local())));
+            ev.push(c.tag(
+                b,
+                format!(
+                    "local DP {} x TP x PP = {need} > {n} visible on this node",
+                    l.data_parallel_local()
+                ),
+            ));
             status = Status::Fail;
         }
     }
     let _ = dpl;
     if !c.profile.gpus.min_by_strategy.is_empty() {
-        let strat = if c.bundles.iter().flat_map(|b| b.host_gpus()).any(|g| g.contains("H100")) {
+        let strat = if c
+            .bundles
+            .iter()
+            .flat_map(|b| b.host_gpus())
+            .any(|g| g.contains("H100"))
+        {
             "h100"
         } else {
             strategy(launch, multi)
         };
         if let Some(min) = c.profile.gpus.min_by_strategy.get(strat) {
             if world < *min as u64 {
-                ev.push(format!("{strat} needs >= {min} GPUs ({}), the command uses {world}", c.profile.name));
+                ev.push(format!(
+                    "{strat} needs >= {min} GPUs ({}), the command uses {world}",
+                    c.profile.name
+                ));
                 status = Status::Fail;
             } else {
                 ev.push(format!("{strat}: {world} >= {min} GPUs"));
@@ -510,10 +640,21 @@ fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
             ev.push(c.tag(b, "no raw/startup.log"));
             continue;
         };
-        let report = crate::triage::analyze_paths(std::slice::from_ref(path), &crate::triage::TriageOptions::default());
+        let report = crate::triage::analyze_paths(
+            std::slice::from_ref(path),
+            &crate::triage::TriageOptions::default(),
+        );
         if let Ok(Some(f)) = report.map(|r| r.primary) {
             classes.insert(f.class);
-            ev.push(c.tag(b, format!("phase: {} — startup.log line {}: {}", phase_of(f.class), f.line, f.text.trim())));
+            ev.push(c.tag(
+                b,
+                format!(
+                    "phase: {} — startup.log line {}: {}",
+                    phase_of(f.class),
+                    f.line,
+                    f.text.trim()
+                ),
+            ));
             if next.is_empty() {
                 next = f.next_step.clone();
             }
@@ -522,17 +663,35 @@ fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
         }
         if let Some(e) = b.container_cuda_errors.first() {
             classes.insert(Class::Container);
-            ev.push(c.tag(b, format!("phase: {} — line {}: {}", phase_of(Class::Container), e.line, e.text)));
+            ev.push(c.tag(
+                b,
+                format!(
+                    "phase: {} — line {}: {}",
+                    phase_of(Class::Container),
+                    e.line,
+                    e.text
+                ),
+            ));
             st.push(Status::Fail);
             continue;
         }
         if let Some((n, l)) = errno524_line(text) {
             classes.insert(Class::Nccl);
-            ev.push(c.tag(b, format!("phase: {} — startup.log line {n}: {l}", phase_of(Class::Nccl))));
+            ev.push(c.tag(
+                b,
+                format!(
+                    "phase: {} — startup.log line {n}: {l}",
+                    phase_of(Class::Nccl)
+                ),
+            ));
             st.push(Status::Fail);
             continue;
         }
-        let started = ["Application startup complete", "Starting vLLM API server", "Uvicorn running on"];
+        let started = [
+            "Application startup complete",
+            "Starting vLLM API server",
+            "Uvicorn running on",
+        ];
         if let Some(l) = text.lines().find(|l| started.iter().any(|s| l.contains(s))) {
             ev.push(c.tag(b, format!("no failure; started: {}", l.trim())));
             st.push(Status::Pass);
@@ -544,13 +703,25 @@ fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
     if next.is_empty() {
         next = "Find the first failing line (golive triage raw/startup.log) before changing anything; the last line is usually a consequence.".into();
     }
-    (item("failure_phase", "Failure phase known (first cause in startup.log)", combine(&st), ev, &next), classes)
+    (
+        item(
+            "failure_phase",
+            "Failure phase known (first cause in startup.log)",
+            combine(&st),
+            ev,
+            &next,
+        ),
+        classes,
+    )
 }
 
 fn errno524_line(text: &str) -> Option<(usize, String)> {
     text.lines()
         .enumerate()
-        .find(|(_, l)| l.contains("mlx5dv_reg_dmabuf_mr") && (l.contains("524") || l.contains("Unknown error 524")))
+        .find(|(_, l)| {
+            l.contains("mlx5dv_reg_dmabuf_mr")
+                && (l.contains("524") || l.contains("Unknown error 524"))
+        })
         .map(|(i, l)| (i + 1, l.trim().chars().take(300).collect()))
 }
 
@@ -560,7 +731,10 @@ fn check_prefix_flag(c: &Ctx) -> CheckItem {
     for b in c.bundles {
         let Some(l) = &b.launch else {
             st.push(Status::Unknown);
-            ev.push(c.tag(b, "no launch command (raw/cmdline.txt, docker-inspect.json or pod-spec.yaml)"));
+            ev.push(c.tag(
+                b,
+                "no launch command (raw/cmdline.txt, docker-inspect.json or pod-spec.yaml)",
+            ));
             continue;
         };
         let required = c.profile.required_flags_for(&b.host_gpus());
@@ -573,9 +747,19 @@ fn check_prefix_flag(c: &Ctx) -> CheckItem {
         };
         ev.push(c.tag(b, format!("{state}: {}", truncate(&l.command_line(), 240))));
         for f in &required {
-            let present = if f == "--enable-prefix-caching" { pc == Some(true) } else { l.has(f) };
+            let present = if f == "--enable-prefix-caching" {
+                pc == Some(true)
+            } else {
+                l.has(f)
+            };
             if !present {
-                ev.push(c.tag(b, format!("{f} required by {} but not in the running command line", c.profile.name)));
+                ev.push(c.tag(
+                    b,
+                    format!(
+                        "{f} required by {} but not in the running command line",
+                        c.profile.name
+                    ),
+                ));
                 status = Status::Fail;
             }
         }
@@ -588,14 +772,21 @@ fn check_prefix_flag(c: &Ctx) -> CheckItem {
         }
         if let Some(name) = &c.profile.cache.retention_env {
             if let Some(v) = b.relevant_env().get(name) {
-                let meaning = if v.trim() == "0" { " (periodic checkpoints off: only prompt-end states kept)" } else { "" };
+                let meaning = if v.trim() == "0" {
+                    " (periodic checkpoints off: only prompt-end states kept)"
+                } else {
+                    ""
+                };
                 ev.push(c.tag(b, format!("{name}={v}{meaning}")));
             }
         }
         if let (Some(max), Some(len)) = (c.profile.cache.max_context, l.value("--max-model-len")) {
             if let Some(n) = parse_len(len) {
                 if n > max {
-                    ev.push(c.tag(b, format!("--max-model-len {len} exceeds the model's context {max}")));
+                    ev.push(c.tag(
+                        b,
+                        format!("--max-model-len {len} exceeds the model's context {max}"),
+                    ));
                     status = Status::Fail;
                 }
             }
@@ -634,7 +825,11 @@ fn backend_kind(backend: &str) -> &'static str {
     let b = backend.to_ascii_lowercase();
     if b.contains("nvlink") || b.contains("mnnvl") {
         "nvlink"
-    } else if b.starts_with("deepep") || b.contains("pplx") || b.contains("nixl") || b.contains("mori") {
+    } else if b.starts_with("deepep")
+        || b.contains("pplx")
+        || b.contains("nixl")
+        || b.contains("mori")
+    {
         "rdma"
     } else {
         "generic"
@@ -663,10 +858,23 @@ fn check_transport(c: &Ctx) -> CheckItem {
     let backend = launch.and_then(|l| l.all2all_backend());
     let multi = c.multi || launch.and_then(|l| l.multi_node_hint()).is_some();
     let gpus: Vec<String> = c.bundles.iter().flat_map(|b| b.host_gpus()).collect();
-    let mnnvl = gpus.iter().any(|g| g.contains("GB200") || g.contains("GB300"));
-    let rdma: Vec<String> = c.bundles.iter().filter_map(|b| b.rdma_evidence().map(|e| c.tag(b, e))).collect();
-    let no_rdma: Vec<String> = c.bundles.iter().filter_map(|b| b.rdma_absent_evidence().map(|e| c.tag(b, e))).collect();
-    let nvlink = c.bundles.iter().any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink()));
+    let mnnvl = gpus
+        .iter()
+        .any(|g| g.contains("GB200") || g.contains("GB300"));
+    let rdma: Vec<String> = c
+        .bundles
+        .iter()
+        .filter_map(|b| b.rdma_evidence().map(|e| c.tag(b, e)))
+        .collect();
+    let no_rdma: Vec<String> = c
+        .bundles
+        .iter()
+        .filter_map(|b| b.rdma_absent_evidence().map(|e| c.tag(b, e)))
+        .collect();
+    let nvlink = c
+        .bundles
+        .iter()
+        .any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink()));
     let env: BTreeMap<String, String> = c.bundles.iter().flat_map(|b| b.relevant_env()).collect();
     let rdma_vars: Vec<&String> = env.keys().filter(|k| is_rdma_var(k)).collect();
     let nvlink_vars: Vec<&String> = env.keys().filter(|k| is_nvlink_var(k)).collect();
@@ -674,13 +882,23 @@ fn check_transport(c: &Ctx) -> CheckItem {
         "all2all backend: {}; {}; fabric: RDMA {}, NVLink {}",
         backend.clone().unwrap_or_else(|| "not set".into()),
         if multi { "multi-node" } else { "single node" },
-        if !rdma.is_empty() { rdma.join("; ") } else if !no_rdma.is_empty() { format!("none ({})", no_rdma.join("; ")) } else { "unknown".into() },
+        if !rdma.is_empty() {
+            rdma.join("; ")
+        } else if !no_rdma.is_empty() {
+            format!("none ({})", no_rdma.join("; "))
+        } else {
+            "unknown".into()
+        },
         if nvlink { "yes (topology)" } else { "not seen" }
     ));
     let kind = backend.as_deref().map(backend_kind);
     let p = &c.profile.transport;
     if kind == Some("rdma") && rdma.is_empty() && !no_rdma.is_empty() {
-        fails.push(format!("RDMA backend {} on a host without RDMA ({})", backend.clone().unwrap_or_default(), no_rdma.join("; ")));
+        fails.push(format!(
+            "RDMA backend {} on a host without RDMA ({})",
+            backend.clone().unwrap_or_default(),
+            no_rdma.join("; ")
+        ));
         next.push(if p.nvlink_all2all.is_empty() {
             "use the NVLink all-to-all backend on an NVLink-only fabric".to_string()
         } else {
@@ -693,14 +911,32 @@ fn check_transport(c: &Ctx) -> CheckItem {
             backend.clone().unwrap_or_default(),
             gpus.first().cloned().unwrap_or_else(|| "unknown".into())
         ));
-        next.push(if p.rdma_all2all.is_empty() { "use an RDMA backend across nodes".into() } else { format!("use --all2all-backend {} over RDMA", p.rdma_all2all) });
+        next.push(if p.rdma_all2all.is_empty() {
+            "use an RDMA backend across nodes".into()
+        } else {
+            format!("use --all2all-backend {} over RDMA", p.rdma_all2all)
+        });
     }
     if kind == Some("nvlink") && !rdma_vars.is_empty() {
-        fails.push(format!("RDMA variables on an NVLink backend: {}", rdma_vars.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+        fails.push(format!(
+            "RDMA variables on an NVLink backend: {}",
+            rdma_vars
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         next.push("remove the RDMA variables from the NVLink deployment".into());
     }
     if kind == Some("rdma") && !nvlink_vars.is_empty() {
-        fails.push(format!("NVLink variables on an RDMA backend: {}", nvlink_vars.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")));
+        fails.push(format!(
+            "NVLink variables on an RDMA backend: {}",
+            nvlink_vars
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
         next.push("remove the MNNVL variables from the RDMA deployment".into());
     }
     if let (Some(b), Some(k)) = (&backend, kind) {
@@ -710,7 +946,11 @@ fn check_transport(c: &Ctx) -> CheckItem {
             _ => &String::new(),
         };
         if multi && !want.is_empty() && want != b {
-            fails.push(format!("{} uses --all2all-backend {want} for {}, the command uses {b}", c.profile.name, k.to_uppercase()));
+            fails.push(format!(
+                "{} uses --all2all-backend {want} for {}, the command uses {b}",
+                c.profile.name,
+                k.to_uppercase()
+            ));
             next.push(format!("use --all2all-backend {want}"));
         }
     }
@@ -723,7 +963,9 @@ fn check_transport(c: &Ctx) -> CheckItem {
                     next.push(format!("set {k}={want}"));
                 }
                 None if kv_transfer => {
-                    fails.push(format!("{k} not set; KV transfer over RDMA needs {k}={want}"));
+                    fails.push(format!(
+                        "{k} not set; KV transfer over RDMA needs {k}={want}"
+                    ));
                     next.push(format!("set {k}={want}"));
                 }
                 _ => {}
@@ -731,15 +973,26 @@ fn check_transport(c: &Ctx) -> CheckItem {
         }
     }
     if p.megamoe_forbidden_with_rdma {
-        let mega = p.megamoe_backend.clone().unwrap_or_else(|| "deep_gemm_mega_moe".into());
-        if launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str()) && multi && (kind == Some("rdma") || (!mnnvl && !rdma.is_empty())) {
+        let mega = p
+            .megamoe_backend
+            .clone()
+            .unwrap_or_else(|| "deep_gemm_mega_moe".into());
+        if launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str())
+            && multi
+            && (kind == Some("rdma") || (!mnnvl && !rdma.is_empty()))
+        {
             fails.push(format!("--moe-backend {mega} with cross-node RDMA (DeepGEMM MegaMoE is not compatible with cross-node RDMA)"));
             next.push("leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink (GB200/GB300)".into());
         }
     }
     for b in c.bundles {
-        let Some((n, line)) = b.startup_log_text.as_deref().and_then(errno524_line) else { continue };
-        let fallback = p.dmabuf_fallback_env.clone().unwrap_or_else(|| "NCCL_DMABUF_ENABLE".into());
+        let Some((n, line)) = b.startup_log_text.as_deref().and_then(errno524_line) else {
+            continue;
+        };
+        let fallback = p
+            .dmabuf_fallback_env
+            .clone()
+            .unwrap_or_else(|| "NCCL_DMABUF_ENABLE".into());
         let peermem = b.modules.as_ref().map(|m| m.is_loaded("nvidia_peermem"));
         let set = b.relevant_env().get(&fallback).cloned();
         fails.push(c.tag(b, format!("startup.log line {n}: {line}")));
@@ -763,11 +1016,18 @@ fn check_transport(c: &Ctx) -> CheckItem {
     };
     ev.extend(fails);
     let next = if next.is_empty() {
-        "Record the all-to-all backend and the fabric (ibv_devinfo, lsmod, topology) of every node.".to_string()
+        "Record the all-to-all backend and the fabric (ibv_devinfo, lsmod, topology) of every node."
+            .to_string()
     } else {
         next.join("; ")
     };
-    item("communication_path", "One communication path; backend matches the fabric", status, ev, &next)
+    item(
+        "communication_path",
+        "One communication path; backend matches the fabric",
+        status,
+        ev,
+        &next,
+    )
 }
 
 fn check_reproducible(c: &Ctx) -> CheckItem {
@@ -806,7 +1066,11 @@ fn check_reproducible(c: &Ctx) -> CheckItem {
 
 /// Names that legitimately differ per node.
 fn per_node_env(name: &str) -> bool {
-    name == "VLLM_HOST_IP" || name.ends_with("_IP") || name.ends_with("_RANK") || name.ends_with("_ADDR") || name == "HOSTNAME"
+    name == "VLLM_HOST_IP"
+        || name.ends_with("_IP")
+        || name.ends_with("_RANK")
+        || name.ends_with("_ADDR")
+        || name == "HOSTNAME"
 }
 
 fn check_consistency(c: &Ctx) -> CheckItem {
@@ -828,12 +1092,33 @@ fn check_consistency(c: &Ctx) -> CheckItem {
                 status = Status::Unknown;
             }
         } else {
-            ev.push(format!("{what} identical: {}", known.into_iter().next().cloned().unwrap_or_default()));
+            ev.push(format!(
+                "{what} identical: {}",
+                known.into_iter().next().cloned().unwrap_or_default()
+            ));
         }
     };
-    compare("image digest", c.bundles.iter().map(|b| (b.host.clone(), b.image_digest())).collect());
-    compare("driver", c.bundles.iter().map(|b| (b.host.clone(), b.driver().map(|d| d.0))).collect());
-    compare("vLLM version", c.bundles.iter().map(|b| (b.host.clone(), b.vllm_version().map(|v| v.0))).collect());
+    compare(
+        "image digest",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.image_digest()))
+            .collect(),
+    );
+    compare(
+        "driver",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.driver().map(|d| d.0)))
+            .collect(),
+    );
+    compare(
+        "vLLM version",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.vllm_version().map(|v| v.0)))
+            .collect(),
+    );
     let envs: Vec<(String, BTreeMap<String, String>)> = c
         .bundles
         .iter()
@@ -885,8 +1170,13 @@ fn check_parsers(c: &Ctx) -> Option<CheckItem> {
             continue;
         };
         let mut status = Status::Pass;
-        for (flag, want) in [("--tool-call-parser", &want_tool), ("--reasoning-parser", &want_reason)] {
-            let (Some(want), Some(have)) = (want, l.value(flag)) else { continue };
+        for (flag, want) in [
+            ("--tool-call-parser", &want_tool),
+            ("--reasoning-parser", &want_reason),
+        ] {
+            let (Some(want), Some(have)) = (want, l.value(flag)) else {
+                continue;
+            };
             if have != want {
                 ev.push(c.tag(b, format!("{flag} {have}, the recipe uses {want}")));
                 status = Status::Fail;
@@ -914,7 +1204,11 @@ fn check_parsers(c: &Ctx) -> Option<CheckItem> {
 
 /// The checklist over loaded bundles.
 pub fn judge(bundles: &[Bundle], profile: &Profile) -> CheckReport {
-    let c = Ctx { bundles, profile, multi: bundles.len() > 1 };
+    let c = Ctx {
+        bundles,
+        profile,
+        multi: bundles.len() > 1,
+    };
     let (phase, classes) = log_classes(&c);
     let mut items = vec![
         check_image(&c),
@@ -955,7 +1249,12 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
     };
     let has = |cs: &[Class]| cs.iter().any(|c| classes.contains(c));
     let mut rules: Vec<(Vec<String>, &str)> = Vec::new();
-    let mut host = failed(&["official_image", "host_driver", "cuda_layers", "gpus_visible"]);
+    let mut host = failed(&[
+        "official_image",
+        "host_driver",
+        "cuda_layers",
+        "gpus_visible",
+    ]);
     if has(&[Class::Driver, Class::Container]) {
         host.push("failure_phase".into());
     }
@@ -980,7 +1279,10 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
         cache.push("failure_phase".into());
     }
     rules.push((cache, "cache flag, prefix identity and retention: put --enable-prefix-caching in the running command, then test identical prefixes with a positive and a negative control and check the retention setting"));
-    let applicable: Vec<(Vec<String>, &str)> = rules.into_iter().filter(|(ids, _)| !ids.is_empty()).collect();
+    let applicable: Vec<(Vec<String>, &str)> = rules
+        .into_iter()
+        .filter(|(ids, _)| !ids.is_empty())
+        .collect();
     if let Some((ids, first)) = applicable.first() {
         let mut d = format!("{first} (failed: {})", dedup(ids).join(", "));
         if applicable.len() > 1 {
@@ -992,18 +1294,35 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
         }
         return d;
     }
-    let other_fail: Vec<String> = items.iter().filter(|i| i.status == Status::Fail).map(|i| i.id.clone()).collect();
+    let other_fail: Vec<String> = items
+        .iter()
+        .filter(|i| i.status == Status::Fail)
+        .map(|i| i.id.clone())
+        .collect();
     if !other_fail.is_empty() {
-        return format!("record the missing evidence first (failed: {})", other_fail.join(", "));
+        return format!(
+            "record the missing evidence first (failed: {})",
+            other_fail.join(", ")
+        );
     }
-    let unknown: Vec<String> = items.iter().filter(|i| i.status == Status::Unknown).map(|i| i.id.clone()).collect();
+    let unknown: Vec<String> = items
+        .iter()
+        .filter(|i| i.status == Status::Unknown)
+        .map(|i| i.id.clone())
+        .collect();
     if !unknown.is_empty() {
-        return format!("no failing item; evidence missing for: {} (collect it before judging)", unknown.join(", "));
+        return format!(
+            "no failing item; evidence missing for: {} (collect it before judging)",
+            unknown.join(", ")
+        );
     }
     "environment matches the profile: continue with the acceptance run (golive accept)".into()
 }
 
 fn dedup(v: &[String]) -> Vec<String> {
     let mut seen = BTreeSet::new();
-    v.iter().filter(|x| seen.insert(x.as_str())).cloned().collect()
+    v.iter()
+        .filter(|x| seen.insert(x.as_str()))
+        .cloned()
+        .collect()
 }

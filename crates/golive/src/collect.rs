@@ -157,7 +157,7 @@ fn run_command(argv: &[String], timeout: Duration) -> CmdOutput {
                 } else {
                     e.to_string()
                 }),
-            }
+            };
         }
     };
     let mut out_pipe = child.stdout.take();
@@ -801,22 +801,21 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
         ),
         None => {}
     }
-    if !have_version {
-        if c.cmd(
+    if !have_version
+        && c.cmd(
             "vLLM version",
             &["vllm", "--version"],
             names::VLLM_VERSION,
             false,
         )
         .is_none()
-        {
-            c.cmd(
-                "vLLM version (python)",
-                &["python3", "-c", "import vllm; print(vllm.__version__)"],
-                names::VLLM_VERSION,
-                false,
-            );
-        }
+    {
+        c.cmd(
+            "vLLM version (python)",
+            &["python3", "-c", "import vllm; print(vllm.__version__)"],
+            names::VLLM_VERSION,
+            false,
+        );
     }
     if let Some(log) = &args.log {
         c.file("startup log", log, names::STARTUP_LOG);

@@ -50,7 +50,12 @@ fn relevant_module(m: &str) -> bool {
 
 fn push(out: &mut Vec<Change>, kind: &str, name: &str, a: Option<String>, b: Option<String>) {
     if a != b {
-        out.push(Change { kind: kind.into(), name: name.into(), a, b });
+        out.push(Change {
+            kind: kind.into(),
+            name: name.into(),
+            a,
+            b,
+        });
     }
 }
 
@@ -59,7 +64,9 @@ fn arg_map(b: &Bundle) -> BTreeMap<String, Vec<String>> {
     let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
     if let Some(l) = &b.launch {
         for a in &l.args {
-            m.entry(a.flag.clone()).or_default().push(a.value.clone().unwrap_or_default());
+            m.entry(a.flag.clone())
+                .or_default()
+                .push(a.value.clone().unwrap_or_default());
         }
     }
     m
@@ -74,7 +81,10 @@ fn gpu_set(b: &Bundle) -> Option<String> {
     for n in names {
         *counts.entry(n).or_default() += 1;
     }
-    let mut s: Vec<String> = counts.into_iter().map(|(k, v)| format!("{v}x {k}")).collect();
+    let mut s: Vec<String> = counts
+        .into_iter()
+        .map(|(k, v)| format!("{v}x {k}"))
+        .collect();
     // Bus ids identify the physical set; memory in use and PIDs do not matter.
     let bus: Vec<String> = b
         .smi
@@ -91,10 +101,34 @@ fn gpu_set(b: &Bundle) -> Option<String> {
 pub fn diff_bundles(a: &Bundle, b: &Bundle) -> DiffReport {
     let mut out = Vec::new();
     push(&mut out, "image", "", a.image_ref(), b.image_ref());
-    push(&mut out, "image_digest", "", a.image_digest(), b.image_digest());
-    push(&mut out, "driver", "", a.driver().map(|d| d.0), b.driver().map(|d| d.0));
-    push(&mut out, "vllm_version", "", a.vllm_version().map(|v| v.0), b.vllm_version().map(|v| v.0));
-    push(&mut out, "program", "", a.launch.as_ref().map(|l| l.program.clone()), b.launch.as_ref().map(|l| l.program.clone()));
+    push(
+        &mut out,
+        "image_digest",
+        "",
+        a.image_digest(),
+        b.image_digest(),
+    );
+    push(
+        &mut out,
+        "driver",
+        "",
+        a.driver().map(|d| d.0),
+        b.driver().map(|d| d.0),
+    );
+    push(
+        &mut out,
+        "vllm_version",
+        "",
+        a.vllm_version().map(|v| v.0),
+        b.vllm_version().map(|v| v.0),
+    );
+    push(
+        &mut out,
+        "program",
+        "",
+        a.launch.as_ref().map(|l| l.program.clone()),
+        b.launch.as_ref().map(|l| l.program.clone()),
+    );
     push(
         &mut out,
         "model",
@@ -117,7 +151,13 @@ pub fn diff_bundles(a: &Bundle, b: &Bundle) -> DiffReport {
             continue; // reported once as cache_flag
         }
         let show = |v: Option<&Vec<String>>| {
-            v.map(|vals| if vals.iter().all(|x| x.is_empty()) { "(set)".to_string() } else { vals.join(" | ") })
+            v.map(|vals| {
+                if vals.iter().all(|x| x.is_empty()) {
+                    "(set)".to_string()
+                } else {
+                    vals.join(" | ")
+                }
+            })
         };
         push(&mut out, "arg", f, show(ma.get(f)), show(mb.get(f)));
     }
@@ -131,21 +171,42 @@ pub fn diff_bundles(a: &Bundle, b: &Bundle) -> DiffReport {
     push(&mut out, "topology", "", topo(a), topo(b));
     let links = |x: &Bundle| x.topo.as_ref().map(|t| t.links.clone());
     if topo(a) == topo(b) && links(a) != links(b) {
-        push(&mut out, "topology", "links", Some("matrix A".into()), Some("matrix B (different connections)".into()));
+        push(
+            &mut out,
+            "topology",
+            "links",
+            Some("matrix A".into()),
+            Some("matrix B (different connections)".into()),
+        );
     }
     let nics = |x: &Bundle| x.topo.as_ref().map(|t| t.nics.join(","));
     push(&mut out, "topology", "nics", nics(a), nics(b));
     if let (Some(x), Some(y)) = (&a.modules, &b.modules) {
         let (sa, sb) = (x.all(), y.all());
         for m in sa.symmetric_difference(&sb).filter(|m| relevant_module(m)) {
-            let state = |s: &BTreeSet<String>| Some(if s.contains(m) { "loaded" } else { "not loaded" }.to_string());
+            let state = |s: &BTreeSet<String>| {
+                Some(
+                    if s.contains(m) {
+                        "loaded"
+                    } else {
+                        "not loaded"
+                    }
+                    .to_string(),
+                )
+            };
             push(&mut out, "module", m, state(&sa), state(&sb));
         }
     }
     let hca = |x: &Bundle| {
         x.ibv.as_ref().map(|v| {
             v.iter()
-                .map(|h| format!("{}{}", h.name, if h.has_active_port() { "" } else { " (down)" }))
+                .map(|h| {
+                    format!(
+                        "{}{}",
+                        h.name,
+                        if h.has_active_port() { "" } else { " (down)" }
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join(",")
         })
@@ -163,9 +224,18 @@ pub fn render_text(r: &DiffReport) -> String {
     if r.changes.is_empty() {
         return format!("no changes that matter between {} and {}\n", r.a, r.b);
     }
-    let mut s = format!("{} changes that matter ({} -> {}):\n", r.changes.len(), r.a, r.b);
+    let mut s = format!(
+        "{} changes that matter ({} -> {}):\n",
+        r.changes.len(),
+        r.a,
+        r.b
+    );
     for c in &r.changes {
-        let what = if c.name.is_empty() { c.kind.clone() } else { format!("{} {}", c.kind, c.name) };
+        let what = if c.name.is_empty() {
+            c.kind.clone()
+        } else {
+            format!("{} {}", c.kind, c.name)
+        };
         let v = |x: &Option<String>| x.clone().unwrap_or_else(|| "(absent)".into());
         s.push_str(&format!("  {what}: {} -> {}\n", v(&c.a), v(&c.b)));
     }
@@ -181,5 +251,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<u8> {
         crate::report::OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
         _ => print!("{}", render_text(&r)),
     }
-    Ok(if r.changes.is_empty() { crate::exit::OK } else { crate::exit::FOUND })
+    Ok(if r.changes.is_empty() {
+        crate::exit::OK
+    } else {
+        crate::exit::FOUND
+    })
 }

@@ -10,7 +10,9 @@ use golive::check::{check_bundles, CheckReport};
 use golive::report::Status;
 
 fn fixture(name: &str) -> String {
-    let p = common::repo_root().join("crates/golive/tests/fixtures/env").join(name);
+    let p = common::repo_root()
+        .join("crates/golive/tests/fixtures/env")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -35,19 +37,36 @@ fn healthy(root: &Path, name: &str) -> PathBuf {
         root,
         name,
         &[
-            ("nvidia-smi.txt", "fixture:nvidia-smi_580.95.05_b300_8gpu.txt"),
-            ("nvidia-smi-topo.txt", "fixture:nvidia-smi-topo_b300_8gpu_nv18_no-nic.txt"),
-            ("docker-image-inspect.json", "fixture:docker-image-inspect_kimi-k3_cu130.json"),
-            ("cmdline.txt", "fixture:cmdline_kimi-k3_tp8_prefix-caching.txt"),
+            (
+                "nvidia-smi.txt",
+                "fixture:nvidia-smi_580.95.05_b300_8gpu.txt",
+            ),
+            (
+                "nvidia-smi-topo.txt",
+                "fixture:nvidia-smi-topo_b300_8gpu_nv18_no-nic.txt",
+            ),
+            (
+                "docker-image-inspect.json",
+                "fixture:docker-image-inspect_kimi-k3_cu130.json",
+            ),
+            (
+                "cmdline.txt",
+                "fixture:cmdline_kimi-k3_tp8_prefix-caching.txt",
+            ),
             ("startup.log", "fixture:startup_ok.log"),
             ("lsmod.txt", "fixture:lsmod_mlx5_with_peermem.txt"),
-            ("env.txt", "VLLM_USE_V2_MODEL_RUNNER=1\nVLLM_PREFIX_CACHE_RETENTION_INTERVAL=0\n"),
+            (
+                "env.txt",
+                "VLLM_USE_V2_MODEL_RUNNER=1\nVLLM_PREFIX_CACHE_RETENTION_INTERVAL=0\n",
+            ),
         ],
     )
 }
 
 fn status(r: &CheckReport, id: &str) -> Status {
-    r.item(id).unwrap_or_else(|| panic!("no item {id}: {r:#?}")).status
+    r.item(id)
+        .unwrap_or_else(|| panic!("no item {id}: {r:#?}"))
+        .status
 }
 
 fn evidence(r: &CheckReport, id: &str) -> String {
@@ -74,13 +93,26 @@ fn healthy_node_passes_every_item() {
 fn driver_below_580_with_cuda13_image_is_host_first() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_570.133.20_b300_8gpu.txt")).unwrap();
+    std::fs::write(
+        b.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
+    )
+    .unwrap();
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "host_driver"), Status::Fail);
-    assert!(evidence(&r, "host_driver").contains("570.133.20 < required 580.65.06"), "{}", evidence(&r, "host_driver"));
+    assert!(
+        evidence(&r, "host_driver").contains("570.133.20 < required 580.65.06"),
+        "{}",
+        evidence(&r, "host_driver")
+    );
     assert_eq!(status(&r, "cuda_layers"), Status::Fail);
-    assert!(evidence(&r, "cuda_layers").contains("image needs CUDA 13.0, driver supports 12.8 natively"));
-    assert!(r.decision.starts_with("host or image first"), "{}", r.decision);
+    assert!(evidence(&r, "cuda_layers")
+        .contains("image needs CUDA 13.0, driver supports 12.8 natively"));
+    assert!(
+        r.decision.starts_with("host or image first"),
+        "{}",
+        r.decision
+    );
 }
 
 #[test]
@@ -92,7 +124,11 @@ fn container_cli_refusal_fails_cuda_layers_and_phase() {
         "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
     )
     .unwrap();
-    std::fs::write(b.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_570.133.20_b300_8gpu.txt")).unwrap();
+    std::fs::write(
+        b.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
+    )
+    .unwrap();
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "cuda_layers"), Status::Fail);
     assert!(evidence(&r, "cuda_layers").contains("unsatisfied condition: cuda>=13.0"));
@@ -103,11 +139,22 @@ fn container_cli_refusal_fails_cuda_layers_and_phase() {
 fn missing_cache_flag_is_the_cache_direction() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/cmdline.txt"), fixture("cmdline_kimi-k3_tp8_no-cache-flag.txt")).unwrap();
-    let r = check_bundles(&[b.clone()], Some("kimi-k3")).unwrap();
+    std::fs::write(
+        b.join("raw/cmdline.txt"),
+        fixture("cmdline_kimi-k3_tp8_no-cache-flag.txt"),
+    )
+    .unwrap();
+    let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "prefix_caching_flag"), Status::Fail);
-    assert!(evidence(&r, "prefix_caching_flag").contains("--enable-prefix-caching required by kimi-k3 but not in the running command line"));
-    assert!(r.decision.starts_with("cache flag, prefix identity and retention"), "{}", r.decision);
+    assert!(evidence(&r, "prefix_caching_flag").contains(
+        "--enable-prefix-caching required by kimi-k3 but not in the running command line"
+    ));
+    assert!(
+        r.decision
+            .starts_with("cache flag, prefix identity and retention"),
+        "{}",
+        r.decision
+    );
     // The generic profile does not require the flag.
     let g = check_bundles(&[b], None).unwrap();
     assert_eq!(status(&g, "prefix_caching_flag"), Status::Pass);
@@ -117,15 +164,37 @@ fn missing_cache_flag_is_the_cache_direction() {
 fn rdma_backend_on_nvlink_only_host() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/cmdline.txt"), fixture("cmdline_kimi-k3_dep16_deepep_v2_node0.sh")).unwrap();
-    std::fs::write(b.join("raw/ibv_devinfo.txt"), fixture("ibv_devinfo_none.txt")).unwrap();
-    std::fs::write(b.join("raw/lsmod.txt"), "Module                  Size  Used by\nnvidia              104153088  98 nvidia_uvm\n").unwrap();
+    std::fs::write(
+        b.join("raw/cmdline.txt"),
+        fixture("cmdline_kimi-k3_dep16_deepep_v2_node0.sh"),
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("raw/ibv_devinfo.txt"),
+        fixture("ibv_devinfo_none.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("raw/lsmod.txt"),
+        "Module                  Size  Used by\nnvidia              104153088  98 nvidia_uvm\n",
+    )
+    .unwrap();
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "communication_path"), Status::Fail);
     let ev = evidence(&r, "communication_path");
-    assert!(ev.contains("RDMA backend deepep_v2 on a host without RDMA"), "{ev}");
-    assert!(ev.contains("RDMA variables") == false, "UCX_TLS alone on an RDMA backend is fine: {ev}");
-    assert!(r.item("communication_path").unwrap().next_step.contains("flashinfer_nvlink_one_sided"));
+    assert!(
+        ev.contains("RDMA backend deepep_v2 on a host without RDMA"),
+        "{ev}"
+    );
+    assert!(
+        !ev.contains("RDMA variables"),
+        "UCX_TLS alone on an RDMA backend is fine: {ev}"
+    );
+    assert!(r
+        .item("communication_path")
+        .unwrap()
+        .next_step
+        .contains("flashinfer_nvlink_one_sided"));
 }
 
 #[test]
@@ -139,34 +208,65 @@ fn rdma_variables_on_nvlink_backend() {
     .unwrap();
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "communication_path"), Status::Fail);
-    assert!(evidence(&r, "communication_path").contains("RDMA variables on an NVLink backend: NCCL_IB_HCA, UCX_TLS"));
+    assert!(evidence(&r, "communication_path")
+        .contains("RDMA variables on an NVLink backend: NCCL_IB_HCA, UCX_TLS"));
 }
 
 #[test]
 fn errno_524_with_and_without_peermem() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, lsmod, expect) in [
-        ("with", "lsmod_mlx5_with_peermem.txt", "set NCCL_DMABUF_ENABLE=0 to fall back to nvidia_peermem"),
-        ("without", "lsmod_mlx5_without_peermem.txt", "nvidia_peermem is NOT loaded"),
+        (
+            "with",
+            "lsmod_mlx5_with_peermem.txt",
+            "set NCCL_DMABUF_ENABLE=0 to fall back to nvidia_peermem",
+        ),
+        (
+            "without",
+            "lsmod_mlx5_without_peermem.txt",
+            "nvidia_peermem is NOT loaded",
+        ),
     ] {
         let b = bundle(
             tmp.path(),
             name,
             &[
-                ("nvidia-smi.txt", "fixture:nvidia-smi_580.95.05_b300_8gpu.txt"),
-                ("cmdline.txt", "fixture:cmdline_kimi-k3_dep16_deepep_v2_node0.sh"),
+                (
+                    "nvidia-smi.txt",
+                    "fixture:nvidia-smi_580.95.05_b300_8gpu.txt",
+                ),
+                (
+                    "cmdline.txt",
+                    "fixture:cmdline_kimi-k3_dep16_deepep_v2_node0.sh",
+                ),
                 ("startup.log", "fixture:startup_errno524.log"),
                 ("lsmod.txt", &format!("fixture:{lsmod}")),
-                ("ibv_devinfo.txt", "fixture:ibv_devinfo_2x-mlx5_ib_active.txt"),
+                (
+                    "ibv_devinfo.txt",
+                    "fixture:ibv_devinfo_2x-mlx5_ib_active.txt",
+                ),
             ],
         );
         let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
         let item = r.item("communication_path").unwrap();
         assert_eq!(item.status, Status::Fail, "{name}");
-        assert!(item.evidence.contains("mlx5dv_reg_dmabuf_mr failed: Unknown error 524"), "{name}: {}", item.evidence);
-        assert!(item.next_step.contains(expect), "{name}: {}", item.next_step);
+        assert!(
+            item.evidence
+                .contains("mlx5dv_reg_dmabuf_mr failed: Unknown error 524"),
+            "{name}: {}",
+            item.evidence
+        );
+        assert!(
+            item.next_step.contains(expect),
+            "{name}: {}",
+            item.next_step
+        );
         assert_eq!(status(&r, "failure_phase"), Status::Fail, "{name}");
-        assert!(r.decision.starts_with("isolate multi-node"), "{name}: {}", r.decision);
+        assert!(
+            r.decision.starts_with("isolate multi-node"),
+            "{name}: {}",
+            r.decision
+        );
     }
 }
 
@@ -174,16 +274,29 @@ fn errno_524_with_and_without_peermem() {
 fn tp_times_pp_larger_than_visible_gpus() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/cmdline.txt"), fixture("cmdline_kimi-k3_tp8-pp2_single-node.txt")).unwrap();
-    let r = check_bundles(&[b.clone()], Some("kimi-k3")).unwrap();
+    std::fs::write(
+        b.join("raw/cmdline.txt"),
+        fixture("cmdline_kimi-k3_tp8-pp2_single-node.txt"),
+    )
+    .unwrap();
+    let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "parallelism"), Status::Fail);
     assert!(evidence(&r, "parallelism").contains("TP 8 x PP 2 x DP 1 = 16 GPUs > 8 visible GPUs"));
     assert!(r.decision.starts_with("memory"), "{}", r.decision);
     // CUDA_VISIBLE_DEVICES shrinks what the process sees.
-    std::fs::write(b.join("raw/cmdline.txt"), fixture("cmdline_kimi-k3_tp8_prefix-caching.txt")).unwrap();
+    std::fs::write(
+        b.join("raw/cmdline.txt"),
+        fixture("cmdline_kimi-k3_tp8_prefix-caching.txt"),
+    )
+    .unwrap();
     std::fs::write(b.join("raw/env.txt"), "CUDA_VISIBLE_DEVICES=0,1,2,3\n").unwrap();
     let r = check_bundles(&[b], Some("vllm")).unwrap();
-    assert_eq!(status(&r, "parallelism"), Status::Fail, "{}", evidence(&r, "parallelism"));
+    assert_eq!(
+        status(&r, "parallelism"),
+        Status::Fail,
+        "{}",
+        evidence(&r, "parallelism")
+    );
 }
 
 #[test]
@@ -191,29 +304,59 @@ fn two_nodes_with_different_drivers() {
     let tmp = tempfile::tempdir().unwrap();
     let a = healthy(tmp.path(), "gpu-a");
     let b = healthy(tmp.path(), "gpu-b");
-    std::fs::write(b.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt")).unwrap();
-    std::fs::write(b.join("raw/env.txt"), "VLLM_USE_V2_MODEL_RUNNER=0\nVLLM_HOST_IP=10.0.0.2\n").unwrap();
+    std::fs::write(
+        b.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("raw/env.txt"),
+        "VLLM_USE_V2_MODEL_RUNNER=0\nVLLM_HOST_IP=10.0.0.2\n",
+    )
+    .unwrap();
     let r = check_bundles(&[a, b], Some("kimi-k3")).unwrap();
     assert_eq!(r.hosts, vec!["gpu-a".to_string(), "gpu-b".to_string()]);
     assert_eq!(status(&r, "host_driver"), Status::Pass, "both >= 580.65.06");
     assert_eq!(status(&r, "node_consistency"), Status::Fail);
     let ev = evidence(&r, "node_consistency");
-    assert!(ev.contains("driver differs: gpu-a=580.95.05, gpu-b=590.48.01"), "{ev}");
-    assert!(ev.contains("VLLM_USE_V2_MODEL_RUNNER: gpu-a=1, gpu-b=0"), "{ev}");
-    assert!(!ev.contains("VLLM_HOST_IP"), "per-node address is not an inconsistency: {ev}");
+    assert!(
+        ev.contains("driver differs: gpu-a=580.95.05, gpu-b=590.48.01"),
+        "{ev}"
+    );
+    assert!(
+        ev.contains("VLLM_USE_V2_MODEL_RUNNER: gpu-a=1, gpu-b=0"),
+        "{ev}"
+    );
+    assert!(
+        !ev.contains("VLLM_HOST_IP"),
+        "per-node address is not an inconsistency: {ev}"
+    );
     assert!(ev.contains("image digest identical"));
-    assert!(r.decision.starts_with("isolate multi-node"), "{}", r.decision);
+    assert!(
+        r.decision.starts_with("isolate multi-node"),
+        "{}",
+        r.decision
+    );
 }
 
 #[test]
 fn r610_kmd_version_is_the_driver() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_610.57.04_kmd_b300_8gpu.txt")).unwrap();
+    std::fs::write(
+        b.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_610.57.04_kmd_b300_8gpu.txt"),
+    )
+    .unwrap();
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "host_driver"), Status::Pass);
     assert!(evidence(&r, "host_driver").contains("KMD Version: 610.57.04"));
-    assert_eq!(status(&r, "cuda_layers"), Status::Pass, "{}", evidence(&r, "cuda_layers"));
+    assert_eq!(
+        status(&r, "cuda_layers"),
+        Status::Pass,
+        "{}",
+        evidence(&r, "cuda_layers")
+    );
 }
 
 #[test]
@@ -221,14 +364,20 @@ fn recipe_file_is_a_profile() {
     let path = common::repo_root().join("crates/golive/tests/fixtures/env/recipe_example-moe.yaml");
     let p = golive::profile::Profile::load_recipe(&path).unwrap();
     assert_eq!(p.name, "example-moe");
-    assert_eq!(p.image.official, vec!["vllm/vllm-openai:example-moe".to_string()]);
+    assert_eq!(
+        p.image.official,
+        vec!["vllm/vllm-openai:example-moe".to_string()]
+    );
     assert_eq!(p.image.cuda_major, Some(13));
     assert_eq!(p.driver.min.as_deref(), Some("590"));
     assert_eq!(p.vllm.min_version.as_deref(), Some("0.28.0"));
     assert_eq!(p.gpus.min_count, Some(4));
     assert_eq!(p.gpus.min_by_strategy["multi_node_dep"], 16);
     assert_eq!(p.flags.required, vec!["--trust-remote-code".to_string()]);
-    assert_eq!(p.flags.required_on["blackwell"], vec!["--enable-prefix-caching".to_string()]);
+    assert_eq!(
+        p.flags.required_on["blackwell"],
+        vec!["--enable-prefix-caching".to_string()]
+    );
     assert_eq!(p.flags.tool_call_parser.as_deref(), Some("example_v1"));
     assert_eq!(p.transport.rdma_all2all, "deepep_v2");
     assert_eq!(p.transport.nvlink_all2all, "flashinfer_nvlink_one_sided");
@@ -239,42 +388,100 @@ fn recipe_file_is_a_profile() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
     let out = Command::new(common::golive_bin())
-        .args(["check", b.to_str().unwrap(), "--recipe", path.to_str().unwrap(), "--format", "json"])
+        .args([
+            "check",
+            b.to_str().unwrap(),
+            "--recipe",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let r: CheckReport = serde_json::from_slice(&out.stdout).unwrap();
-    for id in ["official_image", "host_driver", "vllm_version", "parsers", "prefix_caching_flag"] {
+    for id in [
+        "official_image",
+        "host_driver",
+        "vllm_version",
+        "parsers",
+        "prefix_caching_flag",
+    ] {
         assert_eq!(status(&r, id), Status::Fail, "{id}: {}", evidence(&r, id));
     }
-    assert!(evidence(&r, "prefix_caching_flag").contains("--max-model-len 1048576 exceeds the model's context 262144"));
+    assert!(evidence(&r, "prefix_caching_flag")
+        .contains("--max-model-len 1048576 exceeds the model's context 262144"));
 }
 
 #[test]
 fn cli_exit_codes_and_json() {
     let tmp = tempfile::tempdir().unwrap();
     let good = healthy(tmp.path(), "gpu-a");
-    let run = |args: &[&str]| Command::new(common::golive_bin()).args(args).output().unwrap();
-    let out = run(&["check", good.to_str().unwrap(), "--profile", "kimi-k3", "--format", "json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let run = |args: &[&str]| {
+        Command::new(common::golive_bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "check",
+        good.to_str().unwrap(),
+        "--profile",
+        "kimi-k3",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["decision"].as_str().unwrap().contains("acceptance run"));
-    let ids: Vec<&str> = v["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
-    for id in ["official_image", "host_driver", "cuda_layers", "gpus_visible", "parallelism", "failure_phase", "prefix_caching_flag", "communication_path", "reproducible"] {
+    let ids: Vec<&str> = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "official_image",
+        "host_driver",
+        "cuda_layers",
+        "gpus_visible",
+        "parallelism",
+        "failure_phase",
+        "prefix_caching_flag",
+        "communication_path",
+        "reproducible",
+    ] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
     }
     assert!(v["items"][0]["evidence"].is_string() && v["items"][0]["status"] == "pass");
 
     // Text: the repair direction comes first.
-    std::fs::write(good.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_570.133.20_b300_8gpu.txt")).unwrap();
+    std::fs::write(
+        good.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
+    )
+    .unwrap();
     let out = run(&["check", good.to_str().unwrap(), "--profile", "kimi-k3"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.starts_with("decision: host or image first"), "{text}");
     assert!(!text.contains("sk-live-9f8e7d6c5b4a"));
 
-    assert_eq!(run(&["check", "/nonexistent/bundle"]).status.code(), Some(2));
-    assert_eq!(run(&["check", good.to_str().unwrap(), "--profile", "no-such"]).status.code(), Some(2));
+    assert_eq!(
+        run(&["check", "/nonexistent/bundle"]).status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        run(&["check", good.to_str().unwrap(), "--profile", "no-such"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(run(&["check"]).status.code(), Some(2));
 }
 
@@ -285,17 +492,40 @@ fn diff_shows_what_matters_only() {
     let b = healthy(tmp.path(), "gpu-a-20261130T120000Z");
     // B: other driver, another max-model-len, no peermem, one env change; also
     // different memory in use, PIDs and start time, which do not matter.
-    std::fs::write(b.join("raw/nvidia-smi.txt"), fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt")).unwrap();
-    let cmd = fixture("cmdline_kimi-k3_tp8_prefix-caching.txt").replace("--max-model-len 1048576", "--max-model-len 524288");
+    std::fs::write(
+        b.join("raw/nvidia-smi.txt"),
+        fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt"),
+    )
+    .unwrap();
+    let cmd = fixture("cmdline_kimi-k3_tp8_prefix-caching.txt")
+        .replace("--max-model-len 1048576", "--max-model-len 524288");
     std::fs::write(b.join("raw/cmdline.txt"), cmd).unwrap();
-    std::fs::write(b.join("raw/lsmod.txt"), fixture("lsmod_mlx5_without_peermem.txt")).unwrap();
-    std::fs::write(b.join("raw/env.txt"), "VLLM_USE_V2_MODEL_RUNNER=1\nVLLM_PREFIX_CACHE_RETENTION_INTERVAL=512\n").unwrap();
-    std::fs::write(b.join("raw/startup.log"), fixture("startup_ok.log").replace("pid=4021", "pid=9977").replace("11-30 10:", "11-30 12:")).unwrap();
+    std::fs::write(
+        b.join("raw/lsmod.txt"),
+        fixture("lsmod_mlx5_without_peermem.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("raw/env.txt"),
+        "VLLM_USE_V2_MODEL_RUNNER=1\nVLLM_PREFIX_CACHE_RETENTION_INTERVAL=512\n",
+    )
+    .unwrap();
+    std::fs::write(
+        b.join("raw/startup.log"),
+        fixture("startup_ok.log")
+            .replace("pid=4021", "pid=9977")
+            .replace("11-30 10:", "11-30 12:"),
+    )
+    .unwrap();
 
     let ra = golive::envparse::Bundle::load(&a).unwrap();
     let rb = golive::envparse::Bundle::load(&b).unwrap();
     let d = golive::diff::diff_bundles(&ra, &rb);
-    let kinds: Vec<String> = d.changes.iter().map(|c| format!("{} {}", c.kind, c.name).trim().to_string()).collect();
+    let kinds: Vec<String> = d
+        .changes
+        .iter()
+        .map(|c| format!("{} {}", c.kind, c.name).trim().to_string())
+        .collect();
     assert_eq!(
         kinds,
         vec![
@@ -309,12 +539,24 @@ fn diff_shows_what_matters_only() {
     assert_eq!(d.changes[0].a.as_deref(), Some("580.95.05"));
     assert_eq!(d.changes[0].b.as_deref(), Some("590.48.01"));
 
-    let out = Command::new(common::golive_bin()).args(["diff", a.to_str().unwrap(), b.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(common::golive_bin())
+        .args(["diff", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("driver: 580.95.05 -> 590.48.01"), "{text}");
     assert!(!text.contains("sk-live"), "{text}");
-    let same = Command::new(common::golive_bin()).args(["diff", a.to_str().unwrap(), a.to_str().unwrap(), "--format", "json"]).output().unwrap();
+    let same = Command::new(common::golive_bin())
+        .args([
+            "diff",
+            a.to_str().unwrap(),
+            a.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(same.status.code(), Some(0));
     let v: serde_json::Value = serde_json::from_slice(&same.stdout).unwrap();
     assert_eq!(v["changes"].as_array().unwrap().len(), 0);
@@ -326,12 +568,24 @@ fn hand_assembled_bundle_of_two_files() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("node1");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("nvidia-smi.txt"), fixture("nvidia-smi_570.133.20_b300_8gpu.txt")).unwrap();
-    std::fs::write(dir.join("cmdline.txt"), fixture("cmdline_kimi-k3_tp8_no-cache-flag.txt")).unwrap();
+    std::fs::write(
+        dir.join("nvidia-smi.txt"),
+        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("cmdline.txt"),
+        fixture("cmdline_kimi-k3_tp8_no-cache-flag.txt"),
+    )
+    .unwrap();
     let r = check_bundles(&[dir], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "host_driver"), Status::Fail);
     assert_eq!(status(&r, "prefix_caching_flag"), Status::Fail);
     assert_eq!(status(&r, "official_image"), Status::Unknown);
-    assert!(r.decision.starts_with("host or image first"), "{}", r.decision);
+    assert!(
+        r.decision.starts_with("host or image first"),
+        "{}",
+        r.decision
+    );
     assert!(r.decision.contains("after that"), "{}", r.decision);
 }

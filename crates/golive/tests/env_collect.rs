@@ -76,7 +76,16 @@ fn collect_here_is_valid_input_for_check_and_diff() {
     assert_eq!(m.tool_version, golive::TOOL_VERSION);
     assert!(!m.host.is_empty() && m.time.ends_with('Z'));
     let names: Vec<&str> = m.probes.iter().map(|p| p.name.as_str()).collect();
-    for probe in ["nvidia-smi", "nvidia-smi query", "nvidia-smi topo", "kernel", "kernel modules", "ibv_devinfo", "ip link", "driver version"] {
+    for probe in [
+        "nvidia-smi",
+        "nvidia-smi query",
+        "nvidia-smi topo",
+        "kernel",
+        "kernel modules",
+        "ibv_devinfo",
+        "ip link",
+        "driver version",
+    ] {
         assert!(names.contains(&probe), "{probe} not in {names:?}");
     }
     for p in &m.probes {
@@ -84,7 +93,11 @@ fn collect_here_is_valid_input_for_check_and_diff() {
         // What a probe did not give is said, with the reason.
         if !p.ok() {
             assert!(p.error.is_some(), "{p:?}");
-            assert!(stderr.contains(&p.name), "{} not reported: {stderr}", p.name);
+            assert!(
+                stderr.contains(&p.name),
+                "{} not reported: {stderr}",
+                p.name
+            );
         }
         if let Some(out) = &p.output {
             assert!(a.join("raw").join(out).is_file(), "{out}");
@@ -98,12 +111,21 @@ fn collect_here_is_valid_input_for_check_and_diff() {
     }
     if which("uname").is_some() {
         assert!(m.probes.iter().find(|p| p.name == "kernel").unwrap().ok());
-        assert!(std::fs::read_to_string(a.join("raw/uname.txt")).unwrap().contains("Linux"));
+        assert!(std::fs::read_to_string(a.join("raw/uname.txt"))
+            .unwrap()
+            .contains("Linux"));
     }
 
     // check: a valid input (exit 0 or 1, never 2) with a JSON report.
-    let out = Command::new(common::golive_bin()).args(["check", a.to_str().unwrap(), "--format", "json"]).output().unwrap();
-    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(common::golive_bin())
+        .args(["check", a.to_str().unwrap(), "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0) | Some(1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["items"].as_array().unwrap().len() >= 9);
     assert!(!v["decision"].as_str().unwrap().is_empty());
@@ -112,7 +134,10 @@ fn collect_here_is_valid_input_for_check_and_diff() {
     std::thread::sleep(std::time::Duration::from_millis(1100));
     let (b, _) = collect(tmp.path(), &[]);
     assert_ne!(a, b);
-    let out = Command::new(common::golive_bin()).args(["diff", a.to_str().unwrap(), b.to_str().unwrap()]).output().unwrap();
+    let out = Command::new(common::golive_bin())
+        .args(["diff", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("no changes that matter"), "{text}");
@@ -183,19 +208,41 @@ fn no_secret_lands_in_a_bundle() {
     }
     // The non-secret facts are kept verbatim.
     let cmdline = std::fs::read_to_string(dir.join("raw/cmdline.txt")).unwrap();
-    assert!(cmdline.contains("vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8 --api-key '<redacted>'"), "{cmdline}");
+    assert!(
+        cmdline.contains(
+            "vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8 --api-key '<redacted>'"
+        ),
+        "{cmdline}"
+    );
     let env = std::fs::read_to_string(dir.join("raw/env.txt")).unwrap();
-    assert!(env.contains("NCCL_DEBUG=INFO") && env.contains("UCX_TLS=rc,cuda_copy"), "{env}");
+    assert!(
+        env.contains("NCCL_DEBUG=INFO") && env.contains("UCX_TLS=rc,cuda_copy"),
+        "{env}"
+    );
     assert!(env.contains("VLLM_API_KEY=<redacted>"), "{env}");
-    assert!(!env.contains("HF_TOKEN"), "only the relevant prefixes are kept: {env}");
+    assert!(
+        !env.contains("HF_TOKEN"),
+        "only the relevant prefixes are kept: {env}"
+    );
     let log = std::fs::read_to_string(dir.join("raw/startup.log")).unwrap();
-    assert!(log.contains("'tensor_parallel_size': 8") && log.contains("Application startup complete"), "{log}");
+    assert!(
+        log.contains("'tensor_parallel_size': 8") && log.contains("Application startup complete"),
+        "{log}"
+    );
     assert_eq!(manifest(&dir).serving_pid, Some(pid.parse().unwrap()));
 
     // check reads the process' command: TP 8 and the cache flag.
     let r = golive::check::check_bundles(std::slice::from_ref(&dir), Some("kimi-k3")).unwrap();
-    assert!(r.item("prefix_caching_flag").unwrap().evidence.contains("--enable-prefix-caching present"));
-    assert!(r.item("parallelism").unwrap().evidence.contains("TP 8 x PP 1 x DP 1"));
+    assert!(r
+        .item("prefix_caching_flag")
+        .unwrap()
+        .evidence
+        .contains("--enable-prefix-caching present"));
+    assert!(r
+        .item("parallelism")
+        .unwrap()
+        .evidence
+        .contains("TP 8 x PP 1 x DP 1"));
 
     // Without --pid the process is found in /proc.
     let (auto, _) = collect(&tmp.path().join("auto"), &[]);

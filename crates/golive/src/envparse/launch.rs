@@ -94,12 +94,10 @@ impl Launch {
     /// to the default (`None`), by the last flag that mentions it.
     pub fn prefix_caching(&self) -> Option<bool> {
         self.args.iter().rev().find_map(|a| match a.flag.as_str() {
-            "--enable-prefix-caching" => {
-                Some(match a.value.as_deref().map(str::to_ascii_lowercase) {
-                    Some(v) if v == "false" || v == "0" => false,
-                    _ => true,
-                })
-            }
+            "--enable-prefix-caching" => Some(!matches!(
+                a.value.as_deref().map(str::to_ascii_lowercase).as_deref(),
+                Some("false") | Some("0")
+            )),
             "--no-enable-prefix-caching" => Some(false),
             _ => None,
         })
@@ -207,7 +205,10 @@ fn tokenize(line: &str) -> Vec<Tok> {
             c if c.is_whitespace() => flush(&mut cur, &mut in_word, &mut out),
             // "<placeholder>" in documented commands is a word, not a redirect.
             '<' if chars.peek().is_some_and(|d| d.is_ascii_alphanumeric())
-                && chars.clone().take_while(|d| !d.is_whitespace()).any(|d| d == '>') =>
+                && chars
+                    .clone()
+                    .take_while(|d| !d.is_whitespace())
+                    .any(|d| d == '>') =>
             {
                 in_word = true;
                 cur.push(c);
@@ -455,7 +456,11 @@ fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
             }
         }
         // Secrets never leave the parser (reports and diffs print arguments).
-        if matches!(flag.as_str(), "--api-key" | "--hf-token" | "--token" | "--password") && value.is_some() {
+        if matches!(
+            flag.as_str(),
+            "--api-key" | "--hf-token" | "--token" | "--password"
+        ) && value.is_some()
+        {
             value = Some(crate::redact::REDACTED.to_string());
         }
         if flag == "--model" && model.is_none() {
@@ -656,14 +661,20 @@ mod tests {
         assert_eq!(l.tensor_parallel(), 4);
         assert_eq!(l.value("--max-num-seqs"), Some("16"));
         assert_eq!(l.prefix_caching(), Some(true));
-        assert_eq!(l.command_line(), "vllm serve m --tensor-parallel-size 8 --enable-prefix-caching --max-num-seqs 16 --tensor-parallel-size 4");
+        assert_eq!(
+            l.command_line(),
+            "vllm serve m --tensor-parallel-size 8 --enable-prefix-caching --max-num-seqs 16 --tensor-parallel-size 4"
+        );
     }
 
     #[test]
     fn secrets_never_leave_the_parser() {
         let l = parse_launch("HF_TOKEN=hf_x vllm serve m --api-key sk-1 --hf-token=hf_2").unwrap();
         let all = format!("{l:?}");
-        assert!(!all.contains("sk-1") && !all.contains("hf_2") && !all.contains("hf_x"), "{all}");
+        assert!(
+            !all.contains("sk-1") && !all.contains("hf_2") && !all.contains("hf_x"),
+            "{all}"
+        );
         assert_eq!(l.value("--api-key"), Some("<redacted>"));
     }
 

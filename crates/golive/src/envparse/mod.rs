@@ -949,7 +949,9 @@ mod tests {
 
     #[test]
     fn modules_from_proc_modules() {
-        let m = parse_modules("nvidia_peermem 16384 0 - Live 0x0000000000000000\nib_core 434176 8 ib_uverbs,mlx5_ib, Live 0x0\n");
+        let m = parse_modules(
+            "nvidia_peermem 16384 0 - Live 0x0000000000000000\nib_core 434176 8 ib_uverbs,mlx5_ib, Live 0x0\n",
+        );
         assert!(m.is_loaded("nvidia_peermem"));
         assert!(m.is_loaded("mlx5_ib"));
         assert!(!m.is_loaded("nvidia"));
