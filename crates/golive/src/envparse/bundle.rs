@@ -199,6 +199,13 @@ impl Bundle {
         if let Some(d) = &self.proc_driver {
             return Some((d.clone(), format!("driver-version.txt: Kernel Module {d}")));
         }
+        // A container's nvidia-smi reports the host's kernel driver too.
+        if let Some(smi) = &self.container_smi {
+            if let Some(d) = &smi.driver {
+                let line = smi.driver_line.clone().unwrap_or_else(|| format!("Driver Version: {d}"));
+                return Some((d.clone(), format!("container nvidia-smi: {line}")));
+            }
+        }
         None
     }
 
