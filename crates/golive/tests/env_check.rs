@@ -589,3 +589,43 @@ fn hand_assembled_bundle_of_two_files() {
     );
     assert!(r.decision.contains("after that"), "{}", r.decision);
 }
+
+#[test]
+fn rendered_pod_spec_is_the_launch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = bundle(
+        tmp.path(),
+        "pod",
+        &[
+            ("pod-spec.yaml", "fixture:pod-spec_kimi-k3_dep.yaml"),
+            (
+                "nvidia-smi.txt",
+                "fixture:nvidia-smi_580.95.05_b300_8gpu.txt",
+            ),
+            (
+                "ibv_devinfo.txt",
+                "fixture:ibv_devinfo_2x-mlx5_ib_active.txt",
+            ),
+        ],
+    );
+    let loaded = golive::envparse::Bundle::load(&b).unwrap();
+    let l = loaded.launch.as_ref().expect("launch from the pod spec");
+    assert_eq!((l.data_parallel(), l.data_parallel_local()), (16, 8));
+    assert_eq!(l.all2all_backend().as_deref(), Some("deepep_v2"));
+    assert_eq!(l.env["UCX_TLS"], "rc,cuda_copy");
+    let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
+    assert_eq!(status(&r, "prefix_caching_flag"), Status::Pass);
+    // One node of a 16-GPU DEP: the other node's bundle is needed to judge the total.
+    assert_eq!(
+        status(&r, "parallelism"),
+        Status::Unknown,
+        "{}",
+        evidence(&r, "parallelism")
+    );
+    assert_eq!(
+        status(&r, "communication_path"),
+        Status::Pass,
+        "{}",
+        evidence(&r, "communication_path")
+    );
+}

@@ -293,28 +293,64 @@ fn container_probes_end_to_end() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let shim = docker_shim(&tmp.path().join("bin"));
-    let path = format!("{}:{}", shim.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        shim.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let out = Command::new(common::golive_bin())
         .env("PATH", path)
-        .args(["collect", "--out", tmp.path().join("out").to_str().unwrap(), "--container", "kimi-k3"])
-        .args(["--probe-image", "vllm/vllm-openai:kimi-k3", "--timeout", "20"])
+        .args([
+            "collect",
+            "--out",
+            tmp.path().join("out").to_str().unwrap(),
+            "--container",
+            "kimi-k3",
+        ])
+        .args([
+            "--probe-image",
+            "vllm/vllm-openai:kimi-k3",
+            "--timeout",
+            "20",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    let raw = |n: &str| std::fs::read_to_string(dir.join("raw").join(n)).unwrap_or_else(|e| panic!("{n}: {e}"));
+    let raw = |n: &str| {
+        std::fs::read_to_string(dir.join("raw").join(n)).unwrap_or_else(|e| panic!("{n}: {e}"))
+    };
     assert!(raw("docker-image-inspect.json").contains("vllm/vllm-openai@sha256:7f1c9e5a"));
-    assert!(raw("startup.log").contains("Application startup complete"), "docker logs writes to stderr; kept");
+    assert!(
+        raw("startup.log").contains("Application startup complete"),
+        "docker logs writes to stderr; kept"
+    );
     assert!(raw("container-nvidia-smi.txt").contains("Driver Version: 580.95.05"));
     assert_eq!(raw("vllm-version.txt").trim(), "0.27.1");
     assert!(raw("cmdline.txt").starts_with("vllm serve moonshotai/Kimi-K3 --trust-remote-code --tensor-parallel-size 8 --enable-prefix-caching --api-key"));
     let env = raw("env.txt");
-    assert!(env.contains("NCCL_DEBUG=WARN") && env.contains("VLLM_API_KEY=<redacted>") && !env.contains("HF_TOKEN"), "{env}");
+    assert!(
+        env.contains("NCCL_DEBUG=WARN")
+            && env.contains("VLLM_API_KEY=<redacted>")
+            && !env.contains("HF_TOKEN"),
+        "{env}"
+    );
     assert!(raw("probe-image.txt").contains("unsatisfied condition: cuda>=13.0"));
     let m = manifest(&dir);
-    let probe = m.probes.iter().find(|p| p.name == "image GPU visibility").unwrap();
+    let probe = m
+        .probes
+        .iter()
+        .find(|p| p.name == "image GPU visibility")
+        .unwrap();
     assert_eq!(probe.exit_status, Some(125));
-    assert!(probe.command.starts_with("docker run --rm --gpus all vllm/vllm-openai:kimi-k3 nvidia-smi"));
+    assert!(probe
+        .command
+        .starts_with("docker run --rm --gpus all vllm/vllm-openai:kimi-k3 nvidia-smi"));
     let all = all_text(&dir);
     for secret in ["sk-live-container-7a6b5c", "hf_container_4d3c2b1a"] {
         assert!(!all.contains(secret), "{secret} landed in the bundle");
@@ -325,9 +361,18 @@ fn container_probes_end_to_end() {
     let r = golive::check::check_bundles(std::slice::from_ref(&dir), Some("kimi-k3")).unwrap();
     let st = |id: &str| r.item(id).unwrap().status;
     use golive::report::Status;
-    assert_eq!(st("official_image"), Status::Pass, "{}", r.item("official_image").unwrap().evidence);
+    assert_eq!(
+        st("official_image"),
+        Status::Pass,
+        "{}",
+        r.item("official_image").unwrap().evidence
+    );
     assert_eq!(st("vllm_version"), Status::Pass);
     assert_eq!(st("prefix_caching_flag"), Status::Pass);
-    assert_eq!(st("host_driver"), Status::Pass, "container view of the host driver");
+    assert_eq!(
+        st("host_driver"),
+        Status::Pass,
+        "container view of the host driver"
+    );
     assert_eq!(st("cuda_layers"), Status::Fail);
 }

@@ -7,6 +7,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The leftover check looks at /tmp: one SSH test at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 struct Sshd {
     dir: PathBuf,
     options: Vec<String>,
@@ -68,6 +71,7 @@ fn leftovers() -> Vec<String> {
 
 #[test]
 fn collect_over_ssh_copies_itself_and_brings_bundles_back() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let Some(sshd) = start_sshd(&tmp.path().join("sshd")) else {
         return;
@@ -134,6 +138,7 @@ fn collect_over_ssh_copies_itself_and_brings_bundles_back() {
 
 #[test]
 fn collect_over_ssh_with_remote_golive_and_a_failing_host() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let Some(sshd) = start_sshd(&tmp.path().join("sshd")) else {
         return;

@@ -202,7 +202,10 @@ impl Bundle {
         // A container's nvidia-smi reports the host's kernel driver too.
         if let Some(smi) = &self.container_smi {
             if let Some(d) = &smi.driver {
-                let line = smi.driver_line.clone().unwrap_or_else(|| format!("Driver Version: {d}"));
+                let line = smi
+                    .driver_line
+                    .clone()
+                    .unwrap_or_else(|| format!("Driver Version: {d}"));
                 return Some((d.clone(), format!("container nvidia-smi: {line}")));
             }
         }
