@@ -574,3 +574,41 @@ fn container_cli_errors_match_index() {
         assert_eq!(errs.len(), n, "{file}");
     }
 }
+
+#[test]
+fn whole_server_logs_as_startup_logs() {
+    // The 20 real vLLM server logs (ANSI colours, \r progress bars, CRLF) as the
+    // startup.log of a bundle: the version banner is read and check never errors.
+    let Some(env) = env_dir() else { return };
+    let long = env.parent().unwrap().join("long");
+    if !long.join("INDEX.tsv").is_file() {
+        eprintln!("skipping: ../shared/long is not present");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let mut with_banner = 0;
+    for entry in std::fs::read_dir(&long).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("log") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        let dir = tmp.path().join(path.file_stem().unwrap());
+        std::fs::create_dir_all(dir.join("raw")).unwrap();
+        std::fs::write(dir.join("raw/startup.log"), &text).unwrap();
+        let r = golive::check::check_bundles(std::slice::from_ref(&dir), None).unwrap();
+        assert!(r.item("failure_phase").is_some());
+        let banner = regex::Regex::new(r"vLLM API server version (\d+\.\d+\.\d+\S*)").unwrap();
+        if let Some(c) = banner.captures(&text) {
+            let b = golive::envparse::Bundle::load(&dir).unwrap();
+            assert_eq!(
+                b.vllm_version().map(|v| v.0).as_deref(),
+                Some(&c[1]),
+                "{}",
+                path.display()
+            );
+            with_banner += 1;
+        }
+    }
+    assert!(with_banner >= 8, "{with_banner} logs with a version banner");
+}
