@@ -344,6 +344,18 @@ pub fn redact_text(text: &str) -> String {
 
 // ---------------------------------------------------------------- collection
 
+/// What a command probe keeps under its contract name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// stdout, on success.
+    Stdout,
+    /// stdout and stderr, on success (`docker logs` replays the container's stderr on stderr).
+    Both,
+    /// stdout and stderr, also on failure: the error is the evidence (`docker run` refused by
+    /// nvidia-container-cli).
+    Evidence,
+}
+
 struct Collector {
     raw: PathBuf,
     timeout: Duration,
@@ -366,16 +378,17 @@ impl Collector {
             .with_context(|| format!("cannot write raw/{file}"))
     }
 
-    /// Runs a command probe. On success its stdout goes to `file`; on failure the
-    /// combined output goes to `<file>.failed.txt` (unless `keep_failure`, which
-    /// writes the combined output to `file` itself: the error is the evidence).
+    /// Runs a command probe and writes its output as `keep` says; a failure's
+    /// combined output goes to `<file>.failed.txt` so the contract file only ever
+    /// holds real output (unless the error itself is the evidence).
     fn cmd<S: AsRef<str>>(
         &mut self,
         name: &str,
         argv: &[S],
         file: &str,
-        keep_failure: bool,
+        keep: Keep,
     ) -> Option<Vec<u8>> {
+        let keep_failure = keep == Keep::Evidence;
         let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
         let out = run_command(&argv, self.timeout);
         let mut rec = ProbeRecord {
@@ -393,10 +406,10 @@ impl Collector {
             let mut combined = out.stdout.clone();
             combined.extend_from_slice(&out.stderr);
             if out.status == Some(0) || keep_failure {
-                let bytes = if keep_failure {
-                    combined
-                } else {
+                let bytes = if keep == Keep::Stdout {
                     out.stdout.clone()
+                } else {
+                    combined
                 };
                 if self.write(file, &bytes).is_ok() {
                     rec.output = Some(file.to_string());
@@ -567,7 +580,12 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
     };
 
     // GPUs and driver (host view).
-    c.cmd("nvidia-smi", &["nvidia-smi"], names::NVIDIA_SMI, false);
+    c.cmd(
+        "nvidia-smi",
+        &["nvidia-smi"],
+        names::NVIDIA_SMI,
+        Keep::Stdout,
+    );
     c.cmd(
         "nvidia-smi query",
         &[
@@ -576,13 +594,13 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "--format=csv",
         ],
         names::NVIDIA_SMI_QUERY,
-        false,
+        Keep::Stdout,
     );
     c.cmd(
         "nvidia-smi topo",
         &["nvidia-smi", "topo", "-m"],
         names::NVIDIA_SMI_TOPO,
-        false,
+        Keep::Stdout,
     );
     c.cmd(
         "nvidia-smi compute apps",
@@ -592,22 +610,32 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "--format=csv",
         ],
         names::NVIDIA_SMI_APPS,
-        false,
+        Keep::Stdout,
     );
     c.file(
         "driver version",
         Path::new("/proc/driver/nvidia/version"),
         names::DRIVER_VERSION,
     );
-    c.cmd("kernel", &["uname", "-a"], names::UNAME, false);
+    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout);
     c.file("kernel modules", Path::new("/proc/modules"), names::LSMOD);
-    c.cmd("ibv_devinfo", &["ibv_devinfo"], names::IBV_DEVINFO, false);
-    c.cmd("ip link", &["ip", "-br", "link"], names::IP_LINK, false);
+    c.cmd(
+        "ibv_devinfo",
+        &["ibv_devinfo"],
+        names::IBV_DEVINFO,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "ip link",
+        &["ip", "-br", "link"],
+        names::IP_LINK,
+        Keep::Stdout,
+    );
     c.cmd(
         "local CUDA toolkit",
         &["nvcc", "--version"],
         names::NVCC,
-        false,
+        Keep::Stdout,
     );
 
     // The serving container or pod.
@@ -619,7 +647,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "docker inspect",
             &["docker", "inspect", name],
             names::DOCKER_INSPECT,
-            false,
+            Keep::Stdout,
         ) {
             let info = crate::envparse::parse_docker_inspect(&String::from_utf8_lossy(&bytes));
             let image = info.image_id.clone().or(info.image_ref.clone());
@@ -628,7 +656,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
                     "docker image inspect",
                     &["docker", "image", "inspect", &image],
                     names::DOCKER_IMAGE_INSPECT,
-                    false,
+                    Keep::Stdout,
                 );
             }
             let mut argv: Vec<String> = info.path.iter().cloned().collect();
@@ -660,19 +688,19 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "docker logs",
             &["docker", "logs", "--timestamps", name],
             names::STARTUP_LOG,
-            true,
+            Keep::Both,
         );
         c.cmd(
             "container nvidia-smi",
             &["docker", "exec", name, "nvidia-smi"],
             names::CONTAINER_NVIDIA_SMI,
-            true,
+            Keep::Stdout,
         );
         c.cmd(
             "container CUDA runtime",
             &["docker", "exec", name, "sh", "-c", "echo CUDA_VERSION=$CUDA_VERSION; cat /usr/local/cuda/version.json 2>/dev/null | head -c 4000"],
             names::CONTAINER_CUDA,
-            false,
+            Keep::Stdout,
         );
         have_version = c
             .cmd(
@@ -686,7 +714,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
                     "import vllm; print(vllm.__version__)",
                 ],
                 names::VLLM_VERSION,
-                false,
+                Keep::Stdout,
             )
             .is_some();
     }
@@ -706,19 +734,19 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "pod spec",
             &mk(&["kubectl", "get", "pod"], &["-o", "yaml"]),
             names::POD_SPEC,
-            false,
+            Keep::Stdout,
         );
         c.cmd(
             "pod logs",
             &mk(&["kubectl", "logs"], &["--timestamps"]),
             names::STARTUP_LOG,
-            true,
+            Keep::Both,
         );
         c.cmd(
             "pod nvidia-smi",
             &mk(&["kubectl", "exec"], &["--", "nvidia-smi"]),
             names::CONTAINER_NVIDIA_SMI,
-            true,
+            Keep::Stdout,
         );
         have_version = c
             .cmd(
@@ -733,7 +761,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
                     ],
                 ),
                 names::VLLM_VERSION,
-                false,
+                Keep::Stdout,
             )
             .is_some();
     }
@@ -750,7 +778,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
                 "nvidia-smi",
             ],
             names::PROBE_IMAGE,
-            true,
+            Keep::Evidence,
         );
     }
 
@@ -806,7 +834,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "vLLM version",
             &["vllm", "--version"],
             names::VLLM_VERSION,
-            false,
+            Keep::Stdout,
         )
         .is_none()
     {
@@ -814,7 +842,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
             "vLLM version (python)",
             &["python3", "-c", "import vllm; print(vllm.__version__)"],
             names::VLLM_VERSION,
-            false,
+            Keep::Stdout,
         );
     }
     if let Some(log) = &args.log {

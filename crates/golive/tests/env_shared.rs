@@ -587,6 +587,7 @@ fn whole_server_logs_as_startup_logs() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let mut with_banner = 0;
+    let banner = regex::Regex::new(r"vLLM API server version (\d+\.\d+\.\d+\S*)").unwrap();
     for entry in std::fs::read_dir(&long).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("log") {
@@ -598,7 +599,6 @@ fn whole_server_logs_as_startup_logs() {
         std::fs::write(dir.join("raw/startup.log"), &text).unwrap();
         let r = golive::check::check_bundles(std::slice::from_ref(&dir), None).unwrap();
         assert!(r.item("failure_phase").is_some());
-        let banner = regex::Regex::new(r"vLLM API server version (\d+\.\d+\.\d+\S*)").unwrap();
         if let Some(c) = banner.captures(&text) {
             let b = golive::envparse::Bundle::load(&dir).unwrap();
             assert_eq!(
