@@ -530,11 +530,10 @@ fn check_parallelism(c: &Ctx) -> CheckItem {
             "Save the complete launch command in raw/cmdline.txt.",
         );
     };
-    let (tp, pp, dp, dpl) = (
+    let (tp, pp, dp) = (
         launch.tensor_parallel(),
         launch.pipeline_parallel(),
         launch.data_parallel(),
-        launch.data_parallel_local(),
     );
     let world = tp * pp * dp;
     let sizes = format!("TP {tp} x PP {pp} x DP {dp} = {world} GPUs");
@@ -564,6 +563,24 @@ fn check_parallelism(c: &Ctx) -> CheckItem {
             status = Status::Fail;
         }
     }
+    // Tensor parallelism over a GPU that lost its NVLink (degraded fabric) while its
+    // peers keep theirs: one slow or failing rank.
+    for b in c.bundles {
+        let Some(t) = &b.topo else { continue };
+        let without = t.gpus_without_nvlink();
+        if tp > 1 && t.has_nvlink() && !without.is_empty() {
+            ev.push(c.tag(
+                b,
+                format!(
+                    "topology: {} — TP {tp} spans GPUs without NVLink",
+                    t.summary()
+                ),
+            ));
+            status = Status::Fail;
+        } else if tp > 1 {
+            ev.push(c.tag(b, format!("topology: {}", t.summary())));
+        }
+    }
     // Each node hosts its local DP ranks of TP x PP GPUs (when TP x PP fits a node).
     for b in c.bundles {
         let (Some(l), Some((n, _))) = (b.launch.as_ref(), b.visible_gpus()) else {
@@ -581,7 +598,6 @@ fn check_parallelism(c: &Ctx) -> CheckItem {
             status = Status::Fail;
         }
     }
-    let _ = dpl;
     if !c.profile.gpus.min_by_strategy.is_empty() {
         let strat = if c
             .bundles

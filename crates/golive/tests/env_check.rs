@@ -629,3 +629,32 @@ fn rendered_pod_spec_is_the_launch() {
         evidence(&r, "communication_path")
     );
 }
+
+#[test]
+fn tensor_parallel_over_a_gpu_without_nvlink() {
+    // The real degraded B200 fabric (GPU2 lost NVLink) from ../shared/env, read in place.
+    let root = common::repo_root();
+    let Some(shared) = [root.join("../shared"), root.join("../../shared")]
+        .into_iter()
+        .find(|d| d.is_dir())
+    else {
+        eprintln!("skipping: ../shared is not present beside the repository");
+        return;
+    };
+    let topo =
+        shared.join("env/nvidia-smi-topo_b200_8gpu_gpu2-no-nvlink_12nic_PARTIAL-noheader.txt");
+    let Ok(text) = std::fs::read_to_string(&topo) else {
+        eprintln!("skipping: {} is not present", topo.display());
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let b = healthy(tmp.path(), "gpu-a");
+    std::fs::write(b.join("raw/nvidia-smi-topo.txt"), text).unwrap();
+    let r = check_bundles(&[b], Some("vllm")).unwrap();
+    assert_eq!(status(&r, "parallelism"), Status::Fail);
+    assert!(
+        evidence(&r, "parallelism").contains("without NVLink: GPU2"),
+        "{}",
+        evidence(&r, "parallelism")
+    );
+}
