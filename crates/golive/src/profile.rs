@@ -242,10 +242,25 @@ impl Profile {
             let default = s(doc.get("default_strategy")).unwrap_or_else(|| "single_node_tp".into());
             p.gpus.min_count = p.gpus.min_by_strategy.get(&default).copied();
         }
+        // GPU classes: the hardware the recipe marks verified (meta.hardware), else
+        // the guide's "At least 8x GB300".
+        if let Some(hw) = doc
+            .get("meta")
+            .and_then(|m| m.get("hardware"))
+            .and_then(|h| h.as_mapping())
+        {
+            for (k, v) in hw {
+                if let (Some(k), Some("verified")) = (k.as_str(), v.as_str()) {
+                    p.gpus.classes.push(k.to_ascii_uppercase());
+                }
+            }
+        }
         let re_hw = regex::Regex::new(r"(?i)at least (\d+)x ([A-Za-z0-9]+)").unwrap();
         if let Some(c) = re_hw.captures(&guide) {
             p.gpus.min_count.get_or_insert(c[1].parse().unwrap_or(0));
-            p.gpus.classes.push(c[2].to_string());
+            if p.gpus.classes.is_empty() {
+                p.gpus.classes.push(c[2].to_string());
+            }
         }
         // Boolean switches in base args are required everywhere; in a hardware
         // override only on that hardware.

@@ -372,6 +372,11 @@ fn recipe_file_is_a_profile() {
     assert_eq!(p.driver.min.as_deref(), Some("590"));
     assert_eq!(p.vllm.min_version.as_deref(), Some("0.28.0"));
     assert_eq!(p.gpus.min_count, Some(4));
+    assert_eq!(
+        p.gpus.classes,
+        vec!["B300".to_string()],
+        "verified hardware"
+    );
     assert_eq!(p.gpus.min_by_strategy["multi_node_dep"], 16);
     assert_eq!(p.flags.required, vec!["--trust-remote-code".to_string()]);
     assert_eq!(
