@@ -197,14 +197,17 @@ fn check_image(c: &Ctx) -> CheckItem {
         );
         ev.push(c.tag(b, &shown));
         let official = &c.profile.image.official;
+        // A digest-pinned reference is official when the image carries the official tag.
+        let tags: Vec<String> = b.image.iter().flat_map(|i| i.repo_tags.clone()).collect();
+        let is_official = |r: &str| {
+            official.iter().any(|o| {
+                strip_registry(o) == strip_registry(r)
+                    || tags.iter().any(|t| strip_registry(t) == strip_registry(o))
+            })
+        };
         st.push(match (&r, &d) {
             (None, _) => Status::Unknown,
-            (Some(r), _)
-                if !official.is_empty()
-                    && !official
-                        .iter()
-                        .any(|o| strip_registry(o) == strip_registry(r)) =>
-            {
+            (Some(r), _) if !official.is_empty() && !is_official(r) => {
                 ev.push(c.tag(
                     b,
                     format!("{r} is not the official {}", official.join(" or ")),

@@ -663,3 +663,37 @@ fn tensor_parallel_over_a_gpu_without_nvlink() {
         evidence(&r, "parallelism")
     );
 }
+
+#[test]
+fn digest_pinned_official_image_and_foreign_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = healthy(tmp.path(), "gpu-a");
+    let pinned =
+        "vllm/vllm-openai@sha256:7f1c9e5a2b3d4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6";
+    std::fs::write(
+        b.join("raw/docker-inspect.json"),
+        format!(r#"[{{"Path": "vllm", "Args": ["serve", "moonshotai/Kimi-K3", "--tensor-parallel-size", "8", "--enable-prefix-caching"], "State": {{"Status": "running"}}, "Config": {{"Image": "{pinned}"}}}}]"#),
+    )
+    .unwrap();
+    std::fs::write(b.join("manifest.json"), "{ not golive's }").unwrap();
+    let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
+    assert_eq!(
+        status(&r, "official_image"),
+        Status::Pass,
+        "{}",
+        evidence(&r, "official_image")
+    );
+    // Another image pinned by digest is not official.
+    std::fs::write(
+        b.join("raw/docker-image-inspect.json"),
+        fixture("docker-image-inspect_vllm-openai_v0.30.0_cu129.json"),
+    )
+    .unwrap();
+    let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
+    assert_eq!(
+        status(&r, "official_image"),
+        Status::Fail,
+        "{}",
+        evidence(&r, "official_image")
+    );
+}
