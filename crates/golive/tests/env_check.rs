@@ -697,3 +697,23 @@ fn digest_pinned_official_image_and_foreign_manifest() {
         evidence(&r, "official_image")
     );
 }
+
+#[test]
+fn profile_file_in_toml() {
+    let tmp = tempfile::tempdir().unwrap();
+    let prof = tmp.path().join("site.toml");
+    std::fs::write(
+        &prof,
+        "name = \"site\"\n[driver]\nmin = \"590.48.01\"\n[flags]\nrequired = [\"--enable-chunked-prefill\"]\n",
+    )
+    .unwrap();
+    let b = healthy(tmp.path(), "gpu-a");
+    let r = check_bundles(&[b], Some(prof.to_str().unwrap())).unwrap();
+    assert_eq!(r.profile, "site");
+    assert_eq!(status(&r, "host_driver"), Status::Fail);
+    assert!(
+        evidence(&r, "prefix_caching_flag").contains("--enable-chunked-prefill required by site")
+    );
+    std::fs::write(&prof, "name = [broken").unwrap();
+    assert!(golive::profile::Profile::load(prof.to_str().unwrap()).is_err());
+}
