@@ -1,0 +1,391 @@
+//! A bundle: a directory with `manifest.json` (optional) and raw files under
+//! `raw/` (all optional). Reading re-parses the raw files every time, so a
+//! bundle assembled by hand is as good as one written by `golive collect`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use super::*;
+use crate::collect::Manifest;
+
+/// Contract names of the raw files (issue 3); `check` and `diff` read these.
+pub mod names {
+    pub const NVIDIA_SMI: &str = "nvidia-smi.txt";
+    pub const NVIDIA_SMI_QUERY: &str = "nvidia-smi-query.csv";
+    pub const NVIDIA_SMI_TOPO: &str = "nvidia-smi-topo.txt";
+    pub const NVIDIA_SMI_APPS: &str = "nvidia-smi-apps.csv";
+    pub const DOCKER_INSPECT: &str = "docker-inspect.json";
+    pub const DOCKER_IMAGE_INSPECT: &str = "docker-image-inspect.json";
+    pub const CMDLINE: &str = "cmdline.txt";
+    pub const ENV: &str = "env.txt";
+    pub const LSMOD: &str = "lsmod.txt";
+    pub const IBV_DEVINFO: &str = "ibv_devinfo.txt";
+    pub const IP_LINK: &str = "ip-link.txt";
+    pub const VLLM_VERSION: &str = "vllm-version.txt";
+    pub const STARTUP_LOG: &str = "startup.log";
+    /// Extra files golive collect writes.
+    pub const CONTAINER_NVIDIA_SMI: &str = "container-nvidia-smi.txt";
+    pub const PROBE_IMAGE: &str = "probe-image.txt";
+    pub const CONTAINER_CUDA: &str = "container-cuda.txt";
+    pub const DRIVER_VERSION: &str = "driver-version.txt";
+    pub const UNAME: &str = "uname.txt";
+    pub const NVCC: &str = "nvcc.txt";
+    pub const POD_SPEC: &str = "pod-spec.yaml";
+}
+
+/// Everything read from one bundle.
+#[derive(Debug, Clone, Default)]
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub manifest: Option<Manifest>,
+    pub host: String,
+    pub smi: Option<SmiTable>,
+    pub query: Vec<QueryGpu>,
+    pub topo: Option<Topology>,
+    pub container: Option<DockerInfo>,
+    pub image: Option<DockerInfo>,
+    pub launch: Option<Launch>,
+    /// `raw/env.txt` as written.
+    pub env_file: BTreeMap<String, String>,
+    pub modules: Option<Modules>,
+    pub ibv: Option<Vec<Hca>>,
+    pub links: Option<Vec<NetLink>>,
+    pub vllm_version_file: Option<String>,
+    pub startup_log: Option<PathBuf>,
+    pub startup_log_text: Option<String>,
+    /// `nvidia-smi` as seen inside the container (docker exec or --probe-image).
+    pub container_smi: Option<SmiTable>,
+    pub container_cuda_errors: Vec<ContainerCudaError>,
+    pub container_cuda_text: Option<String>,
+    pub proc_driver: Option<String>,
+    pub uname: Option<String>,
+    pub nvcc: Option<String>,
+    /// Raw files present (names under raw/).
+    pub files: Vec<String>,
+}
+
+fn read_opt(dir: &Path, name: &str) -> Option<String> {
+    let bytes = std::fs::read(dir.join(name)).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+impl Bundle {
+    /// Reads a bundle directory. A directory without `raw/` is read as if it were
+    /// the `raw/` folder itself (people often hand over just the files).
+    pub fn load(dir: &Path) -> anyhow::Result<Bundle> {
+        anyhow::ensure!(dir.is_dir(), "{} is not a bundle directory", dir.display());
+        let raw = if dir.join("raw").is_dir() {
+            dir.join("raw")
+        } else {
+            dir.to_path_buf()
+        };
+        // The raw files are the contract; a foreign or damaged manifest only loses the host name.
+        let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+        let mut files: Vec<String> = std::fs::read_dir(&raw)
+            .with_context(|| format!("cannot read {}", raw.display()))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let host = manifest
+            .as_ref()
+            .map(|m| m.host.clone())
+            .unwrap_or_else(|| {
+                let name = dir
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .unwrap_or_else(|| dir.display().to_string());
+                // "<host>-<UTC timestamp>" → host.
+                match name.rsplit_once('-') {
+                    Some((h, ts)) if ts.len() >= 8 && ts.starts_with("20") && ts.ends_with('Z') => {
+                        h.to_string()
+                    }
+                    _ => name,
+                }
+            });
+        let r = |n: &str| read_opt(&raw, n);
+        let container = r(names::DOCKER_INSPECT).map(|t| parse_docker_inspect(&t));
+        let image = r(names::DOCKER_IMAGE_INSPECT).map(|t| parse_docker_inspect(&t));
+        let mut launch = r(names::CMDLINE).and_then(|t| launch::parse_launch(&t));
+        if launch.is_none() {
+            launch = container
+                .as_ref()
+                .and_then(|c| {
+                    let mut argv: Vec<String> = c.path.iter().cloned().collect();
+                    argv.extend(c.args.iter().cloned());
+                    launch::launch_from_argv(&argv)
+                })
+                .or_else(|| {
+                    r(names::POD_SPEC).and_then(|t| launch::parse_launch(&pod_spec_command(&t)))
+                });
+        }
+        let startup_log_text = r(names::STARTUP_LOG);
+        let mut container_cuda_errors = Vec::new();
+        let mut container_smi = None;
+        for name in [names::CONTAINER_NVIDIA_SMI, names::PROBE_IMAGE] {
+            if let Some(t) = r(name) {
+                container_cuda_errors.extend(parse_container_cuda_errors(&t));
+                let smi = parse_nvidia_smi(&t);
+                if container_smi.is_none() && (smi.driver.is_some() || !smi.gpus.is_empty()) {
+                    container_smi = Some(smi);
+                }
+            }
+        }
+        if let Some(log) = &startup_log_text {
+            container_cuda_errors.extend(parse_container_cuda_errors(log));
+        }
+        Ok(Bundle {
+            dir: dir.to_path_buf(),
+            manifest,
+            host,
+            smi: r(names::NVIDIA_SMI).map(|t| parse_nvidia_smi(&t)),
+            query: r(names::NVIDIA_SMI_QUERY)
+                .map(|t| parse_query_csv(&t))
+                .unwrap_or_default(),
+            topo: r(names::NVIDIA_SMI_TOPO)
+                .map(|t| parse_topology(&t))
+                .filter(|t| t.gpu_count() > 0),
+            container,
+            image,
+            launch,
+            env_file: r(names::ENV).map(|t| parse_env(&t)).unwrap_or_default(),
+            modules: r(names::LSMOD).map(|t| parse_modules(&t)),
+            ibv: r(names::IBV_DEVINFO).map(|t| parse_ibv_devinfo(&t)),
+            links: r(names::IP_LINK).map(|t| parse_ip_link(&t)),
+            vllm_version_file: r(names::VLLM_VERSION).and_then(|t| parse_vllm_version(&t)),
+            startup_log: startup_log_text
+                .as_ref()
+                .map(|_| raw.join(names::STARTUP_LOG)),
+            startup_log_text,
+            container_smi,
+            container_cuda_errors,
+            container_cuda_text: r(names::CONTAINER_CUDA),
+            proc_driver: r(names::DRIVER_VERSION).and_then(|t| parse_proc_driver_version(&t)),
+            uname: r(names::UNAME)
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty()),
+            nvcc: r(names::NVCC).and_then(|t| parse_nvcc(&t)),
+            files,
+        })
+    }
+
+    /// The host driver version and the line it was read from (the `Driver Version`,
+    /// never the `CUDA Version` header).
+    pub fn driver(&self) -> Option<(String, String)> {
+        if let Some(smi) = &self.smi {
+            if let Some(d) = &smi.driver {
+                let line = smi
+                    .driver_line
+                    .clone()
+                    .unwrap_or_else(|| format!("Driver Version: {d}"));
+                return Some((d.clone(), format!("nvidia-smi.txt: {line}")));
+            }
+        }
+        if let Some(d) = self.query.iter().find_map(|g| g.driver_version.clone()) {
+            return Some((
+                d.clone(),
+                format!("nvidia-smi-query.csv: driver_version {d}"),
+            ));
+        }
+        if let Some(d) = &self.proc_driver {
+            return Some((d.clone(), format!("driver-version.txt: Kernel Module {d}")));
+        }
+        // A container's nvidia-smi reports the host's kernel driver too.
+        if let Some(smi) = &self.container_smi {
+            if let Some(d) = &smi.driver {
+                let line = smi
+                    .driver_line
+                    .clone()
+                    .unwrap_or_else(|| format!("Driver Version: {d}"));
+                return Some((d.clone(), format!("container nvidia-smi: {line}")));
+            }
+        }
+        None
+    }
+
+    /// GPU names seen on the host (table, else query CSV, else topology labels).
+    pub fn host_gpus(&self) -> Vec<String> {
+        if let Some(smi) = self.smi.as_ref().filter(|s| !s.gpus.is_empty()) {
+            return smi.gpus.iter().map(|g| g.name.clone()).collect();
+        }
+        if !self.query.is_empty() {
+            return self
+                .query
+                .iter()
+                .map(|g| g.name.clone().unwrap_or_default())
+                .collect();
+        }
+        self.topo
+            .as_ref()
+            .map(|t| t.gpus.clone())
+            .unwrap_or_default()
+    }
+
+    /// All relevant environment of the serving process: env.txt, the launch command's
+    /// env and the container's env, filtered to the relevant prefixes.
+    pub fn relevant_env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        if let Some(c) = &self.container {
+            env.extend(c.env.clone());
+        }
+        if let Some(l) = &self.launch {
+            env.extend(l.env.clone());
+        }
+        env.extend(self.env_file.clone());
+        env.retain(|k, _| is_relevant_env(k));
+        for (k, v) in env.iter_mut() {
+            if crate::redact::is_secret_name(k) {
+                *v = crate::redact::REDACTED.to_string();
+            }
+        }
+        env
+    }
+
+    /// GPUs the serving process can use: the container's view first, then the host's,
+    /// restricted by CUDA_VISIBLE_DEVICES. Returns the count and where it came from.
+    pub fn visible_gpus(&self) -> Option<(usize, String)> {
+        let (mut n, mut source) =
+            if let Some(c) = self.container_smi.as_ref().filter(|s| !s.gpus.is_empty()) {
+                (c.gpus.len(), "container nvidia-smi".to_string())
+            } else if let Some(s) = self.smi.as_ref().filter(|s| !s.gpus.is_empty()) {
+                (s.gpus.len(), "host nvidia-smi".to_string())
+            } else if !self.query.is_empty() {
+                (self.query.len(), "nvidia-smi-query.csv".to_string())
+            } else if let Some(t) = &self.topo {
+                (t.gpu_count(), "nvidia-smi topo -m".to_string())
+            } else {
+                return None;
+            };
+        if let Some(cvd) = self.relevant_env().get("CUDA_VISIBLE_DEVICES") {
+            let listed = cvd.split(',').filter(|s| !s.trim().is_empty()).count();
+            if listed < n {
+                n = listed;
+                source.push_str(&format!(", CUDA_VISIBLE_DEVICES={cvd}"));
+            }
+        }
+        Some((n, source))
+    }
+
+    /// The image reference (tag) and digest, from inspect files or the launch command.
+    pub fn image_ref(&self) -> Option<String> {
+        self.container
+            .as_ref()
+            .and_then(|c| c.image_ref.clone())
+            .or_else(|| {
+                self.image
+                    .as_ref()
+                    .and_then(|i| i.repo_tags.first().cloned())
+            })
+            .or_else(|| self.launch.as_ref().and_then(|l| l.image.clone()))
+    }
+    pub fn image_digest(&self) -> Option<String> {
+        self.image
+            .as_ref()
+            .and_then(|i| i.digest())
+            .or_else(|| self.container.as_ref().and_then(|c| c.digest()))
+            .or_else(|| {
+                self.image_ref()
+                    .and_then(|r| r.split_once('@').map(|(_, d)| d.to_string()))
+            })
+    }
+
+    /// The vLLM version and where it was read.
+    pub fn vllm_version(&self) -> Option<(String, String)> {
+        if let Some(v) = &self.vllm_version_file {
+            return Some((v.clone(), "vllm-version.txt".into()));
+        }
+        let log = self.startup_log_text.as_ref()?;
+        parse_vllm_version(log).map(|v| (v, "startup.log banner".into()))
+    }
+
+    /// True when any RDMA device or driver is visible on this host.
+    pub fn rdma_evidence(&self) -> Option<String> {
+        if let Some(ibv) = &self.ibv {
+            let active: Vec<&str> = ibv
+                .iter()
+                .filter(|h| h.has_active_port())
+                .map(|h| h.name.as_str())
+                .collect();
+            if !active.is_empty() {
+                return Some(format!(
+                    "ibv_devinfo: {} active ({})",
+                    active.len(),
+                    active.join(",")
+                ));
+            }
+        }
+        if let Some(m) = &self.modules {
+            if m.is_loaded("mlx5_ib") {
+                return Some("lsmod: mlx5_ib loaded".into());
+            }
+        }
+        None
+    }
+    /// True when we looked for RDMA and found none (ibv_devinfo or lsmod present, empty).
+    pub fn rdma_absent_evidence(&self) -> Option<String> {
+        if self.rdma_evidence().is_some() {
+            return None;
+        }
+        match (&self.ibv, &self.modules) {
+            (Some(ibv), _) if ibv.is_empty() => Some("ibv_devinfo: no HCA".into()),
+            (Some(_), _) => Some("ibv_devinfo: no active port".into()),
+            (None, Some(_)) => Some("lsmod: no mlx5_ib".into()),
+            _ => None,
+        }
+    }
+}
+
+/// The container command of a rendered pod spec (YAML), as one shell line.
+fn pod_spec_command(text: &str) -> String {
+    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+        return String::new();
+    };
+    let container = value
+        .get("spec")
+        .and_then(|s| s.get("containers"))
+        .and_then(|c| c.as_sequence())
+        .and_then(|c| c.first());
+    let Some(c) = container else {
+        return String::new();
+    };
+    let list = |k: &str| -> Vec<String> {
+        c.get(k)
+            .and_then(|v| v.as_sequence())
+            .map(|s| {
+                s.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut words = list("command");
+    words.extend(list("args"));
+    let mut env_lines = String::new();
+    if let Some(env) = c.get("env").and_then(|e| e.as_sequence()) {
+        for e in env {
+            if let (Some(n), Some(v)) = (
+                e.get("name").and_then(|n| n.as_str()),
+                e.get("value").and_then(|v| v.as_str()),
+            ) {
+                env_lines.push_str(&format!(
+                    "export {n}={}\n",
+                    shlex::try_quote(v).unwrap_or_default()
+                ));
+            }
+        }
+    }
+    // `sh -c "<script>"`: the script is the command.
+    if words.len() >= 3 && (words[0].ends_with("sh")) && words[1] == "-c" {
+        return format!("{env_lines}{}", words[2..].join("\n"));
+    }
+    format!(
+        "{env_lines}{}",
+        shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+    )
+}
