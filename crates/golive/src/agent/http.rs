@@ -20,6 +20,8 @@ pub struct Sent {
     pub duration_ms: u64,
     /// The raw non-streamed body (kept for evidence; never written with `--no-content`).
     pub body: Option<Value>,
+    /// The first send failed at once on a reused connection and was sent again.
+    pub retried_connection: bool,
 }
 
 /// Sends `body` to `url` (`.../v1/chat/completions`); gives up after `deadline`.
@@ -27,8 +29,18 @@ pub async fn send(client: &reqwest::Client, url: &str, body: &Value, deadline: D
     let started = Instant::now();
     let streamed = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let ms = |s: Instant| s.elapsed().as_millis() as u64;
+    let mut retried = false;
     let fut = async {
-        let resp = match client.post(url).json(body).timeout(deadline).send().await {
+        let mut attempt = client.post(url).json(body).timeout(deadline).send().await;
+        if let Err(e) = &attempt {
+            // A pooled keep-alive connection the server had just closed fails at once;
+            // one fresh attempt tells that race apart from a real broken connection.
+            if !e.is_timeout() && !e.is_connect() && started.elapsed() < deadline / 2 {
+                retried = true;
+                attempt = client.post(url).json(body).timeout(deadline).send().await;
+            }
+        }
+        let resp = match attempt {
             Ok(r) => r,
             Err(e) => return (transport(&e, deadline), None),
         };
@@ -87,6 +99,7 @@ pub async fn send(client: &reqwest::Client, url: &str, body: &Value, deadline: D
         outcome,
         duration_ms: ms(started),
         body,
+        retried_connection: retried,
     }
 }
 

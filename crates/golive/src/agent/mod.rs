@@ -463,6 +463,7 @@ fn summarize(
         "problems": problems_json,
         "regressions": regressions,
         "user_schema": user_schema,
+        "connection_retries": runs.iter().filter(|r| r.sent.retried_connection).count(),
     });
     // Evidence: the first failing (else the last) exchange.
     let shown = runs.iter().find(|r| r.failed()).or_else(|| runs.last());

@@ -21,6 +21,8 @@ pub struct Assembler {
     chunks: usize,
     done: bool,
     saw_tool_calls_field: bool,
+    /// An error event came: the server ended the stream on purpose.
+    errored: bool,
 }
 
 impl Assembler {
@@ -72,6 +74,7 @@ impl Assembler {
             } else {
                 Owner::Server
             };
+            self.errored = true;
             self.problems.push(Problem::fail(
                 owner,
                 "error_in_stream",
@@ -246,7 +249,7 @@ impl Assembler {
                 "stream_cut",
                 format!("the stream stopped after {} events: {why}", self.chunks),
             ));
-        } else if !self.done {
+        } else if !self.done && !self.errored {
             let problem = if self.reply.finish_reason.is_some() && pending == 0 {
                 Problem::warn(
                     Owner::Server,

@@ -151,6 +151,9 @@ const PARSER_MARKERS: &[&str] = &[
     "chat template",
     "jsondecodeerror",
     "invalid diff",
+    // llama.cpp: the model's text did not fit the chat format's parser.
+    "does not match the expected",
+    "peg-native format",
 ];
 
 /// True when `text` reads like a tool-call / template parser error.
@@ -451,7 +454,16 @@ pub fn judge(request: &Value, answer: &Answer, outcome: &Outcome) -> Vec<Problem
                 ));
                 return problems;
             }
-            judge_reply(request, answer, reply, &mut problems);
+            // A stream that ended in an error event or was cut off has no whole answer to judge.
+            let broken = problems.iter().any(|p| {
+                matches!(
+                    p.code.as_str(),
+                    "error_in_stream" | "stream_cut" | "stream_truncated" | "body_not_json"
+                )
+            });
+            if !broken {
+                judge_reply(request, answer, reply, &mut problems);
+            }
             problems
         }
     }
@@ -759,6 +771,16 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
             if calls.is_empty() {
                 if markup_in_content {
                     // Already the parser's.
+                } else if constrained && reply.has_text() {
+                    problems.push(Problem::fail(
+                        Owner::Server,
+                        "tool_choice_not_enforced",
+                        format!(
+                            "tool_choice {} was not enforced: the answer is text ({})",
+                            request.get("tool_choice").unwrap_or(&Value::Null),
+                            quote(content, 80)
+                        ),
+                    ));
                 } else if finish == Some("length") {
                     problems.push(Problem::fail(
                         Owner::Model,
@@ -788,6 +810,15 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                         Owner::Model,
                         "tool_call_cut_off",
                         "the tool call was cut off by max_tokens (finish_reason \"length\")",
+                    ));
+                } else if finish == Some("length") {
+                    problems.push(Problem::warn(
+                        Owner::Model,
+                        "calls_until_max_tokens",
+                        format!(
+                            "{} complete call(s), then the model kept going until max_tokens (finish_reason \"length\")",
+                            calls.len()
+                        ),
                     ));
                 }
                 if let Some(want) = name {
