@@ -518,6 +518,81 @@ mod tests {
     }
 
     #[test]
+    fn toml_and_jsonl_case_files_say_the_same() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/user");
+        let tools = load_tools(&dir.join("tools.json")).unwrap();
+        let budget = Budget {
+            max_tokens: 64,
+            cut_tokens: 6,
+        };
+        let from_toml = user_cases(
+            &load_user_cases(&dir.join("cases.toml")).unwrap(),
+            &tools,
+            &budget,
+        )
+        .unwrap();
+        let from_jsonl = user_cases(
+            &load_user_cases(&dir.join("cases.jsonl")).unwrap(),
+            &tools,
+            &budget,
+        )
+        .unwrap();
+        assert_eq!(from_toml.len(), 3);
+        for (a, b) in from_toml.iter().zip(&from_jsonl) {
+            assert_eq!(
+                (&a.id, &a.request, &a.answer),
+                (&b.id, &b.request, &b.answer)
+            );
+            assert!(a.user_schema);
+        }
+        assert_eq!(from_toml[0].id, "agent_case_order_status");
+        assert_eq!(from_toml[0].request["tool_choice"], "required");
+        assert_eq!(from_toml[2].answer, Answer::Text);
+        // A case naming a tool that is not offered is a clear error, not a silent skip.
+        let bad = vec![UserCase {
+            name: Some("x".into()),
+            prompt: "p".into(),
+            system: None,
+            history: vec![],
+            tool: Some("nope".into()),
+            args: None,
+            tool_choice: None,
+            schema: None,
+            max_tokens: None,
+        }];
+        let err = user_cases(&bad, &tools, &budget).unwrap_err().to_string();
+        assert!(
+            err.contains("nope") && err.contains("lookup_order"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_tools_files_are_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let e = load_tools(&write("a.json", "{}")).unwrap_err().to_string();
+        assert!(e.contains("tools array"), "{e}");
+        let e = load_tools(&write(
+            "b.json",
+            r#"[{"type":"function","function":{"name":"f","parameters":{"type":"bogus"}}}]"#,
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("\"f\""), "{e}");
+        let ok = load_tools(&write(
+            "c.json",
+            r#"{"tools":[{"type":"function","function":{"name":"f"}}]}"#,
+        ))
+        .unwrap();
+        assert_eq!(tool_names(&ok), vec!["f"]);
+    }
+
+    #[test]
     fn slugs_are_id_safe() {
         assert_eq!(slug("Order lookup (EU)"), "order_lookup__eu");
         assert_eq!(slug("!!"), "case");

@@ -62,6 +62,10 @@ pub struct AgentOptions {
     /// The server's log file: parser exceptions printed during a request are attributed to it.
     #[arg(long)]
     pub agent_server_log: Option<PathBuf>,
+    /// Run only the agent checks whose id starts with one of these (comma-separated),
+    /// e.g. `agent_case_,agent_stream_case_` to rerun only your own cases.
+    #[arg(long, value_delimiter = ',')]
+    pub agent_only: Vec<String>,
 }
 
 impl Default for AgentOptions {
@@ -77,6 +81,7 @@ impl Default for AgentOptions {
             agent_first_timeout: Duration::from_secs(1),
             agent_no_stream: false,
             agent_server_log: None,
+            agent_only: Vec::new(),
         }
     }
 }
@@ -143,17 +148,31 @@ pub async fn run_stage(
         deadline: target.request_timeout,
         log: opts.agent_server_log.clone().map(LogWatch::new),
     };
+    let selected = |id: &str| {
+        opts.agent_only.is_empty() || opts.agent_only.iter().any(|p| id.starts_with(p.as_str()))
+    };
     let mut checks = Vec::new();
     for case in &cases {
-        let (check, reference) = run_case(&mut ctx, case, false, None).await;
-        checks.push(check);
-        if case.streamed && !opts.agent_no_stream {
+        let plain = selected(&case.id);
+        let streamed = case.streamed && !opts.agent_no_stream && selected(&stream_id(&case.id));
+        let mut reference = None;
+        if plain || streamed {
+            // The non-streamed run is also the reference shape of the streamed one.
+            let (check, shape) = run_case(&mut ctx, case, false, None).await;
+            reference = shape;
+            if plain {
+                checks.push(check);
+            }
+        }
+        if streamed {
             let (check, _) = run_case(&mut ctx, case, true, reference).await;
             checks.push(check);
         }
     }
-    let user_tools = opts.tools.as_ref().and_then(|p| cases::load_tools(p).ok());
-    checks.push(timeout_retry(&mut ctx, &budget, user_tools.as_ref()).await);
+    if selected("agent_timeout_retry") {
+        let user_tools = opts.tools.as_ref().and_then(|p| cases::load_tools(p).ok());
+        checks.push(timeout_retry(&mut ctx, &budget, user_tools.as_ref()).await);
+    }
     checks
 }
 
