@@ -20,6 +20,14 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/user")
 }
 
+/// Where scripts/local-server.sh writes the log of the server on `port`.
+fn server_log(port: u16) -> PathBuf {
+    let local = std::env::var_os("GOLIVE_LOCAL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| common::repo_root().join(".golive-local"));
+    local.join(format!("run/{port}.log"))
+}
+
 fn template_server() -> String {
     let template = common::repo_root()
         .join("scripts/templates/gemma3-tool-calls.jinja")
@@ -82,6 +90,7 @@ async fn own_tools_and_cases_replace_the_examples_and_block_on_failure() {
             "agent_stream_case_order".into(),
             "agent_tool_choice_named_".into(),
         ],
+        agent_server_log: Some(server_log(TEMPLATE_PORT)),
         ..AgentOptions::default()
     };
     let checks = stage(&url, &opts, out.path()).await;
@@ -123,6 +132,24 @@ async fn own_tools_and_cases_replace_the_examples_and_block_on_failure() {
     }
     if checks.iter().any(|c| c.status == Status::Fail) {
         assert_eq!(decide_verdict(&checks).0, Verdict::Rebuild);
+    }
+    // A parser failure answered with HTTP 500 is also in the server's log (--agent-server-log).
+    for c in checks
+        .iter()
+        .filter(|c| c.measurement.contains("parser_error"))
+    {
+        let codes: Vec<&str> = c.data["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["code"].as_str().unwrap())
+            .collect();
+        assert!(
+            codes.contains(&"parser_exception_in_log"),
+            "{}: {codes:?}",
+            c.id
+        );
+        assert_eq!(c.owner, Some(Owner::Parser));
     }
 
     // Every failing request was saved; replaying one that still fails exits 1.
