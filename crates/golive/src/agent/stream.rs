@@ -78,7 +78,7 @@ impl Assembler {
             self.problems.push(Problem::fail(
                 owner,
                 "error_in_stream",
-                format!("error event inside the stream: {message}"),
+                format!("error event inside the stream: {}", quote(&message, 300)),
             ));
             return;
         }
