@@ -558,12 +558,23 @@ async fn timeout_retry(ctx: &mut Ctx<'_>, budget: &Budget, user_tools: Option<&V
     let id = "agent_timeout_retry";
     let mut runs = Vec::new();
     let mut timed_out = 0;
+    let mut first_outcomes: BTreeMap<String, u32> = BTreeMap::new();
     for _ in 0..ctx.opts.repeat.max(1) {
         let deadline = ctx.opts.agent_first_timeout;
         let sent = send(ctx.client, &ctx.endpoint, &first, deadline).await;
-        if matches!(sent.outcome, Outcome::Timeout { .. }) {
-            timed_out += 1;
-        }
+        let kind = match &sent.outcome {
+            Outcome::Timeout { .. } => {
+                timed_out += 1;
+                "timeout".to_string()
+            }
+            Outcome::Reply { reply, .. } => format!(
+                "answered ({})",
+                reply.finish_reason.as_deref().unwrap_or("null")
+            ),
+            Outcome::HttpError { status, .. } => format!("http_{status}"),
+            Outcome::Transport { .. } => "transport".to_string(),
+        };
+        *first_outcomes.entry(kind).or_insert(0u32) += 1;
         let deadline = ctx.deadline;
         runs.push(exchange(ctx, id, &retry, &answer, deadline, None).await);
     }
@@ -586,6 +597,7 @@ async fn timeout_retry(ctx: &mut Ctx<'_>, budget: &Budget, user_tools: Option<&V
     );
     if let Some(d) = check.data.as_object_mut() {
         d.insert("first_attempt_timeouts".into(), json!(timed_out));
+        d.insert("first_attempt_outcomes".into(), json!(first_outcomes));
     }
     check
 }

@@ -351,11 +351,14 @@ pub fn schema_errors(schema: &Value, instance: &Value) -> Result<Vec<String>, St
         .iter_errors(instance)
         .take(5)
         .map(|e| {
+            // The offending value is quoted so that `--no-content` can withhold it.
+            let value = quote(&e.instance().to_string(), 60);
+            let message = e.masked_with(value).to_string();
             let path = e.instance_path().to_string();
             if path.is_empty() {
-                e.to_string()
+                message
             } else {
-                format!("{path}: {e}")
+                format!("{path}: {message}")
             }
         })
         .collect())
@@ -565,6 +568,13 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                 "`finish_reason` is {other:?}, not one of stop, length, tool_calls, content_filter"
             ),
         )),
+    }
+    if finish == Some("stop") && hit_limit && !reply.has_text() && calls.is_empty() {
+        problems.push(Problem::warn(
+            Owner::Server,
+            "stop_at_max_tokens",
+            "all max_tokens were used for an empty answer, yet finish_reason is \"stop\", not \"length\"",
+        ));
     }
     if finish == Some("tool_calls") && calls.is_empty() {
         problems.push(Problem::fail(
@@ -1003,6 +1013,24 @@ mod tests {
         assert!(
             p[0].detail.contains("city") && p[0].detail.contains("kelvin"),
             "{p:?}"
+        );
+    }
+
+    #[test]
+    fn scrubbed_details_keep_the_rule_but_not_the_value() {
+        let req = weather_request();
+        let body = completion(
+            json!({"role": "assistant", "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\": \"Berlin\", \"unit\": \"DE89-3704-0044\"}"}}]}),
+            "tool_calls",
+        );
+        let p = run(&req, &Answer::TextOrTool, &body);
+        assert!(p[0].detail.contains("DE89-3704-0044"), "{p:?}");
+        let scrubbed = scrub_quotes(&p[0].detail);
+        assert!(!scrubbed.contains("DE89"), "{scrubbed}");
+        assert!(
+            scrubbed.contains("/unit") && scrubbed.contains("celsius"),
+            "{scrubbed}"
         );
     }
 
