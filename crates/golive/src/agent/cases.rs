@@ -373,6 +373,9 @@ pub struct UserCase {
     pub schema: Option<Value>,
     #[serde(default)]
     pub max_tokens: Option<u32>,
+    /// Sent as `parallel_tool_calls` (false: at most one call may come back).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -430,6 +433,9 @@ pub fn user_cases(cases: &[UserCase], tools: &Value, budget: &Budget) -> anyhow:
         messages.push(user(&c.prompt));
         let mut request = json!({"messages": messages, "tools": tools, "temperature": 0,
             "max_tokens": c.max_tokens.unwrap_or(budget.max_tokens)});
+        if let Some(parallel) = c.parallel_tool_calls {
+            request["parallel_tool_calls"] = json!(parallel);
+        }
         match c.tool_choice.as_deref().unwrap_or("auto") {
             "auto" => {}
             "required" => request["tool_choice"] = json!("required"),
@@ -559,6 +565,7 @@ mod tests {
             tool_choice: None,
             schema: None,
             max_tokens: None,
+            parallel_tool_calls: None,
         }];
         let err = user_cases(&bad, &tools, &budget).unwrap_err().to_string();
         assert!(

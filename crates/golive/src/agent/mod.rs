@@ -255,7 +255,13 @@ async fn exchange(
             });
         }
     }
-    if let (Some(want), Outcome::Reply { reply, envelope, .. }) = (reference, &sent.outcome) {
+    if let (
+        Some(want),
+        Outcome::Reply {
+            reply, envelope, ..
+        },
+    ) = (reference, &sent.outcome)
+    {
         let got = shape(reply);
         let whole = !envelope.iter().any(|p| p.severity == Severity::Fail);
         if whole && &got != want {

@@ -590,6 +590,16 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
             "`tool_calls: []` on a text answer; clients that test for presence take the tool branch (vLLM #44104 shape); expected null or absent",
         ));
     }
+    if request.get("parallel_tool_calls") == Some(&Value::Bool(false)) && calls.len() > 1 {
+        problems.push(Problem::fail(
+            Owner::Server,
+            "parallel_tool_calls_ignored",
+            format!(
+                "parallel_tool_calls was false but {} calls came back",
+                calls.len()
+            ),
+        ));
+    }
     if !calls.is_empty() && tools.is_empty() {
         problems.push(Problem::fail(
             Owner::Server,
@@ -815,19 +825,24 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                     ));
                 }
             } else {
-                if truncated_args && finish == Some("length") {
+                let complete = calls
+                    .iter()
+                    .filter(|c| serde_json::from_str::<Value>(&c.arguments).is_ok())
+                    .count();
+                if truncated_args && finish == Some("length") && complete == 0 {
                     problems.push(Problem::fail(
                         Owner::Model,
                         "tool_call_cut_off",
                         "the tool call was cut off by max_tokens (finish_reason \"length\")",
                     ));
                 } else if finish == Some("length") {
+                    // The complete calls stand; "length" honestly flags the cut-off rest.
                     problems.push(Problem::warn(
                         Owner::Model,
                         "calls_until_max_tokens",
                         format!(
-                            "{} complete call(s), then the model kept going until max_tokens (finish_reason \"length\")",
-                            calls.len()
+                            "{complete} complete call(s), then the model kept going until max_tokens (finish_reason \"length\"{})",
+                            if truncated_args { ", the last call cut off" } else { "" }
                         ),
                     ));
                 }
@@ -1031,6 +1046,43 @@ mod tests {
         assert!(
             scrubbed.contains("/unit") && scrubbed.contains("celsius"),
             "{scrubbed}"
+        );
+    }
+
+    #[test]
+    fn repeated_calls_until_length_warn_and_parallel_false_is_enforced() {
+        let mut req = weather_request();
+        req["tool_choice"] = json!("required");
+        let call = |id: &str, args: &str| json!({"id": id, "type": "function", "function": {"name": "get_weather", "arguments": args}});
+        let body = completion(
+            json!({"role": "assistant", "tool_calls": [call("a", "{\"city\": \"Rome\"}"), call("b", "{\"city\": \"Ro")]}),
+            "length",
+        );
+        let want = Answer::Tool {
+            name: None,
+            args: None,
+        };
+        let p = run(&req, &want, &body);
+        assert_eq!(codes(&p), vec!["calls_until_max_tokens"]);
+        assert_eq!(p[0].severity, Severity::Warn);
+        // Only a cut-off call: nothing usable came back.
+        let only_cut = completion(
+            json!({"role": "assistant", "tool_calls": [call("b", "{\"city\": \"Ro")]}),
+            "length",
+        );
+        assert_eq!(
+            codes(&run(&req, &want, &only_cut)),
+            vec!["tool_call_cut_off"]
+        );
+        req["parallel_tool_calls"] = json!(false);
+        let two = completion(
+            json!({"role": "assistant", "tool_calls": [call("a", "{\"city\": \"Rome\"}"), call("b", "{\"city\": \"Oslo\"}")]}),
+            "tool_calls",
+        );
+        let p = run(&req, &want, &two);
+        assert_eq!(
+            (codes(&p), p[0].owner),
+            (vec!["parallel_tool_calls_ignored"], Owner::Server)
         );
     }
 
