@@ -19,7 +19,7 @@ fn target(url: &str) -> Target {
     let args = TargetArgs {
         api_key: None,
         model: None,
-        request_timeout: Duration::from_secs(90),
+        request_timeout: Duration::from_secs(300),
         connect_timeout: Duration::from_secs(5),
     };
     Target::new(url, &args).unwrap()

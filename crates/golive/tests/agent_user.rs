@@ -43,7 +43,7 @@ async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
     let args = TargetArgs {
         api_key: None,
         model: None,
-        request_timeout: Duration::from_secs(90),
+        request_timeout: Duration::from_secs(300),
         connect_timeout: Duration::from_secs(5),
     };
     let mut t = Target::new(url, &args).unwrap();
