@@ -608,3 +608,80 @@ async fn timeout_retry(ctx: &mut Ctx<'_>, budget: &Budget, user_tools: Option<&V
     }
     check
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_with(problems: Vec<Problem>) -> Run {
+        Run {
+            sent: Sent {
+                outcome: Outcome::Timeout { after_ms: 1 },
+                duration_ms: 5,
+                body: None,
+                retried_connection: false,
+            },
+            problems,
+            regression: None,
+        }
+    }
+
+    #[test]
+    fn status_impact_and_owner_follow_whose_schema_failed() {
+        let client = reqwest::Client::new();
+        let opts = AgentOptions::default();
+        let ctx = Ctx {
+            endpoint: String::new(),
+            base_url: "http://127.0.0.1:1".into(),
+            client: &client,
+            model: "m",
+            opts: &opts,
+            out: Path::new("."),
+            deadline: Duration::from_secs(1),
+            log: None,
+        };
+        let body = json!({});
+        let model_fail = || vec![Problem::fail(Owner::Model, "no_tool_call", "x")];
+        let server_fail = || vec![Problem::fail(Owner::Server, "server_error", "x")];
+        let check =
+            |user: bool, runs: Vec<Run>| summarize(&ctx, "agent_x", "t", &body, user, &runs);
+
+        let c = check(false, vec![run_with(vec![]), run_with(model_fail())]);
+        assert_eq!(
+            (c.status, c.impact, c.owner),
+            (Status::Warn, Impact::Info, Some(Owner::Model))
+        );
+        assert_eq!(c.data["passed"], 1);
+        assert!(
+            c.measurement.starts_with("1/2 passed (50%)"),
+            "{}",
+            c.measurement
+        );
+
+        let c = check(false, vec![run_with(model_fail()), run_with(server_fail())]);
+        assert_eq!(
+            (c.status, c.impact, c.owner),
+            (Status::Fail, Impact::Info, Some(Owner::Server))
+        );
+
+        let c = check(true, vec![run_with(model_fail())]);
+        assert_eq!((c.status, c.impact), (Status::Fail, Impact::Interface));
+
+        let c = check(
+            true,
+            vec![run_with(vec![Problem::warn(
+                Owner::Server,
+                "usage_missing",
+                "x",
+            )])],
+        );
+        assert_eq!(
+            (c.status, c.impact, c.owner),
+            (Status::Warn, Impact::Info, None)
+        );
+
+        let c = check(true, vec![run_with(vec![])]);
+        assert_eq!((c.status, c.owner), (Status::Pass, None));
+        assert!(c.next_step.is_empty());
+    }
+}
