@@ -926,9 +926,9 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
             }
         }
         Answer::Truncated => {
-            if finish != Some("length") && !calls.is_empty() && !truncated_args {
-                // The call fit into the budget: nothing was cut, nothing to judge.
-            } else if finish != Some("length")
+            let cut = truncated_args || hit_limit;
+            if cut
+                && finish != Some("length")
                 && !problems
                     .iter()
                     .any(|p| p.code == "truncated_call_not_length")
@@ -941,6 +941,25 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                         finish.unwrap_or("null")
                     ),
                 ));
+            }
+            if calls.is_empty() && !markup_in_content {
+                if constrained && reply.has_text() {
+                    problems.push(Problem::fail(
+                        Owner::Server,
+                        "tool_choice_not_enforced",
+                        format!(
+                            "tool_choice {} was not enforced: the answer is text ({})",
+                            request.get("tool_choice").unwrap_or(&Value::Null),
+                            quote(content, 80)
+                        ),
+                    ));
+                } else {
+                    problems.push(Problem::warn(
+                        Owner::Model,
+                        "truncation_not_exercised",
+                        "no tool call was started, so a cut-off call was not tested",
+                    ));
+                }
             }
         }
         Answer::ClientError => {}
@@ -1083,6 +1102,33 @@ mod tests {
         assert_eq!(
             (codes(&p), p[0].owner),
             (vec!["parallel_tool_calls_ignored"], Owner::Server)
+        );
+    }
+
+    #[test]
+    fn cut_off_case_is_judged_only_when_something_was_cut() {
+        let mut req = weather_request();
+        req["max_tokens"] = json!(12);
+        let text = |finish: &str, used: u64| {
+            let mut b = completion(json!({"role": "assistant", "content": "Sure."}), finish);
+            b["usage"]["completion_tokens"] = json!(used);
+            b
+        };
+        // A short free answer within the budget: nothing was cut, so nothing was tested.
+        let p = run(&req, &Answer::Truncated, &text("stop", 3));
+        assert_eq!(
+            (codes(&p), p[0].severity),
+            (vec!["truncation_not_exercised"], Severity::Warn)
+        );
+        // The whole budget used but "stop": the server hid the truncation.
+        let p = run(&req, &Answer::Truncated, &text("stop", 12));
+        assert!(codes(&p).contains(&"truncation_not_length"), "{p:?}");
+        // A named tool_choice answered with text was not enforced.
+        req["tool_choice"] = json!({"type": "function", "function": {"name": "get_weather"}});
+        let p = run(&req, &Answer::Truncated, &text("length", 12));
+        assert_eq!(
+            (codes(&p), p[0].owner),
+            (vec!["tool_choice_not_enforced"], Owner::Server)
         );
     }
 
