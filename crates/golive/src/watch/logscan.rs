@@ -61,13 +61,13 @@ fn patterns() -> &'static [Pattern] {
             (LogKind::Oom, "kv_cache_blocks", r"No available memory for the cache blocks"),
             (LogKind::Oom, "llamacpp_alloc", r"(?:failed to allocate|unable to allocate).*(?:buffer|memory)|ggml_backend_\w*alloc\w*:.*failed"),
             (LogKind::Oom, "oom_killer", r"Out of memory: Killed process|oom-kill|OOMKilled"),
-            (LogKind::DriverNccl, "nccl_error", r"NCCL error|ncclCommInitRank.*(?:fail|error)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|NCCL WARN"),
-            (LogKind::DriverNccl, "driver_too_old", r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|no kernel image is available for execution"),
+            (LogKind::DriverNccl, "nccl_error", r"NCCL error|ncclCommInitRank.*(?:fail|error)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|NCCL WARN|Watchdog caught collective operation timeout"),
+            (LogKind::DriverNccl, "driver_too_old", r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|no kernel image is available for execution|Unexpected error from cudaGetDeviceCount"),
             (LogKind::DriverNccl, "xid", r"NVRM: Xid|\bXid \(PCI"),
             (LogKind::DriverNccl, "container_cli", r"nvidia-container-cli: .*error"),
             (LogKind::DriverNccl, "cuda_fatal", r"CUDA error: (?:unspecified launch failure|uncorrectable ECC error|an illegal memory access)|cudaErrorNoDevice|CUDA driver error"),
-            (LogKind::ToolSchema, "tool_parse", r"Error in extracting tool call|(?:failed|unable|could not) (?:to )?parse (?:the )?tool[ _-]?call|tool[ _-]?call\w* pars\w* (?:failed|error)|invalid tool[ _-]?call"),
-            (LogKind::ToolSchema, "schema", r"(?:does not|doesn't) (?:match|conform to) (?:the )?(?:json )?schema|schema validation (?:failed|error)|failed to parse (?:json|grammar) (?:schema|output)"),
+            (LogKind::ToolSchema, "tool_parse", r"Error in extracting tool call|(?:failed|unable|could not) (?:to )?parse (?:the )?tool[ _-]?call|tool[ _-]?call\w* pars\w* (?:failed|error)|invalid tool[ _-]?call|HarmonyError"),
+            (LogKind::ToolSchema, "schema", r"(?:does not|doesn't) (?:match|conform to) (?:the )?(?:json )?schema|schema validation (?:failed|error)|failed to parse (?:json|grammar) (?:schema|output)|Grammar error: "),
         ];
         list.iter()
             .map(|(kind, name, re)| Pattern {

@@ -49,6 +49,10 @@ pub struct WatchArgs {
     /// Stop a continuous watch after this long (exit 0 when quiet).
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
+    /// How long the target may stay unreachable (a restart) before watch exits 3;
+    /// default: one window.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub down_grace: Option<Duration>,
     /// OOM lines in one window that fire the OOM trigger.
     #[arg(long, default_value_t = 1)]
     pub oom_min: usize,
@@ -126,22 +130,30 @@ async fn watch_loop(
         .log
         .as_ref()
         .map(|p| LogFollower::open(p, args.log_from_start));
+    let down_grace_s = args.down_grace.unwrap_or(args.window).as_secs_f64();
     let mut last_ok: Option<f64> = None;
     let mut last_status = f64::NEG_INFINITY;
     let mut next_tick = start;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
     loop {
         let t = start.elapsed().as_secs_f64();
         match MetricsSnapshot::scrape(client, metrics_url).await {
             Ok(m) => {
-                state
-                    .readings
-                    .push(Reading::from_snapshot(&m, t, &args.tool_error_counters));
+                let reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
+                if let Some(prev) = state.readings.last() {
+                    if let Some(what) = signals::restarted(prev, &reading) {
+                        report_reset(args, t, &what);
+                    }
+                }
+                state.readings.push(reading);
                 last_ok = Some(t);
             }
             Err(e) => {
-                // Unreachable from the start, or for a whole window: give up with exit 3.
+                // Unreachable from the start, or for longer than the grace: exit 3.
                 let down_for = t - last_ok.unwrap_or(0.0);
-                if last_ok.is_none() || down_for >= window_s {
+                if last_ok.is_none() || down_for >= down_grace_s {
                     eprintln!("golive watch: target unreachable: {e:#}");
                     return Ok(exit::UNREACHABLE);
                 }
@@ -176,18 +188,44 @@ async fn watch_loop(
                 last_status = t;
             }
         }
-        if let Some(d) = args.duration {
-            if start.elapsed() >= d {
-                return Ok(exit::OK);
-            }
-        }
+        let stop_now = args.duration.is_some_and(|d| start.elapsed() >= d);
         next_tick += args.interval;
         let now = Instant::now();
-        if next_tick > now {
-            tokio::time::sleep(next_tick - now).await;
+        let pause = if next_tick > now {
+            next_tick - now
         } else {
             next_tick = now;
+            Duration::ZERO
+        };
+        // Ctrl-C / SIGTERM end a continuous watch with the judgement of what it saw.
+        let interrupted = !stop_now
+            && tokio::select! {
+                _ = tokio::time::sleep(pause) => false,
+                _ = interrupt.recv() => true,
+                _ = terminate.recv() => true,
+            };
+        if stop_now || interrupted {
+            let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
+            print_evaluation(args, &ev)?;
+            return Ok(if ev.firing.is_empty() {
+                exit::OK
+            } else {
+                exit::FOUND
+            });
         }
+    }
+}
+
+/// A restart is reported when it is seen, not only when the window is printed.
+fn report_reset(args: &WatchArgs, t: f64, what: &str) {
+    match args.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::json!({"event": "counter_reset", "t": t, "what": what})
+        ),
+        OutputFormat::Text => println!(
+            "golive watch: {t:.1}s: counter reset (server restart): {what}; increases counted from zero, no rate read as negative"
+        ),
     }
 }
 
