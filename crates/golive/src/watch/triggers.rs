@@ -121,7 +121,7 @@ fn series_text(points: &[(f64, f64)], max: usize) -> String {
         .map(|(t, v)| format!("{}@{:.1}s", fmt_num(*v), t))
         .collect();
     if let Some(last) = points.last() {
-        if (points.len() - 1) % step != 0 {
+        if !(points.len() - 1).is_multiple_of(step) {
             parts.push(format!("{}@{:.1}s", fmt_num(last.1), last.0));
         }
     }
