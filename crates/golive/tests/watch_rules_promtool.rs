@@ -266,7 +266,7 @@ fn promtool_test_rules_exercises_every_alert() {
         &["--tool-error-counter", "gateway_tool_call_failures_total"],
     );
     let ann = annotations(&yaml);
-    write_tests(dir.path(), ann);
+    write_tests(dir.path(), &ann);
     let (ok, out) = promtool_ok(&["test", "rules", "rules_test.yml"], dir.path());
     assert!(ok, "{out}");
     assert!(out.contains("SUCCESS"), "{out}");
