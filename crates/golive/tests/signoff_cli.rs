@@ -10,7 +10,10 @@ use std::process::{Command, Output};
 use golive::report::{Check, Impact, Report, Stage, Status, Verdict};
 
 fn golive(args: &[&str]) -> Output {
-    Command::new(common::golive_bin()).args(args).output().unwrap()
+    Command::new(common::golive_bin())
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -27,7 +30,12 @@ fn report_dir(dir: &Path) {
     r.operator = Some("alice".into());
     r.model = Some("kimi-k3".into());
     r.complete = true;
-    let mut c = Check::new("prefix_cache", Stage::PrefixCache, Status::Pass, "warm request reuses the prefix");
+    let mut c = Check::new(
+        "prefix_cache",
+        Stage::PrefixCache,
+        Status::Pass,
+        "warm request reuses the prefix",
+    );
     c.measurement = "cached 335 of 365 prompt tokens".into();
     c.impact = Impact::Capacity;
     r.checks.push(c);
@@ -36,7 +44,11 @@ fn report_dir(dir: &Path) {
     std::fs::write(dir.join("report.md"), "# report\n").unwrap();
     std::fs::write(dir.join("junit.xml"), "<testsuites/>\n").unwrap();
     std::fs::create_dir_all(dir.join("regressions")).unwrap();
-    std::fs::write(dir.join("regressions/tool-case-1.json"), "{\"messages\":[]}\n").unwrap();
+    std::fs::write(
+        dir.join("regressions/tool-case-1.json"),
+        "{\"messages\":[]}\n",
+    )
+    .unwrap();
 }
 
 #[test]
@@ -46,7 +58,14 @@ fn signoff_records_hashes_and_verify_detects_every_kind_of_change() {
     report_dir(dir);
     let d = dir.to_str().unwrap();
 
-    let out = golive(&["signoff", d, "--reviewer", "bob", "--note", "checked <logs> & metrics"]);
+    let out = golive(&[
+        "signoff",
+        d,
+        "--reviewer",
+        "bob",
+        "--note",
+        "checked <logs> & metrics",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let r = Report::load(dir).unwrap();
     assert_eq!(r.signoffs.len(), 1);
@@ -57,12 +76,23 @@ fn signoff_records_hashes_and_verify_detects_every_kind_of_change() {
     let files: Vec<&str> = s.covered.keys().map(String::as_str).collect();
     assert_eq!(
         files,
-        ["junit.xml", "regressions/tool-case-1.json", "report.json", "report.md"]
+        [
+            "junit.xml",
+            "regressions/tool-case-1.json",
+            "report.json",
+            "report.md"
+        ]
     );
     // The evidence hash is the plain SHA-256 of the file (as sha256sum computes it).
-    let sum = Command::new("sha256sum").arg(dir.join("report.md")).output().unwrap();
+    let sum = Command::new("sha256sum")
+        .arg(dir.join("report.md"))
+        .output()
+        .unwrap();
     let sum = String::from_utf8_lossy(&sum.stdout);
-    assert_eq!(sum.split_whitespace().next(), Some(s.covered["report.md"].as_str()));
+    assert_eq!(
+        sum.split_whitespace().next(),
+        Some(s.covered["report.md"].as_str())
+    );
 
     // The HTML shows who ran it, who reviewed it, and the intact sign-off; text is escaped.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
@@ -74,7 +104,11 @@ fn signoff_records_hashes_and_verify_detects_every_kind_of_change() {
     // Verify right away: intact, exit 0. A second sign-off does not break the first.
     let out = golive(&["signoff", d, "--reviewer", "carol", "--decision", "observe"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert!(text(&out).contains("differs from the run's verdict"), "{}", text(&out));
+    assert!(
+        text(&out).contains("differs from the run's verdict"),
+        "{}",
+        text(&out)
+    );
     let out = golive(&["signoff", "--verify", d]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(text(&out).matches("intact").count(), 2, "{}", text(&out));
@@ -86,7 +120,11 @@ fn signoff_records_hashes_and_verify_detects_every_kind_of_change() {
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     v["checks"][0]["measurement"] = "cached 365 of 365 prompt tokens".into();
-    std::fs::write(dir.join("report.json"), serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    std::fs::write(
+        dir.join("report.json"),
+        serde_json::to_vec_pretty(&v).unwrap(),
+    )
+    .unwrap();
 
     let out = golive(&["signoff", "--verify", d]);
     let t = text(&out);
@@ -110,7 +148,10 @@ fn reformatting_report_json_keeps_the_signoff_intact() {
     let dir = tmp.path();
     report_dir(dir);
     let d = dir.to_str().unwrap();
-    assert_eq!(golive(&["signoff", d, "--reviewer", "bob"]).status.code(), Some(0));
+    assert_eq!(
+        golive(&["signoff", d, "--reviewer", "bob"]).status.code(),
+        Some(0)
+    );
     // Same content, compact and with reordered keys: still intact.
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
