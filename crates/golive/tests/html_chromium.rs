@@ -478,6 +478,11 @@ async fn tiny_run(base: &str) -> Report {
     report.baseline.itl_p95_ms = Some(last.itl_ms.p95);
     report.baseline.accepted_concurrency = Some(last.concurrency);
     report.baseline.prefill_warm_ms = warm.prefill_ms;
+    report.baseline.cache_hit_ratio = report
+        .measurements
+        .soak
+        .last()
+        .and_then(|s| s.cache_hit_ratio);
     report.complete = true;
     report.finished_at = Some(chrono::Utc::now());
     report.decide();

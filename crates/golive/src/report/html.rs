@@ -603,12 +603,17 @@ fn line_chart(
     // x ticks: the given labels, else five evenly spaced values.
     let x_ticks: Vec<(f64, String)> = match ticks {
         Some(t) => t.to_vec(),
-        None => (0..=4)
-            .map(|i| {
-                let x = x_min + (x_max - x_min) * i as f64 / 4.0;
-                (x, fmt_tick(x))
-            })
-            .collect(),
+        None => {
+            // Round ticks: multiples of a nice step inside the range.
+            let (_, step) = nice_axis(x_max - x_min);
+            let mut x = (x_min / step).ceil() * step;
+            let mut t = Vec::new();
+            while x <= x_max + step * 1e-6 {
+                t.push((x, fmt_tick(x)));
+                x += step;
+            }
+            t
+        }
     };
     let every = x_ticks.len().div_ceil(10).max(1);
     for (i, (x, label)) in x_ticks.iter().enumerate() {
