@@ -7,10 +7,7 @@ use std::sync::OnceLock;
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
 /// `../shared` beside the repository, when present (tests that read it skip otherwise).
@@ -64,14 +61,9 @@ pub fn local_server_url() -> String {
 /// returns its URL. Stop it with [`stop_local_server`].
 pub fn start_local_server(port: u16, extra: &[&str]) -> String {
     let mut cmd = Command::new(repo_root().join("scripts/local-server.sh"));
-    cmd.args(["start", "--port", &port.to_string(), "--"])
-        .args(extra);
+    cmd.args(["start", "--port", &port.to_string(), "--"]).args(extra);
     let out = cmd.output().expect("cannot run scripts/local-server.sh");
-    assert!(
-        out.status.success(),
-        "local-server start failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "local-server start failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
