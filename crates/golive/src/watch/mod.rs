@@ -126,6 +126,14 @@ async fn watch_loop(
         hits: Vec::new(),
         window_s,
     };
+    if let Some(p) = &args.log {
+        if !p.exists() {
+            eprintln!(
+                "golive watch: {} does not exist yet; following it once it appears",
+                p.display()
+            );
+        }
+    }
     let mut log = args
         .log
         .as_ref()
@@ -154,7 +162,12 @@ async fn watch_loop(
                 // Unreachable from the start, or for longer than the grace: exit 3.
                 let down_for = t - last_ok.unwrap_or(0.0);
                 if last_ok.is_none() || down_for >= down_grace_s {
-                    eprintln!("golive watch: target unreachable: {e:#}");
+                    let hint = if format!("{e:#}").contains("404") {
+                        " (llama.cpp serves /metrics only when started with --metrics)"
+                    } else {
+                        ""
+                    };
+                    eprintln!("golive watch: target unreachable: {e:#}{hint}");
                     return Ok(exit::UNREACHABLE);
                 }
                 if args.format == OutputFormat::Text {
