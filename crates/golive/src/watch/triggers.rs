@@ -569,6 +569,55 @@ mod tests {
     }
 
     #[test]
+    fn oom_evidence_is_the_first_cause_and_the_load_against_the_accepted_one() {
+        let hit = |line: u64, text: &str| LogHit {
+            kind: LogKind::Oom,
+            line,
+            text: text.into(),
+            source: "watch:cuda_oom".into(),
+            t: 1.0,
+        };
+        let hits = vec![
+            hit(
+                7,
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1 GiB",
+            ),
+            hit(
+                19,
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2 GiB",
+            ),
+        ];
+        let rs = vec![r(0.0, &vllm(0.0, 0.0, 0.0, 0.0, 0.0, 0.0))];
+        let base = Baseline {
+            accepted_concurrency: Some(8),
+            ..Default::default()
+        };
+        let ev = evaluate(&rs, &hits, &base, &Limits::default());
+        let f = &ev.firing[0];
+        assert_eq!(f.trigger, Trigger::Oom);
+        assert!(
+            f.evidence[0].starts_with("2 OOM line(s)"),
+            "{:?}",
+            f.evidence
+        );
+        assert!(f.evidence[0].contains("line 7: torch.OutOfMemoryError"));
+        assert!(f.evidence[1].contains("line 19"));
+        assert!(
+            f.evidence[2].contains("within the accepted concurrency 8"),
+            "{:?}",
+            f.evidence
+        );
+        // With --oom-min 3 two lines are a note, not a trigger.
+        let strict = Limits {
+            oom_min: 3,
+            ..Default::default()
+        };
+        let ev = evaluate(&rs, &hits, &base, &strict);
+        assert!(ev.firing.is_empty());
+        assert!(ev.notes[0].contains("fewer than the 3"));
+    }
+
+    #[test]
     fn a_restart_is_no_cache_regression_and_no_queue_growth() {
         let base = Baseline {
             cache_hit_ratio: Some(0.5),
