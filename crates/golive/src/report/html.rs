@@ -496,6 +496,15 @@ fn fmt_tick(v: f64) -> String {
     }
 }
 
+/// Value printed above a bar: whole numbers from 100 up, so neighbours do not collide.
+fn bar_label(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        fmt_tick(v)
+    }
+}
+
 fn svg_open(out: &mut String, title: &str, y_label: &str) {
     let _ = write!(
         out,
@@ -712,7 +721,7 @@ fn bar_chart(title: &str, y_label: &str, categories: &[String], series: &[Series
                 fmt_tick(*v),
                 x + bar_w / 2.0 - 1.0,
                 MT + plot_h - bh - 3.0,
-                fmt_tick(*v)
+                bar_label(*v)
             );
         }
     }
