@@ -71,7 +71,7 @@ fn growing_queue_on_one_slot_fires_the_queue_trigger() {
     let _guard = ServerGuard(port);
     let url = common::start_local_server(port, &["-np", "1"]);
     // One slot, a request every 0.3 s that takes longer than that: requests_deferred grows.
-    let load = send_requests(&url, 8, 48, Duration::from_millis(300));
+    let load = send_requests(&url, 10, 48, Duration::from_millis(300));
     std::thread::sleep(Duration::from_millis(200));
     let out = Command::new(common::golive_bin())
         .args([

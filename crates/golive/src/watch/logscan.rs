@@ -187,6 +187,78 @@ impl LogFollower {
     }
 }
 
+/// The output of a command that follows a log (`docker logs -f NAME`, `kubectl logs -f
+/// POD`), stdout and stderr both, line by line.
+pub struct CommandFollower {
+    child: std::process::Child,
+    rx: std::sync::mpsc::Receiver<String>,
+    next_line: u64,
+}
+
+impl CommandFollower {
+    /// Starts `command` (split like a shell would, no shell involved).
+    pub fn spawn(command: &str) -> anyhow::Result<CommandFollower> {
+        let words = shlex::split(command)
+            .filter(|w| !w.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("--log-cmd {command:?} is not a valid command line"))?;
+        let mut child = std::process::Command::new(&words[0])
+            .args(&words[1..])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| anyhow::anyhow!("cannot start --log-cmd {:?}: {e}", words[0]))?;
+        let (tx, rx) = std::sync::mpsc::channel();
+        fn pump(r: impl Read + Send + 'static, tx: std::sync::mpsc::Sender<String>) {
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                let mut reader = std::io::BufReader::new(r);
+                let mut buf = Vec::new();
+                while let Ok(n) = reader.read_until(b'\n', &mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    let line = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_string();
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                    buf.clear();
+                }
+            });
+        }
+        if let Some(out) = child.stdout.take() {
+            pump(out, tx.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            pump(err, tx);
+        }
+        Ok(CommandFollower {
+            child,
+            rx,
+            next_line: 1,
+        })
+    }
+
+    /// The lines received since the last poll, numbered in arrival order.
+    pub fn poll(&mut self) -> Vec<(u64, String)> {
+        let mut lines = Vec::new();
+        while let Ok(l) = self.rx.try_recv() {
+            lines.push((self.next_line, l));
+            self.next_line += 1;
+        }
+        lines
+    }
+}
+
+impl Drop for CommandFollower {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// Trigger hits in new lines: the triage engine's, plus our own patterns for lines it
 /// left unclassified.
 pub fn hits_in(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {

@@ -37,6 +37,10 @@ pub struct WatchArgs {
     /// Server log to follow (only lines written after the start count, unless --log-from-start).
     #[arg(long)]
     pub log: Option<PathBuf>,
+    /// A command whose output is the server log, e.g. "docker logs -f --since 1s vllm" or
+    /// "kubectl logs -f deploy/vllm" (split like a shell would; no shell is run).
+    #[arg(long, conflicts_with = "log")]
+    pub log_cmd: Option<String>,
     /// Read the log from its beginning instead of following only new lines.
     #[arg(long, requires = "log")]
     pub log_from_start: bool,
@@ -81,7 +85,10 @@ impl State {
         // Keep one reading before the window so counter increases cover all of it.
         let keep_from = self.readings.iter().rposition(|r| r.t <= from).unwrap_or(0);
         self.readings.drain(..keep_from);
-        self.hits.retain(|h| h.t >= from);
+        // Log lines count over the same span as the kept readings (the first poll of a
+        // short window sits exactly at its start).
+        let hits_from = self.readings.first().map_or(from, |r| r.t.min(from));
+        self.hits.retain(|h| h.t >= hits_from);
     }
 }
 
@@ -138,6 +145,10 @@ async fn watch_loop(
         .log
         .as_ref()
         .map(|p| LogFollower::open(p, args.log_from_start));
+    let mut log_cmd = match &args.log_cmd {
+        Some(c) => Some(logscan::CommandFollower::spawn(c)?),
+        None => None,
+    };
     let down_grace_s = args.down_grace.unwrap_or(args.window).as_secs_f64();
     let mut last_ok: Option<f64> = None;
     let mut last_status = f64::NEG_INFINITY;
@@ -178,11 +189,15 @@ async fn watch_loop(
                 }
             }
         }
-        if let Some(f) = log.as_mut() {
-            let lines = f.poll()?;
-            if !lines.is_empty() {
-                state.hits.extend(logscan::hits_in(&lines, t));
-            }
+        let mut lines = match log.as_mut() {
+            Some(f) => f.poll()?,
+            None => Vec::new(),
+        };
+        if let Some(c) = log_cmd.as_mut() {
+            lines.extend(c.poll());
+        }
+        if !lines.is_empty() {
+            state.hits.extend(logscan::hits_in(&lines, t));
         }
         state.trim(t);
         let window_full = t + 1e-6 >= window_s;
