@@ -82,7 +82,7 @@ fn growing_queue_on_one_slot_fires_the_queue_trigger() {
             "--interval",
             "400ms",
             "--window",
-            "2400ms",
+            "3s",
         ])
         .output()
         .unwrap();
