@@ -68,7 +68,7 @@ fn send_requests(
 #[test]
 fn growing_queue_on_one_slot_fires_the_queue_trigger() {
     let port = 18221;
-    let _guard = ServerGuard(port);
+    let guard = ServerGuard(port);
     let url = common::start_local_server(port, &["-np", "1"]);
     // One slot, a request every 0.3 s that takes longer than that: requests_deferred grows.
     let load = send_requests(&url, 10, 48, Duration::from_millis(300));
@@ -87,6 +87,8 @@ fn growing_queue_on_one_slot_fires_the_queue_trigger() {
         .output()
         .unwrap();
     let t = text(&out);
+    // Stopping the server ends the queued requests at once.
+    drop(guard);
     load.join().unwrap();
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("TRIGGER queue_growth"), "{t}");
