@@ -1,24 +1,319 @@
 //! After go-live: `golive watch` (rollback triggers) and `golive rules` (Prometheus alerts).
+//!
+//! `watch` scrapes `/metrics` every `--interval`, follows the server log when given,
+//! and judges the runbook's rollback triggers over the last `--window` against the
+//! accepted run's baseline. Exit codes: 0 quiet, 1 a trigger fired, 3 unreachable.
 
+pub mod logscan;
 pub mod rules;
+pub mod signals;
+pub mod triggers;
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::exit;
+use crate::metrics::MetricsSnapshot;
+use crate::report::{Baseline, OutputFormat, Report};
+
+use logscan::{LogFollower, LogHit};
+use signals::Reading;
+use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct WatchArgs {
+    /// Base URL of the server (its `/metrics` is scraped).
     #[arg(long)]
     pub url: String,
-    /// The accepted run's report.json (or its directory).
+    /// The accepted run's report.json (or its directory): thresholds come from its baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
-    /// Evaluate once and exit (for cron).
+    /// Time between scrapes.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// The span the triggers are judged over.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+    /// Server log to follow (only lines written after the start count, unless --log-from-start).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// A command whose output is the server log, e.g. "docker logs -f --since 1s vllm" or
+    /// "kubectl logs -f deploy/vllm" (split like a shell would; no shell is run).
+    #[arg(long, conflicts_with = "log")]
+    pub log_cmd: Option<String>,
+    /// Read the log from its beginning instead of following only new lines.
+    #[arg(long, requires = "log")]
+    pub log_from_start: bool,
+    /// A counter of tool-call or schema failures (e.g. from the gateway); any increase fires.
+    #[arg(long = "tool-error-counter")]
+    pub tool_error_counters: Vec<String>,
+    /// Evaluate one window and exit (for cron).
     #[arg(long)]
     pub once: bool,
+    /// Stop a continuous watch after this long (exit 0 when quiet).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// How long the target may stay unreachable (a restart) before watch exits 3;
+    /// default: one window.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub down_grace: Option<Duration>,
+    /// OOM lines in one window that fire the OOM trigger.
+    #[arg(long, default_value_t = 1)]
+    pub oom_min: usize,
+    /// Growth of the mean queue length over the window that counts as growth.
+    #[arg(long, default_value_t = 1.0)]
+    pub queue_min_growth: f64,
+    /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
+    #[arg(long, default_value_t = 0.2)]
+    pub tolerance: f64,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: OutputFormat,
     #[command(flatten)]
     pub target: crate::target::TargetArgs,
 }
 
+/// Everything watch has seen, trimmed to the window.
+struct State {
+    readings: Vec<Reading>,
+    hits: Vec<LogHit>,
+    window_s: f64,
+}
+
+impl State {
+    fn trim(&mut self, now: f64) {
+        let from = now - self.window_s;
+        // Keep one reading before the window so counter increases cover all of it.
+        let keep_from = self.readings.iter().rposition(|r| r.t <= from).unwrap_or(0);
+        self.readings.drain(..keep_from);
+        // Log lines count over the same span as the kept readings (the first poll of a
+        // short window sits exactly at its start).
+        let hits_from = self.readings.first().map_or(from, |r| r.t.min(from));
+        self.hits.retain(|h| h.t >= hits_from);
+    }
+}
+
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
-    let _ = args;
-    anyhow::bail!("golive watch is not built yet")
+    anyhow::ensure!(!args.interval.is_zero(), "--interval must be above zero");
+    anyhow::ensure!(
+        args.window >= args.interval,
+        "--window must be at least one --interval"
+    );
+    anyhow::ensure!(
+        (0.0..1.0).contains(&args.tolerance),
+        "--tolerance must be between 0 and 1"
+    );
+    let baseline = match &args.baseline {
+        Some(p) => Report::load(p)?.baseline,
+        None => Baseline::default(),
+    };
+    let target = crate::target::Target::new(&args.url, &args.target)?;
+    let client = target.http_client()?;
+    let metrics_url = target.url("/metrics");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(watch_loop(&args, &baseline, &client, &metrics_url))
+}
+
+async fn watch_loop(
+    args: &WatchArgs,
+    baseline: &Baseline,
+    client: &reqwest::Client,
+    metrics_url: &str,
+) -> anyhow::Result<u8> {
+    let limits = Limits {
+        oom_min: args.oom_min.max(1),
+        queue_min_growth: args.queue_min_growth,
+        tolerance: args.tolerance,
+    };
+    let start = Instant::now();
+    let window_s = args.window.as_secs_f64();
+    let mut state = State {
+        readings: Vec::new(),
+        hits: Vec::new(),
+        window_s,
+    };
+    if let Some(p) = &args.log {
+        if !p.exists() {
+            eprintln!(
+                "golive watch: {} does not exist yet; following it once it appears",
+                p.display()
+            );
+        }
+    }
+    let mut log = args
+        .log
+        .as_ref()
+        .map(|p| LogFollower::open(p, args.log_from_start));
+    let mut log_cmd = match &args.log_cmd {
+        Some(c) => Some(logscan::CommandFollower::spawn(c)?),
+        None => None,
+    };
+    let down_grace_s = args.down_grace.unwrap_or(args.window).as_secs_f64();
+    let mut last_ok: Option<f64> = None;
+    let mut last_status = f64::NEG_INFINITY;
+    let mut next_tick = start;
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    loop {
+        let t = start.elapsed().as_secs_f64();
+        match MetricsSnapshot::scrape(client, metrics_url).await {
+            Ok(m) => {
+                let reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
+                if let Some(prev) = state.readings.last() {
+                    if let Some(what) = signals::restarted(prev, &reading) {
+                        report_reset(args, t, &what);
+                    }
+                }
+                state.readings.push(reading);
+                last_ok = Some(t);
+            }
+            Err(e) => {
+                // Unreachable from the start, or for longer than the grace: exit 3.
+                let down_for = t - last_ok.unwrap_or(0.0);
+                if last_ok.is_none() || down_for >= down_grace_s {
+                    let hint = if format!("{e:#}").contains("404") {
+                        " (llama.cpp serves /metrics only when started with --metrics)"
+                    } else {
+                        ""
+                    };
+                    eprintln!("golive watch: target unreachable: {e:#}{hint}");
+                    return Ok(exit::UNREACHABLE);
+                }
+                if args.format == OutputFormat::Text {
+                    eprintln!(
+                        "golive watch: {:.1}s: scrape failed ({e:#}); server restarting?",
+                        t
+                    );
+                }
+            }
+        }
+        let mut lines = match log.as_mut() {
+            Some(f) => f.poll()?,
+            None => Vec::new(),
+        };
+        if let Some(c) = log_cmd.as_mut() {
+            lines.extend(c.poll());
+        }
+        if !lines.is_empty() {
+            state.hits.extend(logscan::hits_in(&lines, t));
+        }
+        state.trim(t);
+        let window_full = t + 1e-6 >= window_s;
+        if window_full {
+            let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
+            if !ev.firing.is_empty() {
+                print_evaluation(args, &ev)?;
+                return Ok(exit::FOUND);
+            }
+            if args.once {
+                print_evaluation(args, &ev)?;
+                return Ok(exit::OK);
+            }
+            if t - last_status >= window_s {
+                print_evaluation(args, &ev)?;
+                last_status = t;
+            }
+        }
+        let stop_now = args.duration.is_some_and(|d| start.elapsed() >= d);
+        next_tick += args.interval;
+        let now = Instant::now();
+        let pause = if next_tick > now {
+            next_tick - now
+        } else {
+            next_tick = now;
+            Duration::ZERO
+        };
+        // Ctrl-C / SIGTERM end a continuous watch with the judgement of what it saw.
+        let interrupted = !stop_now
+            && tokio::select! {
+                _ = tokio::time::sleep(pause) => false,
+                _ = interrupt.recv() => true,
+                _ = terminate.recv() => true,
+            };
+        if stop_now || interrupted {
+            let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
+            print_evaluation(args, &ev)?;
+            return Ok(if ev.firing.is_empty() {
+                exit::OK
+            } else {
+                exit::FOUND
+            });
+        }
+    }
+}
+
+/// A restart is reported when it is seen, not only when the window is printed.
+fn report_reset(args: &WatchArgs, t: f64, what: &str) {
+    match args.format {
+        OutputFormat::Json => println!(
+            "{}",
+            serde_json::json!({"event": "counter_reset", "t": t, "what": what})
+        ),
+        OutputFormat::Text => println!(
+            "golive watch: {t:.1}s: counter reset (server restart): {what}; increases counted from zero, no rate read as negative"
+        ),
+    }
+}
+
+fn opt(v: Option<f64>, unit: &str, digits: usize) -> String {
+    v.map(|x| format!("{x:.digits$}{unit}"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+fn print_evaluation(args: &WatchArgs, ev: &Evaluation) -> anyhow::Result<()> {
+    if args.format == OutputFormat::Json {
+        let mut v = serde_json::to_value(ev)?;
+        v["url"] = serde_json::Value::String(args.url.clone());
+        if !ev.firing.is_empty() {
+            v["rollback_reminder"] = ROLLBACK_REMINDER.into();
+        }
+        println!("{}", serde_json::to_string(&v)?);
+        return Ok(());
+    }
+    print!("{}", render_text(&args.url, ev));
+    Ok(())
+}
+
+/// The text report of one window.
+pub fn render_text(url: &str, ev: &Evaluation) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let s = &ev.summary;
+    let _ = writeln!(
+        out,
+        "golive watch {url} ({}): {} over {:.1} s, {} scrape(s): waiting {}, running {}, KV cache {}, cache hits {}, TTFT {}, ITL {}, finished {}",
+        ev.engine.map(|e| e.as_str()).unwrap_or("engine unknown"),
+        if ev.firing.is_empty() { "quiet" } else { "TRIGGER" },
+        ev.window_s,
+        ev.samples,
+        opt(s.waiting_last, "", 0),
+        opt(s.running_last, "", 0),
+        opt(s.kv_usage_max.map(|v| v * 100.0), "%", 1),
+        opt(s.cache_hit_ratio, "", 3),
+        opt(s.ttft_mean_ms, " ms", 1),
+        opt(s.itl_mean_ms, " ms", 1),
+        opt(s.finished_rate_rps, " rps", 2),
+    );
+    for r in &ev.resets {
+        let _ = writeln!(
+            out,
+            "  counter reset at {:.1} s (server restart): {}; increases counted from zero",
+            r.t, r.what
+        );
+    }
+    for n in &ev.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    for f in &ev.firing {
+        let _ = writeln!(out, "TRIGGER {}: {}", f.trigger.id(), f.title);
+        for e in &f.evidence {
+            let _ = writeln!(out, "  evidence: {e}");
+        }
+    }
+    if !ev.firing.is_empty() {
+        let _ = writeln!(out, "{ROLLBACK_REMINDER}");
+    }
+    out
 }

@@ -1,17 +1,457 @@
 //! Prometheus alerting rules for the rollback triggers, with the baseline's numbers.
+//!
+//! The same triggers as `golive watch`, in PromQL over vLLM's metrics. Where vLLM
+//! renamed a metric (0.9 deprecation, hidden from 0.11) both names are queried with
+//! `or`, so the rules work before and after an upgrade. Everything is summed per
+//! scrape target (`job`, `instance`): data-parallel engines of one server count once.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::report::{Baseline, Report};
+
+use super::triggers::{Trigger, ROLLBACK_REMINDER};
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RulesArgs {
+    /// The accepted run's report.json (or its directory).
     #[arg(long)]
     pub baseline: PathBuf,
     /// Write to this file instead of stdout.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
+    /// Range of the rates and queue growth.
+    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+    /// How long a condition must hold before the alert fires.
+    #[arg(long = "for", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub for_: Duration,
+    /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
+    #[arg(long, default_value_t = 0.2)]
+    pub tolerance: f64,
+    /// A counter of tool-call or schema failures (e.g. from the gateway); any increase alerts.
+    #[arg(long = "tool-error-counter")]
+    pub tool_error_counters: Vec<String>,
+}
+
+/// A Prometheus rule file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RuleFile {
+    pub groups: Vec<RuleGroup>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RuleGroup {
+    pub name: String,
+    pub rules: Vec<AlertRule>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AlertRule {
+    pub alert: String,
+    pub expr: String,
+    #[serde(rename = "for")]
+    pub for_: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// Settings of the generated rules.
+#[derive(Debug, Clone)]
+pub struct RuleOptions {
+    pub window: Duration,
+    pub for_: Duration,
+    pub tolerance: f64,
+    pub tool_error_counters: Vec<String>,
+}
+
+impl Default for RuleOptions {
+    fn default() -> Self {
+        RuleOptions {
+            window: Duration::from_secs(600),
+            for_: Duration::from_secs(300),
+            tolerance: 0.2,
+            tool_error_counters: Vec::new(),
+        }
+    }
+}
+
+/// Prometheus duration syntax (`90s`, `10m`, `1h`).
+fn prom_duration(d: Duration) -> String {
+    let s = d.as_secs().max(1);
+    if s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// A number for PromQL: plain decimal, no exponent, no trailing noise.
+fn num(v: f64) -> String {
+    let s = format!("{v:.6}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s.is_empty() || s == "-" {
+        "0".into()
+    } else {
+        s.to_string()
+    }
+}
+
+const BY: &str = "by (job, instance)";
+
+/// `sum by (job, instance) (f(name))` over the current name, `or` the old one.
+fn either(names: &[&str], f: impl Fn(&str) -> String) -> String {
+    names
+        .iter()
+        .map(|n| format!("sum {BY} ({})", f(n)))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+fn rule(
+    trigger: Option<Trigger>,
+    alert: &str,
+    severity: &str,
+    expr: String,
+    for_: &str,
+    summary: String,
+    description: String,
+) -> AlertRule {
+    let mut labels = BTreeMap::new();
+    labels.insert("severity".to_string(), severity.to_string());
+    if let Some(t) = trigger {
+        labels.insert("trigger".to_string(), t.id().to_string());
+    }
+    let mut annotations = BTreeMap::new();
+    annotations.insert("summary".to_string(), summary);
+    annotations.insert("description".to_string(), description);
+    if trigger.is_some() {
+        annotations.insert("rollback".to_string(), ROLLBACK_REMINDER.to_string());
+    }
+    AlertRule {
+        alert: alert.to_string(),
+        expr,
+        for_: for_.to_string(),
+        labels,
+        annotations,
+    }
+}
+
+/// The alerting rules for `baseline`. Triggers whose threshold the baseline lacks
+/// are left out (the header of [`render_yaml`] says which).
+pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<String>) {
+    let w = prom_duration(opts.window);
+    let for_ = prom_duration(opts.for_);
+    let tol = opts.tolerance;
+    let mut rules = Vec::new();
+    let mut left_out = Vec::new();
+
+    // Queue growth at an unchanged request rate.
+    let waiting = format!("sum {BY} (vllm:num_requests_waiting)");
+    let accepted_waiting = baseline.waiting_max.unwrap_or(0.0);
+    let mut expr = format!(
+        "({waiting} > {peak})\nand\n(sum {BY} (delta(vllm:num_requests_waiting[{w}])) >= 1)",
+        peak = num(accepted_waiting)
+    );
+    let rate_text = match baseline.request_rate_rps {
+        Some(rps) => {
+            expr.push_str(&format!(
+                "\nand\n(sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) <= {})",
+                num(rps * (1.0 + tol))
+            ));
+            format!(
+                "while requests finish at no more than {} rps (accepted {} rps)",
+                num(rps * (1.0 + tol)),
+                num(rps)
+            )
+        }
+        None => {
+            // Unchanged compared with the same span one window earlier.
+            expr.push_str(&format!(
+                "\nand\n(sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) <= {f} * sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}] offset {w})))",
+                f = num(1.0 + tol)
+            ));
+            format!(
+                "while the finished-request rate is within {}% of the previous {w}",
+                num(tol * 100.0)
+            )
+        }
+    };
+    rules.push(rule(
+        Some(Trigger::QueueGrowth),
+        "GoliveQueueGrowth",
+        "critical",
+        expr,
+        &for_,
+        "vLLM queue grows at an unchanged request rate".into(),
+        format!(
+            "Waiting requests rose over {w} above the accepted peak of {} {rate_text}. The server got slower under the same load: compare image, driver, start parameters and topology with the accepted run.",
+            num(accepted_waiting)
+        ),
+    ));
+
+    // Cache hits below the accepted baseline while prefill latency rises.
+    match baseline.cache_hit_ratio {
+        Some(ratio) => {
+            let hits = either(
+                &[
+                    "vllm:prefix_cache_hits_total",
+                    "vllm:gpu_prefix_cache_hits_total",
+                ],
+                |n| format!("rate({n}[{w}])"),
+            );
+            let queries = either(
+                &[
+                    "vllm:prefix_cache_queries_total",
+                    "vllm:gpu_prefix_cache_queries_total",
+                ],
+                |n| format!("rate({n}[{w}])"),
+            );
+            let ttft = format!(
+                "sum {BY} (rate(vllm:time_to_first_token_seconds_sum[{w}])) / sum {BY} (rate(vllm:time_to_first_token_seconds_count[{w}]))"
+            );
+            let (latency_expr, latency_text) = match baseline.ttft_p50_ms {
+                Some(p50) => (
+                    format!("({ttft}) > {}", num(p50 / 1000.0 * (1.0 + tol))),
+                    format!(
+                        "mean time to first token above {} s (accepted p50 {} ms)",
+                        num(p50 / 1000.0 * (1.0 + tol)),
+                        num(p50)
+                    ),
+                ),
+                None => (
+                    format!(
+                        "({ttft}) > {f} * (sum {BY} (rate(vllm:time_to_first_token_seconds_sum[{w}] offset {w})) / sum {BY} (rate(vllm:time_to_first_token_seconds_count[{w}] offset {w})))",
+                        f = num(1.0 + tol)
+                    ),
+                    format!("mean time to first token {}% above the previous {w}", num(tol * 100.0)),
+                ),
+            };
+            rules.push(rule(
+                Some(Trigger::CacheRegression),
+                "GolivePrefixCacheBelowBaseline",
+                "critical",
+                format!(
+                    "(({hits}) / ({queries})) < {}\nand\n{latency_expr}",
+                    num(ratio * (1.0 - tol))
+                ),
+                &for_,
+                "Prefix-cache hits below the accepted baseline while prefill latency rises".into(),
+                format!(
+                    "Prefix-cache hit ratio (tokens) over {w} below {} (accepted {}) and {latency_text}. Check that --enable-prefix-caching is in the running start command and that the prompt prefix did not change.",
+                    num(ratio * (1.0 - tol)),
+                    num(ratio)
+                ),
+            ));
+        }
+        None => left_out.push(format!(
+            "{}: the baseline has no cache_hit_ratio",
+            Trigger::CacheRegression.id()
+        )),
+    }
+
+    // Repeated OOM: a runtime OOM kills the engine; Prometheus sees the restarts.
+    let restart_window = prom_duration(opts.window * 3);
+    rules.push(rule(
+        Some(Trigger::Oom),
+        "GoliveRepeatedRestart",
+        "critical",
+        format!(
+            "(max {BY} (changes(process_start_time_seconds[{restart_window}])) >= 2) and on (job, instance) (group {BY} (vllm:num_requests_running))\nor\nmax {BY} (resets(vllm:prompt_tokens_total[{restart_window}])) >= 2"
+        ),
+        "0m",
+        "vLLM restarted repeatedly".into(),
+        format!(
+            "The server restarted at least twice in {restart_window}: an OOM under load kills the engine this way. Find the first cause with `golive triage` on the server log (or `golive watch --log`); an OOM at or below the accepted concurrency{} is a rollback trigger.",
+            baseline
+                .accepted_concurrency
+                .map(|c| format!(" of {c}"))
+                .unwrap_or_default()
+        ),
+    ));
+    // KV-cache pressure at the accepted load: the step before an OOM.
+    if let Some(conc) = baseline.accepted_concurrency {
+        rules.push(rule(
+            None,
+            "GoliveKvPreemptionsAtAcceptedLoad",
+            "warning",
+            format!(
+                "(sum {BY} (increase(vllm:num_preemptions_total[{w}])) > 0)\nand\n(sum {BY} (max_over_time(vllm:num_requests_running[{w}])) <= {conc})"
+            ),
+            &for_,
+            "vLLM preempts requests at or below the accepted concurrency".into(),
+            format!(
+                "Requests were preempted in the last {w} while at most {conc} requests ran (the accepted concurrency): the KV cache is short at the accepted load."
+            ),
+        ));
+    } else {
+        left_out.push("kv preemptions: the baseline has no accepted_concurrency".into());
+    }
+    if let Some(kv) = baseline.kv_cache_usage_max {
+        let usage = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"]
+            .iter()
+            .map(|n| format!("max {BY} ({n})"))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let limit = (kv * (1.0 + tol)).min(0.99_f64.max(kv));
+        rules.push(rule(
+            None,
+            "GoliveKvCacheAboveAccepted",
+            "warning",
+            format!("({usage}) > {}", num(limit)),
+            &for_,
+            "KV-cache usage above the accepted peak".into(),
+            format!(
+                "KV-cache usage above {} (accepted peak {}): the load differs from the accepted one.",
+                num(limit),
+                num(kv)
+            ),
+        ));
+    }
+
+    // Driver errors: the GPU reports XIDs through the DCGM exporter.
+    rules.push(rule(
+        Some(Trigger::DriverNccl),
+        "GoliveGpuXidError",
+        "critical",
+        format!("max by (Hostname, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[{w}])) > 0"),
+        "0m",
+        "GPU driver error (XID) reported by the DCGM exporter".into(),
+        "A GPU reported an XID error. After a node or image update this is a rollback trigger; NCCL errors show only in the server log (`golive watch --log`).".into(),
+    ));
+
+    // Tool-call failures or schema breaks, from the counters the gateway exports.
+    if opts.tool_error_counters.is_empty() {
+        left_out.push(format!(
+            "{}: no --tool-error-counter given (tool-call failures are counted by the gateway, not by vLLM)",
+            Trigger::ToolSchema.id()
+        ));
+    } else {
+        let expr = opts
+            .tool_error_counters
+            .iter()
+            .map(|n| format!("sum {BY} (increase({n}[{w}])) > 0"))
+            .collect::<Vec<_>>()
+            .join("\nor\n");
+        rules.push(rule(
+            Some(Trigger::ToolSchema),
+            "GoliveToolCallFailures",
+            "critical",
+            expr,
+            "0m",
+            "Tool-call failures or schema breaks reach agent flows".into(),
+            format!(
+                "{} rose in the last {w}. Replay the saved agent regression cases (`golive replay`) to tell parser, model and gateway apart.",
+                opts.tool_error_counters.join(", ")
+            ),
+        ));
+    }
+
+    (
+        RuleFile {
+            groups: vec![RuleGroup {
+                name: "golive-rollback-triggers".into(),
+                rules,
+            }],
+        },
+        left_out,
+    )
+}
+
+/// The rule file as YAML, with a header naming the source and what was left out.
+pub fn render_yaml(file: &RuleFile, source: &str, left_out: &[String]) -> anyhow::Result<String> {
+    let mut out = format!(
+        "# Prometheus alerting rules for the rollback triggers, generated by golive {} from\n# {source}.\n# Check: promtool check rules <this file>\n",
+        crate::TOOL_VERSION
+    );
+    for l in left_out {
+        out.push_str(&format!("# Left out: {l}\n"));
+    }
+    out.push_str(&serde_yaml::to_string(file)?);
+    Ok(out)
 }
 
 pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
-    let _ = args;
-    anyhow::bail!("golive rules is not built yet")
+    anyhow::ensure!(
+        (0.0..1.0).contains(&args.tolerance),
+        "--tolerance must be between 0 and 1"
+    );
+    anyhow::ensure!(!args.window.is_zero(), "--window must be above zero");
+    let metric_name =
+        regex::Regex::new(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$").expect("name pattern compiles");
+    for n in &args.tool_error_counters {
+        anyhow::ensure!(
+            metric_name.is_match(n),
+            "--tool-error-counter {n:?} is not a Prometheus metric name"
+        );
+    }
+    let report = Report::load(&args.baseline)?;
+    let opts = RuleOptions {
+        window: args.window,
+        for_: args.for_,
+        tolerance: args.tolerance,
+        tool_error_counters: args.tool_error_counters.clone(),
+    };
+    let (file, left_out) = build_rules(&report.baseline, &opts);
+    let source = crate::report::report_path(&args.baseline)
+        .display()
+        .to_string();
+    let yaml = render_yaml(&file, &source, &left_out)?;
+    match &args.output {
+        Some(p) => {
+            crate::report::write_atomic(p, yaml.as_bytes())
+                .with_context(|| format!("cannot write {}", p.display()))?;
+            for l in &left_out {
+                eprintln!("golive rules: left out {l}");
+            }
+        }
+        None => print!("{yaml}"),
+    }
+    Ok(crate::exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_durations_are_promql() {
+        assert_eq!(num(0.72), "0.72");
+        assert_eq!(num(8.0), "8");
+        assert_eq!(num(1e-7), "0");
+        assert_eq!(prom_duration(Duration::from_secs(600)), "10m");
+        assert_eq!(prom_duration(Duration::from_secs(90)), "90s");
+        assert_eq!(prom_duration(Duration::from_secs(7200)), "2h");
+    }
+
+    #[test]
+    fn baseline_numbers_become_thresholds_and_both_names_are_queried() {
+        let b = Baseline {
+            cache_hit_ratio: Some(0.9),
+            ttft_p50_ms: Some(250.0),
+            waiting_max: Some(4.0),
+            request_rate_rps: Some(2.0),
+            ..Default::default()
+        };
+        let (file, left_out) = build_rules(&b, &RuleOptions::default());
+        let by_name: BTreeMap<&str, &AlertRule> = file.groups[0]
+            .rules
+            .iter()
+            .map(|r| (r.alert.as_str(), r))
+            .collect();
+        let cache = by_name["GolivePrefixCacheBelowBaseline"];
+        assert!(cache.expr.contains("< 0.72"), "{}", cache.expr);
+        assert!(cache.expr.contains("> 0.3"), "{}", cache.expr);
+        assert!(cache.expr.contains("vllm:gpu_prefix_cache_hits_total"));
+        let queue = by_name["GoliveQueueGrowth"];
+        assert!(queue.expr.contains("> 4)"), "{}", queue.expr);
+        assert!(queue.expr.contains("<= 2.4)"), "{}", queue.expr);
+        assert!(left_out.iter().any(|l| l.starts_with("tool_schema")));
+    }
 }

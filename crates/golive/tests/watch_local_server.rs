@@ -1,0 +1,200 @@
+//! `golive watch` against the real local llama-server (ports 18220-18229): a growing
+//! queue fires, a restart is survived without a false alarm, an OOM line in the
+//! followed log fires.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Stops the extra server when the test ends, whatever happens.
+struct ServerGuard(u16);
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        common::stop_local_server(self.0);
+    }
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Sends `n` streaming-free chat requests of `max_tokens` each, one every `gap`.
+fn send_requests(
+    url: &str,
+    n: usize,
+    max_tokens: u32,
+    gap: Duration,
+) -> std::thread::JoinHandle<()> {
+    let url = format!("{url}/v1/chat/completions");
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let client = reqwest::Client::new();
+            let mut tasks = Vec::new();
+            for _ in 0..n {
+                let (client, url) = (client.clone(), url.clone());
+                tasks.push(tokio::spawn(async move {
+                    let body = serde_json::json!({
+                        "messages": [{"role": "user", "content": "Tell a long story about a lighthouse."}],
+                        "max_tokens": max_tokens,
+                        "ignore_eos": true,
+                    });
+                    let _ = client
+                        .post(&url)
+                        .json(&body)
+                        .timeout(Duration::from_secs(120))
+                        .send()
+                        .await
+                        .map(|r| r.bytes());
+                }));
+                tokio::time::sleep(gap).await;
+            }
+            for t in tasks {
+                let _ = t.await;
+            }
+        })
+    })
+}
+
+#[test]
+fn growing_queue_on_one_slot_fires_the_queue_trigger() {
+    let port = 18221;
+    let guard = ServerGuard(port);
+    let url = common::start_local_server(port, &["-np", "1"]);
+    // One slot, a request every 0.3 s that takes longer than that: requests_deferred grows.
+    let load = send_requests(&url, 10, 48, Duration::from_millis(300));
+    std::thread::sleep(Duration::from_millis(200));
+    let out = Command::new(common::golive_bin())
+        .args([
+            "watch",
+            "--url",
+            &url,
+            "--once",
+            "--interval",
+            "400ms",
+            "--window",
+            "3s",
+        ])
+        .output()
+        .unwrap();
+    let t = text(&out);
+    // Stopping the server ends the queued requests at once.
+    drop(guard);
+    load.join().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("TRIGGER queue_growth"), "{t}");
+    assert!(t.contains("llamacpp:requests_deferred over"), "{t}");
+    assert!(t.contains("image digest"), "{t}");
+}
+
+#[test]
+fn a_restart_is_survived_without_false_alarm() {
+    let port = 18222;
+    let _guard = ServerGuard(port);
+    let url = common::start_local_server(port, &["-np", "1"]);
+    // Counters above zero before the restart.
+    send_requests(&url, 1, 8, Duration::ZERO).join().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut report = golive::report::Report::new(vec![url.clone()]);
+    report.baseline.cache_hit_ratio = Some(0.5);
+    report.baseline.waiting_max = Some(2.0);
+    report.save_json(dir.path()).unwrap();
+    let child = Command::new(common::golive_bin())
+        .args([
+            "watch",
+            "--url",
+            &url,
+            "--baseline",
+            dir.path().to_str().unwrap(),
+            "--interval",
+            "300ms",
+            "--window",
+            "2s",
+            "--down-grace",
+            "120s",
+            "--duration",
+            "300s",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let t0 = Instant::now();
+    common::stop_local_server(port);
+    common::start_local_server(port, &["-np", "1"]);
+    eprintln!("restart took {:.1} s", t0.elapsed().as_secs_f64());
+    send_requests(&url, 1, 8, Duration::ZERO).join().unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    // Ctrl-C ends the watch with the judgement of what it saw.
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("counter reset (server restart)"), "{t}");
+    assert!(t.contains("went down"), "{t}");
+    assert!(!t.contains("TRIGGER"), "{t}");
+}
+
+#[test]
+fn an_oom_line_in_the_followed_log_fires_the_oom_trigger() {
+    let url = common::local_server_url();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    std::fs::write(
+        &log,
+        "old line before the watch began: CUDA out of memory\n",
+    )
+    .unwrap();
+    let child = Command::new(common::golive_bin())
+        .args([
+            "watch",
+            "--url",
+            &url,
+            "--once",
+            "--interval",
+            "300ms",
+            "--window",
+            "1500ms",
+            "--log",
+            log.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let fixture = std::fs::read_to_string(
+        common::repo_root().join("crates/golive/tests/fixtures/watch/oom-runtime.log"),
+    )
+    .unwrap();
+    let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    f.write_all(fixture.as_bytes()).unwrap();
+    drop(f);
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("TRIGGER oom"), "{t}");
+    // Numbered from where the watch began; the line written before it is not counted.
+    let first_oom = fixture
+        .lines()
+        .position(|l| l.contains("OutOfMemoryError"))
+        .unwrap()
+        + 1;
+    assert!(
+        t.contains(&format!("first cause: line {first_oom}: ")),
+        "{t}"
+    );
+    assert!(!t.contains("old line before"), "{t}");
+}

@@ -1,0 +1,359 @@
+//! `golive watch` against a scripted `/metrics` page (vLLM names, old and new) and
+//! against replayed real logs: exit codes, reset handling, cache and log triggers.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+/// Serves `page(n)` for the n-th request to any path; returns the base URL.
+fn scripted_server(page: impl Fn(usize) -> String + Send + 'static) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let count = Arc::new(AtomicUsize::new(0));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            // Read the request head.
+            loop {
+                line.clear();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+            }
+            let body = page(count.fetch_add(1, Ordering::SeqCst));
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    url
+}
+
+fn golive(args: &[&str]) -> Output {
+    Command::new(common::golive_bin())
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A vLLM page; `old` uses the names from before 0.11.
+fn vllm_page(
+    old: bool,
+    waiting: f64,
+    hits: f64,
+    queries: f64,
+    ttft_sum: f64,
+    ttft_n: f64,
+) -> String {
+    let (kv, pc) = if old {
+        ("vllm:gpu_cache_usage_perc", "vllm:gpu_prefix_cache")
+    } else {
+        ("vllm:kv_cache_usage_perc", "vllm:prefix_cache")
+    };
+    format!(
+        "# TYPE vllm:num_requests_waiting gauge\n\
+         vllm:num_requests_waiting{{engine=\"0\",model_name=\"m\"}} {waiting}\n\
+         vllm:num_requests_running{{engine=\"0\",model_name=\"m\"}} 2\n\
+         {kv}{{engine=\"0\",model_name=\"m\"}} 0.4\n\
+         # TYPE {pc}_hits_total counter\n{pc}_hits_total{{engine=\"0\",model_name=\"m\"}} {hits}\n\
+         # TYPE {pc}_queries_total counter\n{pc}_queries_total{{engine=\"0\",model_name=\"m\"}} {queries}\n\
+         # TYPE vllm:time_to_first_token_seconds histogram\n\
+         vllm:time_to_first_token_seconds_bucket{{le=\"+Inf\",engine=\"0\",model_name=\"m\"}} {ttft_n}\n\
+         vllm:time_to_first_token_seconds_sum{{engine=\"0\",model_name=\"m\"}} {ttft_sum}\n\
+         vllm:time_to_first_token_seconds_count{{engine=\"0\",model_name=\"m\"}} {ttft_n}\n"
+    )
+}
+
+/// A report.json with only a baseline, written into a temp dir.
+fn baseline_report(dir: &std::path::Path, baseline: serde_json::Value) -> String {
+    let mut report = golive::report::Report::new(vec!["http://127.0.0.1:1".into()]);
+    report.baseline = serde_json::from_value(baseline).unwrap();
+    report.save_json(dir).unwrap();
+    dir.join("report.json").display().to_string()
+}
+
+#[test]
+fn unreachable_target_exits_3() {
+    // A port that was just free: nothing listens there.
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let out = golive(&[
+        "watch",
+        "--url",
+        &format!("http://127.0.0.1:{port}"),
+        "--once",
+        "--interval",
+        "100ms",
+        "--window",
+        "200ms",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("unreachable"), "{}", text(&out));
+}
+
+#[test]
+fn quiet_server_exits_0_and_old_names_are_read() {
+    let url = scripted_server(|n| {
+        let n = n as f64;
+        vllm_page(true, 0.0, 80.0 * n, 100.0 * n, 0.05 * n, n)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = baseline_report(
+        dir.path(),
+        serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0}),
+    );
+    let out = golive(&[
+        "watch",
+        "--url",
+        &url,
+        "--baseline",
+        &base,
+        "--once",
+        "--interval",
+        "100ms",
+        "--window",
+        "500ms",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(t.contains("quiet"), "{t}");
+    // 80 of 100 tokens hit, from the pre-0.11 gpu_prefix_cache_* counters; KV usage from gpu_cache_usage_perc.
+    assert!(t.contains("cache hits 0.800"), "{t}");
+    assert!(t.contains("KV cache 40.0%"), "{t}");
+}
+
+#[test]
+fn cache_regression_fires_with_evidence_and_reminder() {
+    // 10% hits (accepted 80%), 400 ms mean TTFT (accepted p50 60 ms).
+    let url = scripted_server(|n| {
+        let n = n as f64;
+        vllm_page(false, 0.0, 10.0 * n, 100.0 * n, 0.4 * n, n)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = baseline_report(
+        dir.path(),
+        serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0}),
+    );
+    let out = golive(&[
+        "watch",
+        "--url",
+        &url,
+        "--baseline",
+        &base,
+        "--once",
+        "--interval",
+        "100ms",
+        "--window",
+        "500ms",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("TRIGGER cache_regression"), "{t}");
+    assert!(t.contains("cache hit ratio 0.100"), "{t}");
+    assert!(t.contains("vllm:prefix_cache_hits"), "{t}");
+    assert!(t.contains("mean TTFT 400.0 ms"), "{t}");
+    for word in [
+        "image digest",
+        "driver",
+        "start parameters",
+        "topology",
+        "cache flag",
+    ] {
+        assert!(t.contains(word), "reminder lacks {word}: {t}");
+    }
+}
+
+#[test]
+fn counter_reset_is_reported_and_raises_no_alarm() {
+    // Counters are high, fall at the 2nd scrape (restart) and climb again; the queue is
+    // high before the restart and empty after it.
+    let url = scripted_server(|n| {
+        // The first scrape is before the restart, every later one after it: two scrapes
+        // (all a loaded machine may manage in the window) already show the reset.
+        let (k, waiting) = if n < 1 { (10, 6.0) } else { (n, 0.0) };
+        let k = k as f64;
+        vllm_page(false, waiting, 90.0 * k, 100.0 * k, 0.05 * k, k)
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let base = baseline_report(
+        dir.path(),
+        serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0, "waiting_max": 8}),
+    );
+    let out = golive(&[
+        "watch",
+        "--url",
+        &url,
+        "--baseline",
+        &base,
+        "--once",
+        "--interval",
+        "100ms",
+        "--window",
+        "800ms",
+        "--format",
+        "json",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["event"] == "counter_reset"),
+        "no reset event: {t}"
+    );
+    let ev = lines.last().unwrap();
+    assert_eq!(ev["firing"].as_array().unwrap().len(), 0, "{t}");
+    assert_eq!(ev["resets"].as_array().unwrap().len(), 1, "{t}");
+    // Never a negative or >1 ratio across the reset: 90% hits throughout.
+    let ratio = ev["summary"]["cache_hit_ratio"].as_f64().unwrap();
+    assert!((ratio - 0.9).abs() < 1e-9, "{t}");
+}
+
+#[test]
+fn tool_error_counter_increase_fires() {
+    let url = scripted_server(|n| {
+        format!(
+            "vllm:num_requests_waiting 0\ngateway_tool_call_failures_total{{flow=\"billing\"}} {}\n",
+            if n >= 1 { 2 } else { 0 }
+        )
+    });
+    let out = golive(&[
+        "watch",
+        "--url",
+        &url,
+        "--once",
+        "--interval",
+        "100ms",
+        "--window",
+        "500ms",
+        "--tool-error-counter",
+        "gateway_tool_call_failures_total",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("TRIGGER tool_schema"), "{t}");
+    assert!(
+        t.contains("gateway_tool_call_failures_total rose by 2"),
+        "{t}"
+    );
+}
+
+/// The real failure logs of ../shared/corpus, replayed through `--log --log-from-start`:
+/// runtime OOM, NCCL, driver and tool-parser logs fire their trigger, and the OOM
+/// evidence is the labelled first-cause line.
+#[test]
+fn shared_corpus_logs_fire_their_triggers() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let labels = std::fs::read_to_string(shared.join("corpus/labels.tsv")).unwrap();
+    let url = scripted_server(|_| "vllm:num_requests_waiting 0\n".to_string());
+    let mut checked = 0;
+    for row in labels.lines().skip(1) {
+        let f: Vec<&str> = row.split('\t').collect();
+        let (id, class, line) = (f[0], f[1], f[2]);
+        let expect = match class {
+            "oom_runtime" => "oom",
+            "nccl" | "driver" => "driver_nccl",
+            "tool_parser" => "tool_schema",
+            _ => continue,
+        };
+        // 053 is a Ray placement-group error filed as NCCL: not a driver/NCCL error line.
+        if id == "053" {
+            continue;
+        }
+        let log = shared.join(format!("corpus/{id}.log"));
+        let out = golive(&[
+            "watch",
+            "--url",
+            &url,
+            "--once",
+            "--interval",
+            "100ms",
+            "--window",
+            "100ms",
+            "--log",
+            log.to_str().unwrap(),
+            "--log-from-start",
+            "--format",
+            "json",
+        ]);
+        let t = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{id} ({class}): {t}");
+        let ev: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap())
+                .unwrap();
+        let firing: Vec<&str> = ev["firing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["trigger"].as_str().unwrap())
+            .collect();
+        assert!(firing.contains(&expect), "{id} ({class}): fired {firing:?}");
+        if expect == "oom" {
+            let evidence = ev["firing"][0]["evidence"][0].as_str().unwrap();
+            assert!(
+                evidence.contains(&format!("first cause: line {line}:")),
+                "{id}: {evidence}"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} corpus logs checked");
+}
+
+#[test]
+fn a_log_command_is_followed_like_a_container_log() {
+    let url = scripted_server(|_| "vllm:num_requests_waiting 0\n".to_string());
+    let start = std::time::Instant::now();
+    // Like `docker logs -f NAME`: the log arrives on the command's stderr and it never ends.
+    let out = golive(&[
+        "watch", "--url", &url, "--once", "--interval", "100ms", "--window", "1500ms",
+        "--log-cmd",
+        "sh -c 'echo engine started; sleep 0.1; echo \"RuntimeError: NCCL error: unhandled system error\" >&2; exec sleep 30'",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("TRIGGER driver_nccl"), "{t}");
+    assert!(
+        t.contains("first cause: line 2: RuntimeError: NCCL error"),
+        "{t}"
+    );
+    // The follower is stopped with the watch, not waited for.
+    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    let out = golive(&[
+        "watch",
+        "--url",
+        &url,
+        "--once",
+        "--log-cmd",
+        "'unterminated",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("not a valid command line"),
+        "{}",
+        text(&out)
+    );
+}
