@@ -434,7 +434,6 @@ impl OpenAiClient {
                 format!("answer is not the OpenAI JSON shape: {e}"),
             ),
             Ok(answer) => {
-                rec.first_token_us = Some(now);
                 apply_usage(rec, answer.usage.as_ref(), answer.timings.as_ref());
                 if let Some(choice) = answer.choices.first() {
                     rec.finish_reason = choice.finish_reason.map(str::to_string);
@@ -758,7 +757,8 @@ pub struct LatencyStats {
 
 impl Default for LatencyStats {
     fn default() -> Self {
-        let h = || Histogram::<u64>::new(3).expect("3 significant figures is valid");
+        // 1 µs .. 1 h at 3 significant figures; saturating_record clamps outliers.
+        let h = || new_histogram();
         LatencyStats {
             ttft: h(),
             itl: h(),
@@ -827,6 +827,11 @@ impl LatencyStats {
     pub fn e2e_ms(&self) -> Percentiles {
         percentiles(&self.e2e)
     }
+}
+
+/// A microsecond histogram from 1 µs to one hour, 3 significant figures.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3).expect("static bounds are valid")
 }
 
 /// Percentiles (ms) of a microsecond histogram.

@@ -120,7 +120,7 @@ pub async fn run(
     let epoch = node.client.micros(started);
     let mut prev_t = 0.0;
     for s in &mut samples {
-        let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("valid histogram");
+        let mut h = crate::client::new_histogram();
         for r in &result.records {
             let end_s = r.end_us.saturating_sub(epoch) as f64 / 1e6;
             if r.ok() && end_s > prev_t && end_s <= s.t_s {
