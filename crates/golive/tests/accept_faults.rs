@@ -15,7 +15,7 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
         .args(["accept", "--url", url, "--out"])
         .arg(out)
         .args(["--concurrency", "2", "--duration", "2s", "--output-tokens", "4", "--max-context", "512"])
-        .args(["--request-timeout", "3s"])
+        .args(if extra.contains(&"--request-timeout") { &[][..] } else { &["--request-timeout", "3s"][..] })
         .args(extra)
         .output()
         .unwrap()
