@@ -240,11 +240,7 @@ impl OpenAiClient {
             index,
             scheduled_us: self.micros(scheduled),
             start_us: self.micros(start),
-            token_us: Vec::with_capacity(if spec.stream {
-                spec.expected_tokens
-            } else {
-                0
-            }),
+            token_us: Vec::with_capacity(if spec.stream { spec.expected_tokens } else { 0 }),
             ..Default::default()
         };
         let request = self
@@ -254,7 +250,10 @@ impl OpenAiClient {
             .body(spec.body.clone())
             .send();
         match tokio::time::timeout_at(deadline, request).await {
-            Err(_) => rec.fail(ErrorKind::Timeout, "no response headers before the deadline"),
+            Err(_) => rec.fail(
+                ErrorKind::Timeout,
+                "no response headers before the deadline",
+            ),
             Ok(Err(e)) => {
                 let (kind, detail) = classify_send_error(&e);
                 rec.fail(kind, detail);
@@ -334,7 +333,14 @@ impl OpenAiClient {
                     } else {
                         ErrorKind::EarlyClose
                     };
-                    rec.fail(kind, format!("stream broke after {} chunks: {}", rec.chunks, error_chain(&e)));
+                    rec.fail(
+                        kind,
+                        format!(
+                            "stream broke after {} chunks: {}",
+                            rec.chunks,
+                            error_chain(&e)
+                        ),
+                    );
                     return;
                 }
                 Ok(Ok(None)) => break,
@@ -370,8 +376,9 @@ impl OpenAiClient {
                                 if rec.first_token_us.is_none() {
                                     rec.first_token_us = Some(t);
                                 }
-                                rec.token_us
-                                    .push(t.saturating_sub(rec.start_us).min(u32::MAX as u64) as u32);
+                                rec.token_us.push(
+                                    t.saturating_sub(rec.start_us).min(u32::MAX as u64) as u32,
+                                );
                             }
                             Ok(false) => {}
                             Err((kind, detail)) => {
@@ -456,7 +463,11 @@ impl OpenAiClient {
     }
 
     /// GET `path` with a short timeout; `(status, body)`.
-    pub async fn get_text(&self, path: &str, timeout: Duration) -> Result<(u16, String), (ErrorKind, String)> {
+    pub async fn get_text(
+        &self,
+        path: &str,
+        timeout: Duration,
+    ) -> Result<(u16, String), (ErrorKind, String)> {
         let url = format!("{}{}", self.base_url, path);
         let fut = async {
             let resp = self.http.get(&url).send().await?;
@@ -465,7 +476,10 @@ impl OpenAiClient {
             Ok::<_, reqwest::Error>((status, text))
         };
         match tokio::time::timeout(timeout, fut).await {
-            Err(_) => Err((ErrorKind::Timeout, format!("GET {path}: no answer within {timeout:?}"))),
+            Err(_) => Err((
+                ErrorKind::Timeout,
+                format!("GET {path}: no answer within {timeout:?}"),
+            )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
             Ok(Ok(x)) => Ok(x),
         }
@@ -486,7 +500,10 @@ impl OpenAiClient {
             Ok::<_, reqwest::Error>((status, text))
         };
         match tokio::time::timeout(timeout, fut).await {
-            Err(_) => Err((ErrorKind::Timeout, format!("POST {path}: no answer within {timeout:?}"))),
+            Err(_) => Err((
+                ErrorKind::Timeout,
+                format!("POST {path}: no answer within {timeout:?}"),
+            )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
             Ok(Ok(x)) => Ok(x),
         }
@@ -519,7 +536,11 @@ fn classify_send_error(e: &reqwest::Error) -> (ErrorKind, String) {
     (kind, error_chain(e))
 }
 
-async fn read_excerpt(resp: &mut reqwest::Response, deadline: tokio::time::Instant, max: usize) -> String {
+async fn read_excerpt(
+    resp: &mut reqwest::Response,
+    deadline: tokio::time::Instant,
+    max: usize,
+) -> String {
     let mut out = Vec::new();
     let limit = deadline.min(tokio::time::Instant::now() + Duration::from_secs(5));
     while out.len() < max {
@@ -550,15 +571,24 @@ static ERROR_KEY: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"\"error\":"));
 
 fn trim_ascii(b: &[u8]) -> &[u8] {
-    let start = b.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(b.len());
-    let end = b.iter().rposition(|c| !c.is_ascii_whitespace()).map_or(start, |e| e + 1);
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
     &b[start..end]
 }
 
 /// True when the value after `key` at `pos` is a non-empty JSON string.
 fn non_empty_string_after(data: &[u8], pos: usize, key_len: usize) -> bool {
     let rest = &data[pos + key_len..];
-    let rest = &rest[rest.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(rest.len())..];
+    let rest = &rest[rest
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(rest.len())..];
     rest.len() >= 2 && rest[0] == b'"' && rest[1] != b'"'
 }
 
@@ -669,11 +699,19 @@ struct WholeMessage<'a> {
     tool_calls: Option<serde_json::Value>,
 }
 
-fn apply_usage(rec: &mut RequestRecord, usage: Option<&ChunkUsage>, timings: Option<&ChunkTimings>) {
+fn apply_usage(
+    rec: &mut RequestRecord,
+    usage: Option<&ChunkUsage>,
+    timings: Option<&ChunkTimings>,
+) {
     if let Some(u) = usage {
         rec.usage.prompt_tokens = u.prompt_tokens.or(rec.usage.prompt_tokens);
         rec.usage.completion_tokens = u.completion_tokens.or(rec.usage.completion_tokens);
-        if let Some(c) = u.prompt_tokens_details.as_ref().and_then(|d| d.cached_tokens) {
+        if let Some(c) = u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+        {
             rec.usage.cached_tokens = Some(c);
         }
     }
@@ -699,7 +737,10 @@ fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
     if let Some(err) = &chunk.error {
         return Err((
             ErrorKind::HttpStatus,
-            format!("error event in the stream: {}", excerpt(err.to_string().as_bytes())),
+            format!(
+                "error event in the stream: {}",
+                excerpt(err.to_string().as_bytes())
+            ),
         ));
     }
     apply_usage(rec, chunk.usage.as_ref(), chunk.timings.as_ref());
@@ -718,7 +759,9 @@ fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
                 rec.text.push_str(c);
             }
             if d.reasoning.as_deref().is_some_and(|t| !t.is_empty())
-                || d.reasoning_content.as_deref().is_some_and(|t| !t.is_empty())
+                || d.reasoning_content
+                    .as_deref()
+                    .is_some_and(|t| !t.is_empty())
             {
                 has_output = true;
             }
@@ -782,14 +825,18 @@ impl LatencyStats {
         self.requests += 1;
         if let Some(kind) = r.error {
             self.errors += 1;
-            *self.errors_by_kind.entry(kind.as_str().to_string()).or_default() += 1;
+            *self
+                .errors_by_kind
+                .entry(kind.as_str().to_string())
+                .or_default() += 1;
             self.error_examples
                 .entry(kind.as_str().to_string())
                 .or_insert_with(|| r.error_detail.clone());
             return;
         }
         if let Some(t) = r.first_token_us {
-            self.ttft.saturating_record(t.saturating_sub(r.start_us).max(1));
+            self.ttft
+                .saturating_record(t.saturating_sub(r.start_us).max(1));
         }
         for itl in r.itl_us() {
             self.itl.saturating_record(u64::from(itl).max(1));
@@ -797,7 +844,8 @@ impl LatencyStats {
         if let Some(tpot) = r.tpot_ms() {
             self.tpot.saturating_record(((tpot * 1000.0) as u64).max(1));
         }
-        self.e2e.saturating_record(r.end_us.saturating_sub(r.start_us).max(1));
+        self.e2e
+            .saturating_record(r.end_us.saturating_sub(r.start_us).max(1));
         self.output_tokens += r.output_tokens();
         self.chunks += r.chunks;
         self.prompt_tokens += r.usage.prompt_tokens.unwrap_or(0);
@@ -858,7 +906,8 @@ mod tests {
     #[test]
     fn fast_scan_finds_output_and_finish_without_parsing() {
         let mut rec = RequestRecord::default();
-        let chunk = br#"{"id":"x","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+        let chunk =
+            br#"{"id":"x","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
         assert_eq!(scan_event_fast(chunk, &mut rec), Ok(true));
         let role = br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#;
         assert_eq!(scan_event_fast(role, &mut rec), Ok(false));
@@ -883,7 +932,8 @@ mod tests {
         assert_eq!(bad.0, ErrorKind::MalformedStream);
         let err = scan_event_fast(br#"{"error":{"message":"boom"}}"#, &mut rec).unwrap_err();
         assert_eq!(err.0, ErrorKind::HttpStatus);
-        let cut = scan_event_full(br#"{"choices":[{"delta":{"content":"x"}"#, &mut rec).unwrap_err();
+        let cut =
+            scan_event_full(br#"{"choices":[{"delta":{"content":"x"}"#, &mut rec).unwrap_err();
         assert_eq!(cut.0, ErrorKind::MalformedStream);
     }
 

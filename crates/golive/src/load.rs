@@ -155,7 +155,11 @@ pub fn prompt_text(tokens: u32, shared: u32, tag: &str, index: u64) -> String {
     }
     out.push_str(&format!("Request {tag}-{index}:"));
     let unique = tokens.saturating_sub(shared).saturating_sub(8);
-    push_words(&mut out, unique, index.wrapping_mul(0x2545_f491).wrapping_add(1));
+    push_words(
+        &mut out,
+        unique,
+        index.wrapping_mul(0x2545_f491).wrapping_add(1),
+    );
     out.push_str("\nContinue the text.");
     out
 }
@@ -212,7 +216,10 @@ pub async fn run_load(
         (None, None) => 100,
     };
     let (stats, records) = if let Some(rate) = plan.rate.filter(|r| *r > 0.0) {
-        open_loop(client, plan, counters, progress, rate, limit, deadline, started).await
+        open_loop(
+            client, plan, counters, progress, rate, limit, deadline, started,
+        )
+        .await
     } else {
         closed_loop(client, plan, counters, progress, limit, deadline).await
     };
@@ -364,7 +371,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
         *into.errors_by_kind.entry(k.clone()).or_default() += v;
     }
     for (k, v) in &other.error_examples {
-        into.error_examples.entry(k.clone()).or_insert_with(|| v.clone());
+        into.error_examples
+            .entry(k.clone())
+            .or_insert_with(|| v.clone());
     }
     into.output_tokens += other.output_tokens;
     into.chunks += other.chunks;
@@ -448,7 +457,9 @@ impl LoadSummary {
             self.model,
             self.api,
             self.concurrency,
-            self.rate.map(|r| format!(", rate {r}/s")).unwrap_or_default(),
+            self.rate
+                .map(|r| format!(", rate {r}/s"))
+                .unwrap_or_default(),
             self.requests,
             self.errors,
             self.duration_s,
@@ -457,7 +468,11 @@ impl LoadSummary {
             self.chunks,
         );
         for (kind, n) in &self.errors_by_kind {
-            let example = self.error_examples.get(kind).map(String::as_str).unwrap_or("");
+            let example = self
+                .error_examples
+                .get(kind)
+                .map(String::as_str)
+                .unwrap_or("");
             out.push_str(&format!("  error {kind}: {n} (e.g. {example})\n"));
         }
         out.push_str(&row("TTFT", &self.ttft_ms));
@@ -470,8 +485,8 @@ impl LoadSummary {
 
 /// Per-request CSV rows (times in ms since the client's epoch).
 pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::Result<()> {
-    let mut w = csv::Writer::from_path(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
     w.write_record([
         "index",
         "scheduled_ms",
@@ -567,7 +582,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                 args.concurrency
             },
             rate: args.rate,
-            requests: args.requests.or(if args.duration.is_some() { None } else { Some(100) }),
+            requests: args.requests.or(if args.duration.is_some() {
+                None
+            } else {
+                Some(100)
+            }),
             duration: args.duration,
             prompt_tokens: args.prompt_tokens,
             max_tokens: args.max_tokens,

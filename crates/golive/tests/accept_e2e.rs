@@ -18,7 +18,11 @@ fn start_server(port: u16, extra: &[&str]) -> String {
                 .args(extra)
                 .output()
                 .expect("cannot run the local-server script");
-            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             String::from_utf8(out.stdout).unwrap().trim().to_string()
         }
         Err(_) => common::start_local_server(port, extra),
@@ -28,7 +32,9 @@ fn start_server(port: u16, extra: &[&str]) -> String {
 fn stop_server(port: u16) {
     match std::env::var("GOLIVE_LOCAL_SERVER_SCRIPT") {
         Ok(script) => {
-            let _ = Command::new(script).args(["stop", "--port", &port.to_string()]).status();
+            let _ = Command::new(script)
+                .args(["stop", "--port", &port.to_string()])
+                .status();
         }
         Err(_) => common::stop_local_server(port),
     }
@@ -46,9 +52,30 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Va
     let o = Command::new(common::golive_bin())
         .args(["accept", "--url", url, "--out"])
         .arg(out)
-        .args(["--concurrency", "2", "--max-context", "384", "--output-tokens", "8"])
-        .args(["--ramp-requests", "1", "--duration", "6s", "--prefix-words", "150"])
-        .args(["--short-prompt", "64", "--request-timeout", "120s", "--reviewer", "ci"])
+        .args([
+            "--concurrency",
+            "2",
+            "--max-context",
+            "384",
+            "--output-tokens",
+            "8",
+        ])
+        .args([
+            "--ramp-requests",
+            "1",
+            "--duration",
+            "6s",
+            "--prefix-words",
+            "150",
+        ])
+        .args([
+            "--short-prompt",
+            "64",
+            "--request-timeout",
+            "120s",
+            "--reviewer",
+            "ci",
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -56,7 +83,11 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Va
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(serde_json::Value::Null);
-    (o.status.code(), report, String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        o.status.code(),
+        report,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
@@ -77,7 +108,13 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     drop(guard);
     assert_eq!(r["complete"], true, "{stderr}");
     assert_eq!(r["engine"], "llama.cpp");
-    for id in ["service_health", "service_models", "service_metrics", "basic_chat", "basic_stream"] {
+    for id in [
+        "service_health",
+        "service_models",
+        "service_metrics",
+        "basic_chat",
+        "basic_stream",
+    ] {
         assert_eq!(check(&r, id)["status"], "pass", "{id}: {:#}", check(&r, id));
     }
     let pc = check(&r, "prefix_cache");
@@ -90,26 +127,50 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     // A fresh prefix: at most the template's first token(s) come from the cache.
     let warm_cached = warm["cached_tokens"].as_u64().unwrap();
     assert!(warm_cached > 100, "{warm}");
-    assert!(cold["cached_tokens"].as_u64().unwrap() * 4 < warm_cached, "{cold}");
+    assert!(
+        cold["cached_tokens"].as_u64().unwrap() * 4 < warm_cached,
+        "{cold}"
+    );
     assert!(warm["prefill_ms"].as_f64().unwrap() < cold["prefill_ms"].as_f64().unwrap());
     // The warm prefix was compared token by token with the server's tokenizer.
-    assert!(pc["data"]["tokenized_common_prefix"].as_u64().unwrap() > 100, "{pc:#}");
+    assert!(
+        pc["data"]["tokenized_common_prefix"].as_u64().unwrap() > 100,
+        "{pc:#}"
+    );
     assert_eq!(r["measurements"]["ramp"].as_array().unwrap().len(), 4);
     assert!(r["baseline"]["prefill_warm_ms"].as_f64().is_some());
-    assert!(r["baseline"]["cache_hit_ratio"].as_f64().unwrap() > 0.0, "{:#}", r["baseline"]);
+    assert!(
+        r["baseline"]["cache_hit_ratio"].as_f64().unwrap() > 0.0,
+        "{:#}",
+        r["baseline"]
+    );
     let verdict = r["verdict"].as_str().unwrap();
-    assert!(matches!(verdict, "release" | "observe"), "{verdict}: {}", r["verdict_reason"]);
+    assert!(
+        matches!(verdict, "release" | "observe"),
+        "{verdict}: {}",
+        r["verdict_reason"]
+    );
     assert_eq!(code, Some(if verdict == "release" { 0 } else { 1 }));
 
     // 2. The same server with --no-cache-prompt: the proof must fail, cause "feature off".
     let url = start_server(18202, &["--no-cache-prompt"]);
     let guard = ServerGuard(18202);
-    let (code, r, stderr) = accept(&url, &dir.path().join("off"), &["--skip", "ramp", "--skip", "soak"]);
+    let (code, r, stderr) = accept(
+        &url,
+        &dir.path().join("off"),
+        &["--skip", "ramp", "--skip", "soak"],
+    );
     drop(guard);
     let pc = check(&r, "prefix_cache");
     assert_eq!(pc["status"], "fail", "{stderr}\n{pc:#}");
     assert_eq!(pc["data"]["cause"], "feature_off", "{pc:#}");
-    assert!(pc["measurement"].as_str().unwrap().starts_with("feature off"), "{pc:#}");
+    assert!(
+        pc["measurement"]
+            .as_str()
+            .unwrap()
+            .starts_with("feature off"),
+        "{pc:#}"
+    );
     assert_eq!(pc["impact"], "environment");
     assert_eq!(r["verdict"], "rebuild");
     assert_eq!(code, Some(1));

@@ -14,8 +14,21 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
     Command::new(common::golive_bin())
         .args(["accept", "--url", url, "--out"])
         .arg(out)
-        .args(["--concurrency", "2", "--duration", "2s", "--output-tokens", "4", "--max-context", "512"])
-        .args(if extra.contains(&"--request-timeout") { &[][..] } else { &["--request-timeout", "3s"][..] })
+        .args([
+            "--concurrency",
+            "2",
+            "--duration",
+            "2s",
+            "--output-tokens",
+            "4",
+            "--max-context",
+            "512",
+        ])
+        .args(if extra.contains(&"--request-timeout") {
+            &[][..]
+        } else {
+            &["--request-timeout", "3s"][..]
+        })
         .args(extra)
         .output()
         .unwrap()
@@ -37,13 +50,24 @@ fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
 #[test]
 fn healthy_server_without_cache_evidence_is_observe_with_all_outputs() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok { tokens: 4, delay_ms: 2 }));
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 2,
+    }));
     let dir = tempfile::tempdir().unwrap();
-    let out = accept(&server.url, dir.path(), &["--reviewer", "Dana Reviewer", "--operator", "ops"]);
+    let out = accept(
+        &server.url,
+        dir.path(),
+        &["--reviewer", "Dana Reviewer", "--operator", "ops"],
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let r = report(dir.path());
     assert_eq!(r["complete"], true, "{stderr}");
-    assert_eq!(out.status.code(), Some(1), "observe is not release: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "observe is not release: {stderr}"
+    );
     assert_eq!(r["verdict"], "observe", "{}", r["verdict_reason"]);
     // The scripted server exposes no cache evidence: a warning, not a pass.
     assert_eq!(check(&r, "prefix_cache")["status"], "warn");
@@ -73,16 +97,33 @@ fn http_500_fails_basic_and_means_rebuild() {
     let server = rt.block_on(start(Fault::Http500));
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("server.log");
-    std::fs::write(&log, "INFO start\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n").unwrap();
-    let out = accept(&server.url, &dir.path().join("out"), &["--server-log", log.to_str().unwrap()]);
+    std::fs::write(
+        &log,
+        "INFO start\ntorch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n",
+    )
+    .unwrap();
+    let out = accept(
+        &server.url,
+        &dir.path().join("out"),
+        &["--server-log", log.to_str().unwrap()],
+    );
     let r = report(&dir.path().join("out"));
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(r["verdict"], "rebuild", "{}", r["verdict_reason"]);
     let basic = check(&r, "basic_chat");
     assert_eq!(basic["status"], "fail");
-    assert!(basic["measurement"].as_str().unwrap().contains("http_status"));
-    assert!(basic["evidence"].as_str().unwrap().contains("CUDA out of memory"));
-    assert!(basic["request"]["messages"].is_array(), "the request that failed is kept");
+    assert!(basic["measurement"]
+        .as_str()
+        .unwrap()
+        .contains("http_status"));
+    assert!(basic["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("CUDA out of memory"));
+    assert!(
+        basic["request"]["messages"].is_array(),
+        "the request that failed is kept"
+    );
     // Later load stages are skipped, not run against a broken server.
     assert_eq!(check(&r, "prefix_cache")["status"], "skip");
     assert_eq!(check(&r, "soak")["status"], "skip");
@@ -90,11 +131,20 @@ fn http_500_fails_basic_and_means_rebuild() {
 
 #[test]
 fn unreachable_server_exits_3_with_a_report() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let out = accept(&format!("http://127.0.0.1:{port}"), dir.path(), &[]);
-    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(t0.elapsed() < Duration::from_secs(30));
     let r = report(dir.path());
     assert_eq!(check(&r, "service_health")["status"], "fail");
@@ -106,7 +156,10 @@ fn bad_usage_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let out = accept("ftp://nowhere", dir.path(), &[]);
     assert_eq!(out.status.code(), Some(2));
-    let out = Command::new(common::golive_bin()).args(["accept", "--out", "x"]).output().unwrap();
+    let out = Command::new(common::golive_bin())
+        .args(["accept", "--out", "x"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "--url is required");
 }
 
@@ -117,22 +170,41 @@ fn hanging_server_is_bounded_by_the_request_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let out = accept(&server.url, dir.path(), &["--request-timeout", "1s"]);
-    assert!(t0.elapsed() < Duration::from_secs(20), "took {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < Duration::from_secs(20),
+        "took {:?}",
+        t0.elapsed()
+    );
     assert_eq!(out.status.code(), Some(1));
     let r = report(dir.path());
-    assert!(check(&r, "basic_chat")["measurement"].as_str().unwrap().contains("timeout"));
+    assert!(check(&r, "basic_chat")["measurement"]
+        .as_str()
+        .unwrap()
+        .contains("timeout"));
 }
 
 #[cfg(unix)]
 #[test]
 fn interrupted_run_keeps_a_partial_report() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok { tokens: 4, delay_ms: 5 }));
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 5,
+    }));
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(common::golive_bin())
         .args(["accept", "--url", &server.url, "--out"])
         .arg(dir.path())
-        .args(["--concurrency", "1", "--duration", "60s", "--output-tokens", "4", "--max-context", "512"])
+        .args([
+            "--concurrency",
+            "1",
+            "--duration",
+            "60s",
+            "--output-tokens",
+            "4",
+            "--max-context",
+            "512",
+        ])
         .spawn()
         .unwrap();
     // Wait until the soak is under way (the ramp has been saved), then Ctrl-C.
@@ -141,20 +213,31 @@ fn interrupted_run_keeps_a_partial_report() {
         let saved = std::fs::read(dir.path().join("report.json"))
             .ok()
             .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        if saved.is_some_and(|r| r["checks"].as_array().is_some_and(|c| c.iter().any(|c| c["id"] == "ramp_c1_long"))) {
+        if saved.is_some_and(|r| {
+            r["checks"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["id"] == "ramp_c1_long"))
+        }) {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(30), "ramp never saved");
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_millis(500));
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
     let code = child.wait().unwrap().code();
     assert_eq!(code, Some(1));
     let r = report(dir.path());
     assert_eq!(r["complete"], false);
     assert!(r["verdict"].is_null());
-    assert_eq!(check(&r, "ramp_c1_short")["status"], "pass", "what was measured is kept");
+    assert_eq!(
+        check(&r, "ramp_c1_short")["status"],
+        "pass",
+        "what was measured is kept"
+    );
     assert!(dir.path().join("report.md").exists());
 }

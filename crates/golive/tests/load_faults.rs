@@ -34,20 +34,33 @@ async fn outcome(fault: Fault, timeout_ms: u64) -> (golive::client::RequestRecor
     let c = client(&server.url, timeout_ms);
     let t0 = Instant::now();
     let rec = c.send_now(&stream_spec()).await;
-    assert_eq!(server.requests.load(std::sync::atomic::Ordering::Relaxed), 1);
+    assert_eq!(
+        server.requests.load(std::sync::atomic::Ordering::Relaxed),
+        1
+    );
     (rec, t0.elapsed())
 }
 
 #[tokio::test]
 async fn good_stream_is_timed_token_by_token() {
-    let (rec, _) = outcome(Fault::Ok { tokens: 5, delay_ms: 20 }, 5000).await;
+    let (rec, _) = outcome(
+        Fault::Ok {
+            tokens: 5,
+            delay_ms: 20,
+        },
+        5000,
+    )
+    .await;
     assert!(rec.ok(), "{:?}: {}", rec.error, rec.error_detail);
     assert_eq!(rec.token_us.len(), 5);
     assert!(rec.done_marker);
     assert_eq!(rec.usage.completion_tokens, Some(5));
     assert_eq!(rec.finish_reason.as_deref(), Some("stop"));
     let ttft = rec.ttft_ms().unwrap();
-    assert!(ttft >= 15.0, "TTFT {ttft} ms must include the first token's delay");
+    assert!(
+        ttft >= 15.0,
+        "TTFT {ttft} ms must include the first token's delay"
+    );
     let tpot = rec.tpot_ms().unwrap();
     assert!((15.0..200.0).contains(&tpot), "TPOT {tpot} ms");
     assert!(rec.first_byte_us.unwrap() <= rec.first_token_us.unwrap());
@@ -64,15 +77,29 @@ async fn hang_before_first_byte_is_a_timeout_at_the_deadline() {
 #[tokio::test]
 async fn close_mid_stream_is_an_early_close() {
     let (rec, took) = outcome(Fault::CloseMidStream, 5000).await;
-    assert_eq!(rec.error, Some(ErrorKind::EarlyClose), "{}", rec.error_detail);
-    assert_eq!(rec.token_us.len(), 2, "the two chunks before the close count");
+    assert_eq!(
+        rec.error,
+        Some(ErrorKind::EarlyClose),
+        "{}",
+        rec.error_detail
+    );
+    assert_eq!(
+        rec.token_us.len(),
+        2,
+        "the two chunks before the close count"
+    );
     assert!(took < Duration::from_secs(3));
 }
 
 #[tokio::test]
 async fn malformed_sse_is_classified() {
     let (rec, _) = outcome(Fault::MalformedSse, 5000).await;
-    assert_eq!(rec.error, Some(ErrorKind::MalformedStream), "{}", rec.error_detail);
+    assert_eq!(
+        rec.error,
+        Some(ErrorKind::MalformedStream),
+        "{}",
+        rec.error_detail
+    );
     assert!(rec.error_detail.contains("<html>"), "{}", rec.error_detail);
 }
 
@@ -81,7 +108,11 @@ async fn http_500_keeps_status_and_body() {
     let (rec, _) = outcome(Fault::Http500, 5000).await;
     assert_eq!(rec.error, Some(ErrorKind::HttpStatus));
     assert_eq!(rec.http_status, Some(500));
-    assert!(rec.error_detail.contains("CUDA out of memory"), "{}", rec.error_detail);
+    assert!(
+        rec.error_detail.contains("CUDA out of memory"),
+        "{}",
+        rec.error_detail
+    );
 }
 
 #[tokio::test]
@@ -107,7 +138,11 @@ async fn refused_connection_is_a_connect_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn load_counts_every_request_and_error_kind() {
-    let server = start(Fault::Ok { tokens: 4, delay_ms: 5 }).await;
+    let server = start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 5,
+    })
+    .await;
     let c = Arc::new(client(&server.url, 5000));
     let mut plan = golive::load::LoadPlan::new("fault-model");
     plan.concurrency = 4;
@@ -141,18 +176,32 @@ async fn load_counts_every_request_and_error_kind() {
     )
     .await;
     assert_eq!(r.stats.errors_by_kind.get("http_status"), Some(&10));
-    assert!(r.elapsed >= Duration::from_millis(170), "rate 50/s spaces 10 starts over >= 180 ms");
+    assert!(
+        r.elapsed >= Duration::from_millis(170),
+        "rate 50/s spaces 10 starts over >= 180 ms"
+    );
 }
 
 #[test]
 fn golive_load_writes_json_and_csv() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok { tokens: 3, delay_ms: 2 }));
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 3,
+        delay_ms: 2,
+    }));
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("load.json");
     let csv = dir.path().join("load.csv");
     let out = std::process::Command::new(common::golive_bin())
-        .args(["load", "--url", &server.url, "--requests", "12", "--concurrency", "3"])
+        .args([
+            "load",
+            "--url",
+            &server.url,
+            "--requests",
+            "12",
+            "--concurrency",
+            "3",
+        ])
         .arg("--json")
         .arg(&json)
         .arg("--csv")
@@ -160,13 +209,23 @@ fn golive_load_writes_json_and_csv() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("completed=12 "), "{stdout}");
-    let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     assert_eq!(summary["requests"], 12);
     assert_eq!(summary["output_tokens"], 36);
     assert_eq!(summary["model"], "fault-model");
     let rows = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(rows.lines().count(), 13, "header + one row per request");
-    assert!(rows.lines().next().unwrap().starts_with("index,scheduled_ms"));
+    assert!(rows
+        .lines()
+        .next()
+        .unwrap()
+        .starts_with("index,scheduled_ms"));
 }

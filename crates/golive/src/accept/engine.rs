@@ -187,7 +187,8 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
                         }
                     }
                     if let Some(n) = n_ctx {
-                        info.cache_settings.insert("n_ctx_per_slot".into(), n.into());
+                        info.cache_settings
+                            .insert("n_ctx_per_slot".into(), n.into());
                     }
                     if let Some(cp) = find_key(&v, "cache_prompt") {
                         info.prefix_cache_flag = Some(cp.to_string());
@@ -209,7 +210,12 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
                 if let Some(d) = v["disable_radix_cache"].as_bool() {
                     info.prefix_cache_flag = Some(if d { "False" } else { "True" }.into());
                 }
-                for key in ["mem_fraction_static", "max_running_requests", "chunked_prefill_size", "page_size"] {
+                for key in [
+                    "mem_fraction_static",
+                    "max_running_requests",
+                    "chunked_prefill_size",
+                    "page_size",
+                ] {
                     if let Some(x) = v.get(key) {
                         info.cache_settings.insert(key.to_string(), x.clone());
                     }
@@ -221,12 +227,20 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
     }
     if engine == Some(Engine::Vllm) {
         if let Some(m) = metrics {
-            for label in ["enable_prefix_caching", "block_size", "num_gpu_blocks", "gpu_memory_utilization", "cache_dtype", "prefix_caching_hash_algo"] {
+            for label in [
+                "enable_prefix_caching",
+                "block_size",
+                "num_gpu_blocks",
+                "gpu_memory_utilization",
+                "cache_dtype",
+                "prefix_caching_hash_algo",
+            ] {
                 if let Some(v) = m.label("vllm:cache_config_info", label) {
                     if label == "enable_prefix_caching" {
                         info.prefix_cache_flag = Some(v.clone());
                     }
-                    info.cache_settings.insert(label.to_string(), Value::String(v));
+                    info.cache_settings
+                        .insert(label.to_string(), Value::String(v));
                 }
             }
             if !info.cache_settings.is_empty() {
@@ -235,7 +249,10 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
             }
         }
         // Only with VLLM_SERVER_DEV_MODE=1; a 404 is normal.
-        if let Ok((200, body)) = client.get_text("/server_info?config_format=json", PROBE_TIMEOUT).await {
+        if let Ok((200, body)) = client
+            .get_text("/server_info?config_format=json", PROBE_TIMEOUT)
+            .await
+        {
             if let Some(v) = json(&body) {
                 if let Some(r) = find_key(&v, "VLLM_PREFIX_CACHE_RETENTION_INTERVAL") {
                     info.retention_interval = Some(r.to_string().trim_matches('"').to_string());
@@ -292,7 +309,11 @@ pub async fn tokenize_chat(
     };
     if engine == Engine::LlamaCpp {
         let (status, body) = client
-            .post_json("/apply-template", &serde_json::json!({"messages": messages}), PROBE_TIMEOUT)
+            .post_json(
+                "/apply-template",
+                &serde_json::json!({"messages": messages}),
+                PROBE_TIMEOUT,
+            )
             .await
             .ok()?;
         if status != 200 {
@@ -352,8 +373,10 @@ impl Peaks {
     }
     pub fn observe_dcgm(&mut self, snap: &MetricsSnapshot) {
         // Framebuffer memory used per GPU, MiB: the fullest GPU is the one that OOMs.
-        self.gpu_memory_used_mib_max =
-            max_opt(self.gpu_memory_used_mib_max, snap.max("DCGM_FI_DEV_FB_USED"));
+        self.gpu_memory_used_mib_max = max_opt(
+            self.gpu_memory_used_mib_max,
+            snap.max("DCGM_FI_DEV_FB_USED"),
+        );
     }
 }
 

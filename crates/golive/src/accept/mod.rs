@@ -104,9 +104,16 @@ pub struct Node {
 
 pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
-    anyhow::ensure!(args.output_tokens >= 1, "--output-tokens must be at least 1");
+    anyhow::ensure!(
+        args.output_tokens >= 1,
+        "--output-tokens must be at least 1"
+    );
     if let Some(log) = &args.server_log {
-        anyhow::ensure!(log.exists(), "--server-log {} does not exist", log.display());
+        anyhow::ensure!(
+            log.exists(),
+            "--server-log {} does not exist",
+            log.display()
+        );
     }
     let mut nodes = Vec::new();
     for url in &args.url {
@@ -144,7 +151,11 @@ enum StagesEnd {
     Unreachable,
 }
 
-fn finish(args: &AcceptArgs, report: &mut Report, outcome: Option<StagesEnd>) -> anyhow::Result<u8> {
+fn finish(
+    args: &AcceptArgs,
+    report: &mut Report,
+    outcome: Option<StagesEnd>,
+) -> anyhow::Result<u8> {
     if let Some(log) = &args.server_log {
         attach_triage(report, log);
     }
@@ -160,7 +171,10 @@ fn finish(args: &AcceptArgs, report: &mut Report, outcome: Option<StagesEnd>) ->
             report.verdict = None;
             report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
             write_outputs(report, &args.out)?;
-            eprintln!("golive accept: interrupted; partial report in {}", args.out.display());
+            eprintln!(
+                "golive accept: interrupted; partial report in {}",
+                args.out.display()
+            );
             Ok(crate::exit::FOUND)
         }
         Some(end) => {
@@ -186,17 +200,27 @@ fn finish(args: &AcceptArgs, report: &mut Report, outcome: Option<StagesEnd>) ->
 /// Writes report.json, report.md, junit.xml and report.html into `out`.
 pub fn write_outputs(report: &Report, out: &Path) -> anyhow::Result<()> {
     report.save_json(out)?;
-    crate::report::write_atomic(&out.join("report.md"), crate::report::markdown::render(report).as_bytes())?;
-    crate::report::write_atomic(&out.join("junit.xml"), crate::report::junit::render(report)?.as_bytes())?;
-    crate::report::write_atomic(&out.join("report.html"), crate::report::html::render(report).as_bytes())?;
+    crate::report::write_atomic(
+        &out.join("report.md"),
+        crate::report::markdown::render(report).as_bytes(),
+    )?;
+    crate::report::write_atomic(
+        &out.join("junit.xml"),
+        crate::report::junit::render(report)?.as_bytes(),
+    )?;
+    crate::report::write_atomic(
+        &out.join("report.html"),
+        crate::report::html::render(report).as_bytes(),
+    )?;
     Ok(())
 }
 
 /// Puts the triage engine's first-cause line into the evidence of failed server-side checks.
 fn attach_triage(report: &mut Report, log: &Path) {
-    let failed = report.checks.iter().any(|c| {
-        c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent)
-    });
+    let failed = report
+        .checks
+        .iter()
+        .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent));
     if !failed {
         return;
     }
@@ -261,7 +285,11 @@ fn skipped(id: &str, stage: Stage, why: &str) -> Check {
     c
 }
 
-async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) -> anyhow::Result<StagesEnd> {
+async fn run_stages(
+    args: &AcceptArgs,
+    nodes: &mut [Node],
+    report: &mut Report,
+) -> anyhow::Result<StagesEnd> {
     let out = args.out.as_path();
     if !args.bundle.is_empty() {
         report.checks.extend(environment_checks(args));
@@ -280,14 +308,22 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
     report.engine = infos.first().map(|i| i.engine_name().to_string());
     report.save_json(out)?;
     if all_unreachable {
-        eprintln!("golive accept: no server answered at {}", report.urls.join(", "));
+        eprintln!(
+            "golive accept: no server answered at {}",
+            report.urls.join(", ")
+        );
         return Ok(StagesEnd::Unreachable);
     }
 
     let model = match nodes[0].target.resolve_model(&nodes[0].client.http).await {
         Ok(m) => m,
         Err(e) => {
-            let mut c = Check::new("service_model_resolved", Stage::Service, Status::Fail, "a model to test is known");
+            let mut c = Check::new(
+                "service_model_resolved",
+                Stage::Service,
+                Status::Fail,
+                "a model to test is known",
+            );
             c.measurement = "no model".into();
             c.evidence = format!("{e:#}");
             c.impact = Impact::Environment;
@@ -313,9 +349,15 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
 
     // prefix cache
     if skip(SkippableStage::PrefixCache) {
-        report.checks.push(skipped("prefix_cache", Stage::PrefixCache, "--skip prefix-cache"));
+        report.checks.push(skipped(
+            "prefix_cache",
+            Stage::PrefixCache,
+            "--skip prefix-cache",
+        ));
     } else if !basic_ok {
-        report.checks.push(skipped("prefix_cache", Stage::PrefixCache, not_served));
+        report
+            .checks
+            .push(skipped("prefix_cache", Stage::PrefixCache, not_served));
     } else {
         let (check, samples) = prefix_cache::run(node, info, &model, args.prefix_words).await;
         report.measurements.prefix_cache = samples;
@@ -326,7 +368,9 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
 
     // agent
     if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
-        let checks = crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out).await;
+        let checks =
+            crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
+                .await;
         report.checks.extend(checks);
         report.save_json(out)?;
     }
@@ -335,11 +379,15 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
     let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
     let max_context = args
         .max_context
-        .or(info.max_model_len.map(|v| v.min(u64::from(u32::MAX)) as u32))
+        .or(info
+            .max_model_len
+            .map(|v| v.min(u64::from(u32::MAX)) as u32))
         .unwrap_or(4096);
     let mut accepted: Option<(u32, Option<f64>)> = None;
     if skip(SkippableStage::Ramp) {
-        report.checks.push(skipped("ramp", Stage::Ramp, "--skip ramp"));
+        report
+            .checks
+            .push(skipped("ramp", Stage::Ramp, "--skip ramp"));
     } else if !basic_ok {
         report.checks.push(skipped("ramp", Stage::Ramp, not_served));
     } else {
@@ -352,13 +400,20 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
             short_prompt: args.short_prompt,
             requests_per_stream: args.ramp_requests,
         };
-        let outcome = ramp::run(node, info, &model, &cfg, args.dcgm.as_deref(), |step, check| {
-            report.measurements.ramp.push(step.clone());
-            report.checks.push(check.clone());
-            if let Err(e) = report.save_json(out) {
-                eprintln!("golive accept: cannot save the report: {e:#}");
-            }
-        })
+        let outcome = ramp::run(
+            node,
+            info,
+            &model,
+            &cfg,
+            args.dcgm.as_deref(),
+            |step, check| {
+                report.measurements.ramp.push(step.clone());
+                report.checks.push(check.clone());
+                if let Err(e) = report.save_json(out) {
+                    eprintln!("golive accept: cannot save the report: {e:#}");
+                }
+            },
+        )
         .await;
         for c in outcome.checks {
             if !report.checks.iter().any(|x| x.id == c.id) {
@@ -366,14 +421,19 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
             }
         }
         report.baseline.accepted_concurrency = outcome.accepted_concurrency;
-        accepted = outcome.accepted_concurrency.map(|c| (c, outcome.accepted_rate));
+        accepted = outcome
+            .accepted_concurrency
+            .map(|c| (c, outcome.accepted_rate));
         let steps = &report.measurements.ramp;
-        report.baseline.kv_cache_usage_max = steps.iter().filter_map(|s| s.kv_cache_usage).reduce(f64::max);
+        report.baseline.kv_cache_usage_max = steps
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max);
         report.baseline.waiting_max = steps.iter().filter_map(|s| s.waiting_max).reduce(f64::max);
         if let Some(step) = steps
             .iter()
-            .filter(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0)
-            .last()
+            .rev()
+            .find(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0)
         {
             report.baseline.ttft_p50_ms = Some(step.ttft_ms.p50);
             report.baseline.ttft_p95_ms = Some(step.ttft_ms.p95);
@@ -385,16 +445,32 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
 
     // soak
     if skip(SkippableStage::Soak) {
-        report.checks.push(skipped("soak", Stage::Soak, "--skip soak"));
+        report
+            .checks
+            .push(skipped("soak", Stage::Soak, "--skip soak"));
     } else if !basic_ok {
         report.checks.push(skipped("soak", Stage::Soak, not_served));
     } else if accepted.is_none() && !skip(SkippableStage::Ramp) {
-        report.checks.push(skipped("soak", Stage::Soak, "the ramp accepted no concurrency"));
+        report.checks.push(skipped(
+            "soak",
+            Stage::Soak,
+            "the ramp accepted no concurrency",
+        ));
     } else {
         let (conc, rate) = accepted.unwrap_or((expected_concurrency.min(args.concurrency), None));
         // A steady rate below what the ramp sustained, so a growing queue means trouble.
         let rate = rate.map(|r| r * 0.8).filter(|r| *r > 0.0);
-        let o = soak::run(node, info, &model, args.duration, conc, rate, args.short_prompt, args.output_tokens).await;
+        let o = soak::run(
+            node,
+            info,
+            &model,
+            args.duration,
+            conc,
+            rate,
+            args.short_prompt,
+            args.output_tokens,
+        )
+        .await;
         report.measurements.soak = o.samples;
         let b = &mut report.baseline;
         b.cache_hit_ratio = o.cache_hit_ratio;
@@ -405,8 +481,18 @@ async fn run_stages(args: &AcceptArgs, nodes: &mut [Node], report: &mut Report) 
             b.error_rate = Some(o.stats.error_rate());
             b.request_rate_rps = Some(o.request_rate);
         }
-        let soak_kv = report.measurements.soak.iter().filter_map(|s| s.kv_cache_usage).reduce(f64::max);
-        let soak_wait = report.measurements.soak.iter().filter_map(|s| s.waiting).reduce(f64::max);
+        let soak_kv = report
+            .measurements
+            .soak
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max);
+        let soak_wait = report
+            .measurements
+            .soak
+            .iter()
+            .filter_map(|s| s.waiting)
+            .reduce(f64::max);
         b.kv_cache_usage_max = max_opt(b.kv_cache_usage_max, soak_kv);
         b.waiting_max = max_opt(b.waiting_max, soak_wait);
         if b.accepted_concurrency.is_none() {

@@ -78,10 +78,21 @@ impl Sample {
 }
 
 async fn scrape(node: &Node) -> Option<MetricsSnapshot> {
-    engine::scrape(&node.client.http, &format!("{}/metrics", node.client.base_url)).await
+    engine::scrape(
+        &node.client.http,
+        &format!("{}/metrics", node.client.base_url),
+    )
+    .await
 }
 
-async fn one(node: &Node, info: &ServerInfo, role: &'static str, model: &str, system: &str, question: &str) -> Sample {
+async fn one(
+    node: &Node,
+    info: &ServerInfo,
+    role: &'static str,
+    model: &str,
+    system: &str,
+    question: &str,
+) -> Sample {
     let names = info.names();
     let body = json!({
         "model": model,
@@ -101,7 +112,13 @@ async fn one(node: &Node, info: &ServerInfo, role: &'static str, model: &str, sy
         for _ in 0..5 {
             let moved = after
                 .as_ref()
-                .and_then(|a| first_delta(b, a, names.prompt_tokens).or(first_delta(b, a, names.cache_queries)))
+                .and_then(|a| {
+                    first_delta(b, a, names.prompt_tokens).or(first_delta(
+                        b,
+                        a,
+                        names.cache_queries,
+                    ))
+                })
                 .is_some_and(|d| d > 0.0);
             if moved || names.prompt_tokens.is_empty() {
                 break;
@@ -114,14 +131,16 @@ async fn one(node: &Node, info: &ServerInfo, role: &'static str, model: &str, sy
         (Some(b), Some(a)) => first_delta(b, a, fams),
         _ => None,
     };
-    let prefill_hist_ms = names.prefill_histogram.and_then(|h| match (&before, &after) {
-        (Some(b), Some(a)) => {
-            let (s0, n0) = b.histogram_sum_count(h)?;
-            let (s1, n1) = a.histogram_sum_count(h)?;
-            (n1 > n0).then(|| (s1 - s0) / (n1 - n0) * 1000.0)
-        }
-        _ => None,
-    });
+    let prefill_hist_ms = names
+        .prefill_histogram
+        .and_then(|h| match (&before, &after) {
+            (Some(b), Some(a)) => {
+                let (s0, n0) = b.histogram_sum_count(h)?;
+                let (s1, n1) = a.histogram_sum_count(h)?;
+                (n1 > n0).then(|| (s1 - s0) / (n1 - n0) * 1000.0)
+            }
+            _ => None,
+        });
     let mut hits = d(names.cache_hits);
     let mut queries = d(names.cache_queries);
     let prompt_counter = d(names.prompt_tokens);
@@ -157,10 +176,16 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 /// Runs the proof; returns the check and the per-request samples.
-pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32) -> (Check, Vec<PrefixCacheSample>) {
+pub async fn run(
+    node: &Node,
+    info: &ServerInfo,
+    model: &str,
+    prefix_words: u32,
+) -> (Check, Vec<PrefixCacheSample>) {
     let tag = crate::load::run_tag();
     let system = system_prompt(&tag, prefix_words);
-    let control_system = system_prompt(&format!("{tag} control, a different session"), prefix_words);
+    let control_system =
+        system_prompt(&format!("{tag} control, a different session"), prefix_words);
     let mut samples = Vec::new();
     samples.push(one(node, info, "cold", model, &system, QUESTIONS[0]).await);
     for q in QUESTIONS.iter().skip(1).take(WARM_REQUESTS) {
@@ -173,7 +198,13 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
     let toks = |s: &Sample| s.body["messages"].clone();
     let cold_tokens = engine::tokenize_chat(&node.client, engine, model, &toks(&samples[0])).await;
     let warm_tokens = engine::tokenize_chat(&node.client, engine, model, &toks(&samples[1])).await;
-    let control_tokens = engine::tokenize_chat(&node.client, engine, model, &toks(&samples[samples.len() - 1])).await;
+    let control_tokens = engine::tokenize_chat(
+        &node.client,
+        engine,
+        model,
+        &toks(&samples[samples.len() - 1]),
+    )
+    .await;
     let tokenized = match (&cold_tokens, &warm_tokens) {
         (Some(c), Some(w)) => Some((engine::common_prefix(c, w), c.len().min(w.len()))),
         _ => None,
@@ -200,9 +231,10 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
         .iter()
         .map(|s| PrefixCacheSample {
             role: s.role.to_string(),
-            prompt_tokens: s.rec.usage.prompt_tokens.or(s.rec.timings.and_then(|t| {
-                Some(t.prompt_n? + t.cache_n.unwrap_or(0))
-            })),
+            prompt_tokens: s.rec.usage.prompt_tokens.or(s
+                .rec
+                .timings
+                .and_then(|t| Some(t.prompt_n? + t.cache_n.unwrap_or(0)))),
             cached_tokens: s.rec.cached_tokens().or(s.cached_counter.map(|v| v as u64)),
             prefill_ms: s.prefill_ms(),
             ttft_ms: s.rec.ttft_ms(),
@@ -232,7 +264,10 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
                 fmt_f(s.hits),
                 fmt_f(s.queries),
                 fmt_f(s.prefill_ms()),
-                s.rec.error.map(|e| format!(" ERROR {}: {}", e.as_str(), s.rec.error_detail)).unwrap_or_default()
+                s.rec
+                    .error
+                    .map(|e| format!(" ERROR {}: {}", e.as_str(), s.rec.error_detail))
+                    .unwrap_or_default()
             )
         })
         .collect();
@@ -334,7 +369,8 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
         .collect();
     c.evidence = format!("{}\n{}", rule_lines.join("\n"), evidence);
 
-    let mean_hits = (!warm_hits.is_empty()).then(|| warm_hits.iter().sum::<f64>() / warm_hits.len() as f64);
+    let mean_hits =
+        (!warm_hits.is_empty()).then(|| warm_hits.iter().sum::<f64>() / warm_hits.len() as f64);
     c.data = json!({
         "shared_prefix_tokens": shared_tokens,
         "warm_hits_mean": mean_hits,
@@ -352,7 +388,8 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
 
     if !has_evidence {
         c.status = Status::Warn;
-        c.measurement = "no cache evidence exposed (no hit counter, no cached_tokens, no timings)".into();
+        c.measurement =
+            "no cache evidence exposed (no hit counter, no cached_tokens, no timings)".into();
         c.next_step = "expose evidence: vLLM --enable-prompt-tokens-details or /metrics; SGLang --enable-cache-report".into();
         c.data["cause"] = "no_evidence".into();
         return (c, out_samples);
@@ -376,7 +413,8 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
         .prefix_cache_flag
         .as_deref()
         .is_some_and(|f| matches!(f.to_ascii_lowercase().trim_matches('"'), "false" | "0"));
-    let not_identical = tokenized.is_some_and(|(common, len)| (common as f64) < 0.8 * (len as f64 - 32.0).max(1.0));
+    let not_identical =
+        tokenized.is_some_and(|(common, len)| (common as f64) < 0.8 * (len as f64 - 32.0).max(1.0));
     let (cause, cause_text, impact, owner, next) = if all_zero && !not_identical {
         (
             "feature_off",
@@ -402,7 +440,9 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             Owner::Gateway,
             "make the prompt prefix byte-identical: no timestamps, request ids or reordered tools before the shared part (chat template, gateway, client)",
         )
-    } else if min_warm_hits.is_some_and(|h| shared_tokens.is_some_and(|s| h > 0.0 && h < HIT_SHARE * s)) {
+    } else if min_warm_hits
+        .is_some_and(|h| shared_tokens.is_some_and(|s| h > 0.0 && h < HIT_SHARE * s))
+    {
         (
             "retention_boundary",
             format!(

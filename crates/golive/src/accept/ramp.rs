@@ -90,7 +90,11 @@ pub struct RampOutcome {
 }
 
 fn step_id(p: &StepPlan) -> String {
-    let kind = if p.label.contains("short") { "short" } else { "long" };
+    let kind = if p.label.contains("short") {
+        "short"
+    } else {
+        "long"
+    };
     format!("ramp_c{}_{kind}", p.concurrency)
 }
 
@@ -167,7 +171,10 @@ pub async fn run(
         if let Some(pre) = preemptions.filter(|v| *v > 0.0) {
             if pre >= s.requests as f64 {
                 status = Status::Fail;
-                why.push(format!("preemption storm: {pre:.0} preemptions for {} requests", s.requests));
+                why.push(format!(
+                    "preemption storm: {pre:.0} preemptions for {} requests",
+                    s.requests
+                ));
             } else if status == Status::Pass {
                 status = Status::Warn;
                 why.push(format!("{pre:.0} preemptions"));
@@ -199,11 +206,7 @@ pub async fn run(
             status,
             format!(
                 "{}: {} requests, {} in parallel, prompt ~{} tokens, output limit {}",
-                p.label,
-                s.requests,
-                p.concurrency,
-                p.prompt_tokens,
-                p.max_tokens
+                p.label, s.requests, p.concurrency, p.prompt_tokens, p.max_tokens
             ),
         );
         c.url = Some(node.client.base_url.clone());
@@ -233,7 +236,11 @@ pub async fn run(
             .join("\n");
         c.data = serde_json::to_value(&step).unwrap_or_default();
         if status == Status::Fail {
-            c.impact = if beyond_expected { Impact::Limit } else { Impact::Capacity };
+            c.impact = if beyond_expected {
+                Impact::Limit
+            } else {
+                Impact::Capacity
+            };
             c.owner = Some(Owner::Server);
             c.next_step = if beyond_expected {
                 "beyond the expected load: record this step as the deployment's limit".into()
@@ -267,7 +274,10 @@ pub async fn run(
                 "over_steps": history,
                 "beyond_expected_load": beyond_expected,
             });
-            outcome.boundary = Some(format!("{} (concurrency {}, context {})", p.label, p.concurrency, p.context));
+            outcome.boundary = Some(format!(
+                "{} (concurrency {}, context {})",
+                p.label, p.concurrency, p.context
+            ));
         }
         let entry = level_ok.entry(p.concurrency).or_insert((true, None));
         entry.0 &= status != Status::Fail;
@@ -334,9 +344,15 @@ mod tests {
         // The long context doubles with the level.
         let longs: Vec<u32> = steps.iter().skip(1).step_by(2).map(|s| s.context).collect();
         assert_eq!(longs, vec![512, 1024, 2048, 4096, 8192]);
-        let odd = plan_steps(&RampConfig { concurrency: 6, ..cfg.clone() });
+        let odd = plan_steps(&RampConfig {
+            concurrency: 6,
+            ..cfg.clone()
+        });
         assert_eq!(odd.last().unwrap().concurrency, 6);
-        let one = plan_steps(&RampConfig { concurrency: 1, ..cfg });
+        let one = plan_steps(&RampConfig {
+            concurrency: 1,
+            ..cfg
+        });
         assert_eq!(one.len(), 2);
     }
 }

@@ -74,7 +74,8 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             c.status = Status::Fail;
             c.measurement = format!("no answer ({})", kind.as_str());
             c.evidence = detail;
-            c.next_step = "check that the server runs and listens on this address, and the firewall".into();
+            c.next_step =
+                "check that the server runs and listens on this address, and the firewall".into();
         }
     }
     c.impact = Impact::Environment;
@@ -102,7 +103,9 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             if ids.is_empty() {
                 c.status = Status::Fail;
                 c.measurement = "no model listed".into();
-                c.next_step = "the server lists no model: check --served-model-name and the model path".into();
+                c.next_step =
+                    "the server lists no model: check --served-model-name and the model path"
+                        .into();
             } else {
                 c.measurement = format!("models: {}", ids.join(", "));
                 if let Some(want) = &node.target.model {
@@ -120,7 +123,8 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             c.measurement = format!("HTTP {status}");
             c.evidence = excerpt(&body, 500);
             if status == 401 || status == 403 {
-                c.next_step = "the server wants an API key: pass --api-key or GOLIVE_API_KEY".into();
+                c.next_step =
+                    "the server wants an API key: pass --api-key or GOLIVE_API_KEY".into();
             }
         }
         Err((kind, detail)) => {
@@ -168,7 +172,11 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             c.measurement = format!(
                 "{} samples; engine families present: {}",
                 m.samples.len(),
-                if present.is_empty() { "none".to_string() } else { present.join(", ") }
+                if present.is_empty() {
+                    "none".to_string()
+                } else {
+                    present.join(", ")
+                }
             );
             c.evidence = present
                 .iter()
@@ -181,7 +189,9 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             c.status = Status::Warn;
             c.measurement = "no metrics page".into();
             c.evidence = "GET /metrics did not return Prometheus text".into();
-            c.next_step = "enable metrics (llama.cpp: --metrics) so cache, queue and KV evidence can be read".into();
+            c.next_step =
+                "enable metrics (llama.cpp: --metrics) so cache, queue and KV evidence can be read"
+                    .into();
         }
     }
     c.impact = Impact::Environment;
@@ -201,7 +211,8 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         "engine {}, version {}, max model len {}, prefix cache flag {}",
         info.engine_name(),
         info.version.as_deref().unwrap_or("unknown"),
-        info.max_model_len.map_or("unknown".to_string(), |v| v.to_string()),
+        info.max_model_len
+            .map_or("unknown".to_string(), |v| v.to_string()),
         info.prefix_cache_flag.as_deref().unwrap_or("not exposed"),
     );
     c.evidence = match &info.config_source {
@@ -265,7 +276,8 @@ pub async fn basic_stage(node: &Node, index: usize, model: &str) -> Vec<Check> {
             c.status = Status::Fail;
             c.measurement = format!("failed: {} after {:.0} ms", kind.as_str(), rec.e2e_ms());
             c.evidence = excerpt(&rec.error_detail, 800);
-            c.next_step = "the server does not serve a simple request: read its log (--server-log)".into();
+            c.next_step =
+                "the server does not serve a simple request: read its log (--server-log)".into();
         } else {
             let mut problems = Vec::new();
             if rec.finish_reason.is_none() {
@@ -289,12 +301,16 @@ pub async fn basic_stage(node: &Node, index: usize, model: &str) -> Vec<Check> {
                 rec.output_tokens(),
                 rec.finish_reason.as_deref().unwrap_or("none"),
                 rec.e2e_ms(),
-                rec.ttft_ms().map(|t| format!(", TTFT {t:.0} ms")).unwrap_or_default()
+                rec.ttft_ms()
+                    .map(|t| format!(", TTFT {t:.0} ms"))
+                    .unwrap_or_default()
             );
             if !problems.is_empty() {
                 c.status = Status::Fail;
-                c.measurement.push_str(&format!("; {}", problems.join(", ")));
-                c.next_step = "the answer is incomplete: check the chat template and the server log".into();
+                c.measurement
+                    .push_str(&format!("; {}", problems.join(", ")));
+                c.next_step =
+                    "the answer is incomplete: check the chat template and the server log".into();
             } else if !warns.is_empty() {
                 c.status = Status::Warn;
                 c.measurement.push_str(&format!("; {}", warns.join(", ")));

@@ -64,7 +64,12 @@ pub async fn run(
     };
     let started = Instant::now();
     let bar = crate::load::progress_bar(None, "soak");
-    let load = run_load(node.client.clone(), plan.clone(), counters.clone(), bar.clone());
+    let load = run_load(
+        node.client.clone(),
+        plan.clone(),
+        counters.clone(),
+        bar.clone(),
+    );
     let mut samples: Vec<SoakSample> = Vec::new();
     let mut in_flight: Vec<f64> = Vec::new();
     let sampler = async {
@@ -148,7 +153,9 @@ pub async fn run(
         }
         _ => None,
     }
-    .or_else(|| (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64));
+    .or_else(|| {
+        (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64)
+    });
 
     // Queue growth: the server's waiting queue (else the client's in-flight count), last
     // third against the first third.
@@ -158,13 +165,21 @@ pub async fn run(
         in_flight.clone()
     };
     let third = (queue.len() / 3).max(1);
-    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
     let (q_first, q_last) = if queue.len() >= 3 {
         (mean(&queue[..third]), mean(&queue[queue.len() - third..]))
     } else {
         (0.0, 0.0)
     };
-    let queue_grows = queue.len() >= 3 && q_last > 2.0 * q_first + 2.0 && q_last >= f64::from(concurrency.max(1)) * 0.5;
+    let queue_grows = queue.len() >= 3
+        && q_last > 2.0 * q_first + 2.0
+        && q_last >= f64::from(concurrency.max(1)) * 0.5;
     let kv: Vec<f64> = samples.iter().filter_map(|s| s.kv_cache_usage).collect();
     let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
 
@@ -206,7 +221,9 @@ pub async fn run(
     }
     if queue_grows {
         c.status = Status::Fail;
-        why.push(format!("queue grows at a steady rate: {q_first:.1} -> {q_last:.1}"));
+        why.push(format!(
+            "queue grows at a steady rate: {q_first:.1} -> {q_last:.1}"
+        ));
     }
     c.measurement = format!(
         "{} requests, {:.2} req/s, error rate {:.2}%, TTFT p95 {:.0} ms, ITL p95 {:.1} ms, queue {:.1} -> {:.1}{}{}{}",

@@ -16,7 +16,10 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
         "verdict",
         report.verdict.map_or("none", |v| v.as_str()),
     ));
-    suite.add_property(Property::new("verdict_reason", report.verdict_reason.as_str()));
+    suite.add_property(Property::new(
+        "verdict_reason",
+        report.verdict_reason.as_str(),
+    ));
     suite.add_property(Property::new("complete", report.complete.to_string()));
     suite.add_property(Property::new("urls", report.urls.join(" ")));
     if let Some(m) = &report.model {
@@ -44,7 +47,10 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
             }
         };
         let mut tc = TestCase::new(c.id.as_str(), status);
-        tc.set_classname(format!("golive.{}", serde_json::to_value(c.stage)?.as_str().unwrap_or("stage")));
+        tc.set_classname(format!(
+            "golive.{}",
+            serde_json::to_value(c.stage)?.as_str().unwrap_or("stage")
+        ));
         tc.set_time(Duration::from_millis(c.duration_ms));
         total_ms += c.duration_ms;
         let mut out = format!("{}\n{}", c.test_case, c.measurement);
@@ -70,8 +76,10 @@ mod tests {
         let mut f = Check::new("prefix_cache", Stage::PrefixCache, Status::Fail, "t");
         f.measurement = "feature off <&>".into();
         r.checks.push(f);
-        r.checks.push(Check::new("soak", Stage::Soak, Status::Skip, "t"));
-        r.checks.push(Check::new("basic_chat", Stage::Basic, Status::Pass, "t"));
+        r.checks
+            .push(Check::new("soak", Stage::Soak, Status::Skip, "t"));
+        r.checks
+            .push(Check::new("basic_chat", Stage::Basic, Status::Pass, "t"));
         let xml = render(&r).unwrap();
         assert_eq!(xml.matches("<testcase ").count(), 3);
         assert!(xml.contains("failures=\"1\""), "{xml}");

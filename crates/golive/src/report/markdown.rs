@@ -36,14 +36,19 @@ fn pct(p: &Percentiles) -> String {
 pub fn render(report: &Report) -> String {
     let mut md = String::new();
     md.push_str("# golive acceptance report\n\n");
-    let verdict = report.verdict.map_or("none (run incomplete)", |v| v.as_str());
+    let verdict = report
+        .verdict
+        .map_or("none (run incomplete)", |v| v.as_str());
     md.push_str(&format!("**Verdict: {verdict}**"));
     if !report.verdict_reason.is_empty() {
         md.push_str(&format!(" — {}", report.verdict_reason));
     }
     md.push_str("\n\n");
     md.push_str("| | |\n|---|---|\n");
-    md.push_str(&format!("| Servers | {} |\n", cell(&report.urls.join(", "))));
+    md.push_str(&format!(
+        "| Servers | {} |\n",
+        cell(&report.urls.join(", "))
+    ));
     md.push_str(&format!(
         "| Engine / model | {} / {} |\n",
         report.engine.as_deref().unwrap_or("–"),
@@ -61,14 +66,21 @@ pub fn render(report: &Report) -> String {
     ));
     md.push_str(&format!(
         "| Complete | {} |\n",
-        if report.complete { "yes" } else { "**no** (interrupted or still running)" }
+        if report.complete {
+            "yes"
+        } else {
+            "**no** (interrupted or still running)"
+        }
     ));
     md.push_str(&format!(
         "| Operator / reviewer | {} / {} |\n",
         report.operator.as_deref().unwrap_or("–"),
         report.reviewer.as_deref().unwrap_or("–")
     ));
-    md.push_str(&format!("| golive | {} (schema {}) |\n\n", report.tool_version, report.schema_version));
+    md.push_str(&format!(
+        "| golive | {} (schema {}) |\n\n",
+        report.tool_version, report.schema_version
+    ));
 
     let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
     md.push_str(&format!(
@@ -108,7 +120,10 @@ pub fn render(report: &Report) -> String {
                 md.push_str(&format!("- Next step: {}\n", c.next_step));
             }
             if !c.evidence.is_empty() {
-                md.push_str(&format!("\n```text\n{}\n```\n", c.evidence.replace("```", "'''")));
+                md.push_str(&format!(
+                    "\n```text\n{}\n```\n",
+                    c.evidence.replace("```", "'''")
+                ));
             }
             if let Some(r) = &c.request {
                 md.push_str(&format!(
@@ -147,7 +162,8 @@ pub fn render(report: &Report) -> String {
                 pct(&s.ttft_ms),
                 pct(&s.itl_ms),
                 pct(&s.e2e_ms),
-                s.kv_cache_usage.map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                s.kv_cache_usage
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
                 opt(s.waiting_max, 0),
                 opt(s.preemptions, 0),
                 opt(s.gpu_memory_used_mib, 0),
@@ -165,22 +181,49 @@ pub fn render(report: &Report) -> String {
                 s.errors,
                 opt(s.running, 0),
                 opt(s.waiting, 0),
-                s.kv_cache_usage.map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
-                s.cache_hit_ratio.map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                s.kv_cache_usage
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                s.cache_hit_ratio
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
                 opt(s.ttft_p95_ms, 0)
             ));
         }
     }
     let b = &report.baseline;
     md.push_str("\n## Baseline (for `golive watch`)\n\n| Metric | Value |\n|---|---|\n");
-    md.push_str(&format!("| Cache hit ratio | {} |\n", b.cache_hit_ratio.map_or("–".into(), |v| format!("{:.1}%", v * 100.0))));
-    md.push_str(&format!("| TTFT p50 / p95 ms | {} / {} |\n", opt(b.ttft_p50_ms, 1), opt(b.ttft_p95_ms, 1)));
+    md.push_str(&format!(
+        "| Cache hit ratio | {} |\n",
+        b.cache_hit_ratio
+            .map_or("–".into(), |v| format!("{:.1}%", v * 100.0))
+    ));
+    md.push_str(&format!(
+        "| TTFT p50 / p95 ms | {} / {} |\n",
+        opt(b.ttft_p50_ms, 1),
+        opt(b.ttft_p95_ms, 1)
+    ));
     md.push_str(&format!("| ITL p95 ms | {} |\n", opt(b.itl_p95_ms, 2)));
-    md.push_str(&format!("| Warm prefill ms | {} |\n", opt(b.prefill_warm_ms, 1)));
-    md.push_str(&format!("| Error rate | {} |\n", b.error_rate.map_or("–".into(), |v| format!("{:.2}%", v * 100.0))));
-    md.push_str(&format!("| Accepted concurrency | {} |\n", b.accepted_concurrency.map_or("–".into(), |v| v.to_string())));
-    md.push_str(&format!("| Request rate | {} req/s |\n", opt(b.request_rate_rps, 2)));
-    md.push_str(&format!("| KV cache max | {} |\n", b.kv_cache_usage_max.map_or("–".into(), |v| format!("{:.0}%", v * 100.0))));
+    md.push_str(&format!(
+        "| Warm prefill ms | {} |\n",
+        opt(b.prefill_warm_ms, 1)
+    ));
+    md.push_str(&format!(
+        "| Error rate | {} |\n",
+        b.error_rate
+            .map_or("–".into(), |v| format!("{:.2}%", v * 100.0))
+    ));
+    md.push_str(&format!(
+        "| Accepted concurrency | {} |\n",
+        b.accepted_concurrency.map_or("–".into(), |v| v.to_string())
+    ));
+    md.push_str(&format!(
+        "| Request rate | {} req/s |\n",
+        opt(b.request_rate_rps, 2)
+    ));
+    md.push_str(&format!(
+        "| KV cache max | {} |\n",
+        b.kv_cache_usage_max
+            .map_or("–".into(), |v| format!("{:.0}%", v * 100.0))
+    ));
     md.push_str(&format!("| Waiting max | {} |\n", opt(b.waiting_max, 0)));
 
     if !report.signoffs.is_empty() {

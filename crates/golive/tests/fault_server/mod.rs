@@ -47,7 +47,9 @@ pub async fn start(fault: Fault) -> FaultServer {
     let counter = requests.clone();
     let task = tokio::spawn(async move {
         loop {
-            let Ok((sock, _)) = listener.accept().await else { break };
+            let Ok((sock, _)) = listener.accept().await else {
+                break;
+            };
             let counter = counter.clone();
             // Like real servers: every token goes out at once (no Nagle coalescing).
             let _ = sock.set_nodelay(true);
@@ -56,7 +58,11 @@ pub async fn start(fault: Fault) -> FaultServer {
             });
         }
     });
-    FaultServer { url, requests, task }
+    FaultServer {
+        url,
+        requests,
+        task,
+    }
 }
 
 struct Request {
@@ -99,7 +105,12 @@ async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request
     }
 }
 
-async fn respond(sock: &mut TcpStream, status: &str, ctype: &str, body: &[u8]) -> std::io::Result<()> {
+async fn respond(
+    sock: &mut TcpStream,
+    status: &str,
+    ctype: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
     let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -109,7 +120,8 @@ async fn respond(sock: &mut TcpStream, status: &str, ctype: &str, body: &[u8]) -
 }
 
 async fn chunk(sock: &mut TcpStream, data: &str) -> std::io::Result<()> {
-    sock.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes()).await?;
+    sock.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
+        .await?;
     sock.flush().await
 }
 
@@ -123,9 +135,23 @@ async fn serve(mut sock: TcpStream, fault: Fault, counter: Arc<AtomicU64>) -> st
     let mut buf = Vec::new();
     while let Some(req) = read_request(&mut sock, &mut buf).await {
         match (req.method.as_str(), req.path.as_str()) {
-            ("GET", "/health") => respond(&mut sock, "200 OK", "application/json", b"{\"status\":\"ok\"}").await?,
+            ("GET", "/health") => {
+                respond(
+                    &mut sock,
+                    "200 OK",
+                    "application/json",
+                    b"{\"status\":\"ok\"}",
+                )
+                .await?
+            }
             ("GET", "/v1/models") => {
-                respond(&mut sock, "200 OK", "application/json", br#"{"object":"list","data":[{"id":"fault-model","object":"model"}]}"#).await?
+                respond(
+                    &mut sock,
+                    "200 OK",
+                    "application/json",
+                    br#"{"object":"list","data":[{"id":"fault-model","object":"model"}]}"#,
+                )
+                .await?
             }
             ("POST", p) if p.ends_with("/completions") => {
                 counter.fetch_add(1, Ordering::Relaxed);
@@ -193,7 +219,15 @@ async fn serve(mut sock: TcpStream, fault: Fault, counter: Arc<AtomicU64>) -> st
                     }
                 }
             }
-            _ => respond(&mut sock, "404 Not Found", "application/json", br#"{"error":{"message":"File Not Found","code":404}}"#).await?,
+            _ => {
+                respond(
+                    &mut sock,
+                    "404 Not Found",
+                    "application/json",
+                    br#"{"error":{"message":"File Not Found","code":404}}"#,
+                )
+                .await?
+            }
         }
     }
     Ok(())
