@@ -19,9 +19,14 @@ use crate::report::{Check, Impact, Owner, PrefixCacheSample, Stage, Status};
 
 /// Warm requests after the cold one.
 const WARM_REQUESTS: usize = 3;
-/// Warm hits must cover this share of the shared prefix (block granularity and the
-/// recomputed last token take a little).
-const HIT_SHARE: f64 = 0.7;
+/// Warm hits must cover this share of the shared prefix, less one cache block (engines
+/// cache whole blocks and recompute the last token).
+const HIT_SHARE: f64 = 0.9;
+/// Block size assumed when the server does not say.
+const DEFAULT_BLOCK: f64 = 16.0;
+/// The prompts count as token-identical when the tokenizer's common prefix covers this
+/// share of the intended shared part.
+const IDENTICAL_SHARE: f64 = 0.8;
 /// The control may match at most this share (the template's first tokens match).
 const CONTROL_SHARE: f64 = 0.3;
 
@@ -219,13 +224,32 @@ pub async fn run(
     let warms: Vec<&Sample> = samples.iter().filter(|s| s.role == "warm").collect();
     let control = &samples[samples.len() - 1];
 
-    // The shared prefix in tokens: from the tokenizer, else estimated from the prompt
-    // length and the share of the text that is shared.
-    let shared_tokens: Option<f64> = tokenized.map(|(common, _)| common as f64).or_else(|| {
-        let prompt = cold.rec.usage.prompt_tokens? as f64;
+    // The intended shared prefix in tokens: the shared share of the text applied to the
+    // tokenized (else reported) prompt length. The tokenizer's common prefix is the
+    // actual one; when it falls short, the prompts are not token-identical.
+    let prompt_len =
+        tokenized
+            .map(|(_, len)| len as f64)
+            .or(cold.rec.usage.prompt_tokens.map(|v| v as f64));
+    let intended = prompt_len.map(|len| {
         let total = system.len() + QUESTIONS[0].len();
-        Some(prompt * system.len() as f64 / total as f64)
+        len * system.len() as f64 / total as f64
     });
+    let not_identical = match (tokenized, intended) {
+        (Some((common, _)), Some(want)) => (common as f64) < IDENTICAL_SHARE * want,
+        _ => false,
+    };
+    let shared_tokens: Option<f64> = if not_identical {
+        intended
+    } else {
+        tokenized.map(|(common, _)| common as f64).or(intended)
+    };
+    let block = info
+        .cache_settings
+        .get("block_size")
+        .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_f64()))
+        .unwrap_or(DEFAULT_BLOCK);
+    let required_hits = shared_tokens.map(|s| (HIT_SHARE * s - block).max(1.0));
 
     let out_samples: Vec<PrefixCacheSample> = samples
         .iter()
@@ -307,13 +331,14 @@ pub async fn run(
     ));
     rules.push((
         format!(
-            "warm hits >= {:.0}% of the shared prefix ({} tokens): min {}",
-            HIT_SHARE * 100.0,
+            "warm hits >= {} (the shared prefix of {} tokens, less {:.0}% and a {block:.0}-token block): min {}",
+            fmt_f(required_hits),
             fmt_f(shared_tokens),
+            (1.0 - HIT_SHARE) * 100.0,
             fmt_f(min_warm_hits)
         ),
-        match (min_warm_hits, shared_tokens) {
-            (Some(h), Some(s)) => Some(h >= HIT_SHARE * s),
+        match (min_warm_hits, required_hits) {
+            (Some(h), Some(r)) => Some(h >= r),
             _ => None,
         },
     ));
@@ -379,8 +404,9 @@ pub async fn run(
         "control_hits": control_hits,
         "tokenized_common_prefix": tokenized.map(|t| t.0),
         "tokenized_prompt_len": tokenized.map(|t| t.1),
-        "recomputed_tokens": warms.iter().filter_map(|s| s.recomputed).sum::<f64>(),
-        "prompt_tokens_counter_delta": samples.iter().filter_map(|s| s.prompt_counter).sum::<f64>(),
+        "required_warm_hits": required_hits,
+        "recomputed_tokens": warms.iter().filter_map(|s| s.recomputed).reduce(|a, b| a + b),
+        "prompt_tokens_counter_delta": samples.iter().filter_map(|s| s.prompt_counter).reduce(|a, b| a + b),
         "prefix_cache_flag": info.prefix_cache_flag,
         "retention_interval": info.retention_interval,
         "cause": Value::Null,
@@ -413,8 +439,6 @@ pub async fn run(
         .prefix_cache_flag
         .as_deref()
         .is_some_and(|f| matches!(f.to_ascii_lowercase().trim_matches('"'), "false" | "0"));
-    let not_identical =
-        tokenized.is_some_and(|(common, len)| (common as f64) < 0.8 * (len as f64 - 32.0).max(1.0));
     let (cause, cause_text, impact, owner, next) = if all_zero && !not_identical {
         (
             "feature_off",
@@ -440,9 +464,7 @@ pub async fn run(
             Owner::Gateway,
             "make the prompt prefix byte-identical: no timestamps, request ids or reordered tools before the shared part (chat template, gateway, client)",
         )
-    } else if min_warm_hits
-        .is_some_and(|h| shared_tokens.is_some_and(|s| h > 0.0 && h < HIT_SHARE * s))
-    {
+    } else if min_warm_hits.is_some_and(|h| required_hits.is_some_and(|r| h > 0.0 && h < r)) {
         (
             "retention_boundary",
             format!(

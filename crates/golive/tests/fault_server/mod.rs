@@ -25,6 +25,28 @@ pub enum Fault {
     Http500,
     /// Headers, then one byte every 300 ms, forever.
     SlowDrip,
+    /// A vLLM-like engine: `/version`, `vllm:` metrics with prefix-cache counters in
+    /// tokens, `/tokenize` with `messages`. Words are tokens. With `caching`, a prompt's
+    /// hits are its longest common prefix with an earlier prompt, in whole 16-token
+    /// blocks, and (hybrid models) only at multiples of `retention`. `nonce_prefix`
+    /// puts a per-request token first, as a template with a timestamp would.
+    Vllm {
+        caching: bool,
+        retention: Option<usize>,
+        nonce_prefix: bool,
+    },
+}
+
+/// Counters and seen prompts of the vLLM-like engine.
+#[derive(Default)]
+struct VllmState {
+    prompts: Vec<Vec<u64>>,
+    queries: u64,
+    hits: u64,
+    prompt_tokens: u64,
+    prefill_s: f64,
+    prefill_n: u64,
+    nonce: u64,
 }
 
 pub struct FaultServer {
@@ -45,16 +67,18 @@ pub async fn start(fault: Fault) -> FaultServer {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(AtomicU64::new(0));
     let counter = requests.clone();
+    let state = Arc::new(std::sync::Mutex::new(VllmState::default()));
     let task = tokio::spawn(async move {
         loop {
             let Ok((sock, _)) = listener.accept().await else {
                 break;
             };
             let counter = counter.clone();
+            let state = state.clone();
             // Like real servers: every token goes out at once (no Nagle coalescing).
             let _ = sock.set_nodelay(true);
             tokio::spawn(async move {
-                let _ = serve(sock, fault, counter).await;
+                let _ = serve(sock, fault, counter, state).await;
             });
         }
     });
@@ -131,9 +155,147 @@ fn content_event(text: &str) -> String {
     )
 }
 
-async fn serve(mut sock: TcpStream, fault: Fault, counter: Arc<AtomicU64>) -> std::io::Result<()> {
+fn words_of(body: &[u8]) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let mut out = Vec::new();
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let text = format!(
+            "<{}> {}",
+            m["role"].as_str().unwrap_or(""),
+            m["content"].as_str().unwrap_or("")
+        );
+        for w in text.split_whitespace() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            w.hash(&mut h);
+            out.push(h.finish() % 100_000);
+        }
+    }
+    out
+}
+
+fn vllm_tokens(body: &[u8], nonce_prefix: bool, state: &mut VllmState) -> Vec<u64> {
+    let mut t = words_of(body);
+    if nonce_prefix {
+        state.nonce += 1;
+        t.insert(0, 1_000_000 + state.nonce);
+    }
+    t
+}
+
+fn vllm_metrics(s: &VllmState, caching: bool) -> String {
+    let flag = if caching { "True" } else { "False" };
+    format!(
+        "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{{engine=\"0\",model_name=\"m\"}} {q}\n\
+         vllm:prefix_cache_queries_created{{engine=\"0\",model_name=\"m\"}} 1.7e9\n\
+         # TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{{engine=\"0\",model_name=\"m\"}} {h}\n\
+         vllm:prompt_tokens_total{{engine=\"0\",model_name=\"m\"}} {p}\n\
+         vllm:num_requests_running{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         vllm:num_requests_waiting{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         vllm:kv_cache_usage_perc{{engine=\"0\",model_name=\"m\"}} 0.125\n\
+         vllm:num_preemptions_total{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         # TYPE vllm:request_prefill_time_seconds histogram\n\
+         vllm:request_prefill_time_seconds_bucket{{engine=\"0\",le=\"+Inf\",model_name=\"m\"}} {n}\n\
+         vllm:request_prefill_time_seconds_sum{{engine=\"0\",model_name=\"m\"}} {ps}\n\
+         vllm:request_prefill_time_seconds_count{{engine=\"0\",model_name=\"m\"}} {n}\n\
+         vllm:cache_config_info{{block_size=\"16\",enable_prefix_caching=\"{flag}\",engine=\"0\",num_gpu_blocks=\"4096\"}} 1.0\n",
+        q = s.queries, h = s.hits, p = s.prompt_tokens, n = s.prefill_n, ps = s.prefill_s,
+    )
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    fault: Fault,
+    counter: Arc<AtomicU64>,
+    state: Arc<std::sync::Mutex<VllmState>>,
+) -> std::io::Result<()> {
     let mut buf = Vec::new();
     while let Some(req) = read_request(&mut sock, &mut buf).await {
+        if let Fault::Vllm {
+            caching,
+            retention,
+            nonce_prefix,
+        } = fault
+        {
+            match (req.method.as_str(), req.path.as_str()) {
+                ("GET", "/version") => {
+                    respond(
+                        &mut sock,
+                        "200 OK",
+                        "application/json",
+                        br#"{"version":"0.33.0"}"#,
+                    )
+                    .await?;
+                    continue;
+                }
+                ("GET", "/metrics") => {
+                    let text = vllm_metrics(&state.lock().unwrap(), caching);
+                    respond(
+                        &mut sock,
+                        "200 OK",
+                        "text/plain; version=0.0.4",
+                        text.as_bytes(),
+                    )
+                    .await?;
+                    continue;
+                }
+                ("GET", "/v1/models") => {
+                    respond(&mut sock, "200 OK", "application/json", br#"{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":8192}]}"#).await?;
+                    continue;
+                }
+                ("POST", "/tokenize") => {
+                    let t = vllm_tokens(&req.body, nonce_prefix, &mut state.lock().unwrap());
+                    let body =
+                        serde_json::json!({"count": t.len(), "max_model_len": 8192, "tokens": t})
+                            .to_string();
+                    respond(&mut sock, "200 OK", "application/json", body.as_bytes()).await?;
+                    continue;
+                }
+                ("POST", "/v1/chat/completions") => {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    let prefill_ms = {
+                        let mut s = state.lock().unwrap();
+                        let t = vllm_tokens(&req.body, nonce_prefix, &mut s);
+                        let mut hit = 0;
+                        if caching {
+                            let best = s
+                                .prompts
+                                .iter()
+                                .map(|p| p.iter().zip(&t).take_while(|(a, b)| a == b).count())
+                                .max()
+                                .unwrap_or(0);
+                            // The last token is always recomputed; whole blocks only.
+                            hit = best.min(t.len().saturating_sub(1)) / 16 * 16;
+                            if let Some(r) = retention {
+                                hit = hit / r * r;
+                            }
+                        }
+                        s.prompts.push(t.clone());
+                        s.queries += t.len() as u64;
+                        s.hits += hit as u64;
+                        s.prompt_tokens += t.len() as u64;
+                        let ms = (t.len() - hit) as f64 * 0.2;
+                        s.prefill_s += ms / 1000.0;
+                        s.prefill_n += 1;
+                        ms
+                    };
+                    tokio::time::sleep(Duration::from_micros((prefill_ms * 1000.0) as u64)).await;
+                    let stream = String::from_utf8_lossy(&req.body).contains("\"stream\":true");
+                    if !stream {
+                        respond(&mut sock, "200 OK", "application/json", br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#).await?;
+                        continue;
+                    }
+                    sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
+                    for i in 0..3 {
+                        chunk(&mut sock, &content_event(&format!("w{i}"))).await?;
+                    }
+                    chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n").await?;
+                    sock.write_all(b"0\r\n\r\n").await?;
+                    continue;
+                }
+                _ => {}
+            }
+        }
         match (req.method.as_str(), req.path.as_str()) {
             ("GET", "/health") => {
                 respond(
@@ -214,7 +376,9 @@ async fn serve(mut sock: TcpStream, fault: Fault, counter: Arc<AtomicU64>) -> st
                                     }
                                 }
                             }
-                            Fault::HangBeforeFirstByte | Fault::Http500 => unreachable!(),
+                            Fault::HangBeforeFirstByte | Fault::Http500 | Fault::Vllm { .. } => {
+                                unreachable!()
+                            }
                         }
                     }
                 }
