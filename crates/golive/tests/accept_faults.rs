@@ -14,6 +14,8 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
     Command::new(common::golive_bin())
         .args(["accept", "--url", url, "--out"])
         .arg(out)
+        // The agent stage has its own tests; here it would only add time.
+        .args(["--skip", "agent"])
         .args([
             "--concurrency",
             "2",
@@ -195,6 +197,7 @@ fn interrupted_run_keeps_a_partial_report() {
     let mut child = Command::new(common::golive_bin())
         .args(["accept", "--url", &server.url, "--out"])
         .arg(dir.path())
+        .args(["--skip", "agent"])
         .args([
             "--concurrency",
             "1",
