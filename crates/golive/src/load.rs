@@ -44,6 +44,10 @@ pub struct LoadArgs {
     /// Ask the server to ignore end-of-sequence so every answer has `max_tokens` tokens.
     #[arg(long)]
     pub ignore_eos: bool,
+    /// Do not calibrate prompt lengths with a first one-token request (prompt lengths
+    /// are then counted in words, about one token each).
+    #[arg(long)]
+    pub no_calibrate: bool,
     /// Endpoint: chat or completions.
     #[arg(long, value_enum, default_value = "chat")]
     pub api: Api,
@@ -78,6 +82,8 @@ pub struct LoadPlan {
     pub keep_records: bool,
     /// Makes prompts unique to this run, so an earlier run's cache does not help.
     pub run_tag: String,
+    /// Server tokens per prompt word (see [`calibrate_tokens_per_word`]); 1.0 if unknown.
+    pub tokens_per_word: f64,
 }
 
 impl LoadPlan {
@@ -95,14 +101,21 @@ impl LoadPlan {
             ignore_eos: false,
             keep_records: false,
             run_tag: run_tag(),
+            tokens_per_word: 1.0,
         }
     }
 
     /// The request with this index (body built once per request).
     pub fn request(&self, index: u64) -> RequestSpec {
+        let ratio = if self.tokens_per_word.is_finite() && self.tokens_per_word > 0.0 {
+            self.tokens_per_word
+        } else {
+            1.0
+        };
+        let words = |tokens: u32| (f64::from(tokens) / ratio).round() as u32;
         let text = prompt_text(
-            self.prompt_tokens,
-            self.shared_prefix_tokens,
+            words(self.prompt_tokens),
+            words(self.shared_prefix_tokens),
             &self.run_tag,
             index,
         );
@@ -122,6 +135,33 @@ impl LoadPlan {
         }
         RequestSpec::from_json(self.api, &body, false)
     }
+}
+
+/// Tokens per word of [`prompt_text`] on this server, from the `usage.prompt_tokens`
+/// of a one-token request with a 400-word prompt (every engine reports usage), so
+/// prompt lengths in tokens come out right. `None` when the server does not say.
+pub async fn calibrate_tokens_per_word(
+    client: &OpenAiClient,
+    api: Api,
+    model: &str,
+) -> Option<f64> {
+    const WORDS: u32 = 400;
+    let text = prompt_text(WORDS, 0, &run_tag(), 0);
+    let words = text.split_whitespace().count() as f64;
+    let mut body = match api {
+        Api::Chat => {
+            serde_json::json!({"model": model, "messages": [{"role": "user", "content": text}]})
+        }
+        Api::Completions => serde_json::json!({"model": model, "prompt": text}),
+    };
+    body["max_tokens"] = 1.into();
+    body["stream"] = false.into();
+    let rec = client
+        .send_now(&RequestSpec::from_json(api, &body, false))
+        .await;
+    let tokens = rec.usage.prompt_tokens? as f64;
+    // Clamp: a template or a strange tokenizer must not make prompts absurd.
+    Some((tokens / words).clamp(0.5, 4.0))
 }
 
 /// A short tag unique to this process and moment.
@@ -574,7 +614,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         };
         let plan = LoadPlan {
             api: args.api,
-            model,
+            model: model.clone(),
             concurrency: if args.rate.is_some() && args.concurrency == 1 {
                 // Open loop: the concurrency flag is only a cap; default to a generous one.
                 1024
@@ -594,6 +634,13 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             ignore_eos: args.ignore_eos,
             keep_records: args.csv.is_some(),
             run_tag: run_tag(),
+            tokens_per_word: if args.no_calibrate {
+                1.0
+            } else {
+                calibrate_tokens_per_word(&client, args.api, &model)
+                    .await
+                    .unwrap_or(1.0)
+            },
         };
         let progress = progress_bar(plan.requests, "load");
         let plan = Arc::new(plan);

@@ -344,6 +344,14 @@ async fn run_stages(
     report.save_json(out)?;
     let node = &nodes[0];
     let info = &infos[0];
+    // Prompt lengths of ramp and soak in the server's tokens.
+    let tokens_per_word = if basic_ok {
+        crate::load::calibrate_tokens_per_word(&node.client, crate::client::Api::Chat, &model)
+            .await
+            .unwrap_or(1.0)
+    } else {
+        1.0
+    };
     let skip = |s: SkippableStage| args.skip.contains(&s);
     let not_served = "the basic request failed on the first node";
 
@@ -399,6 +407,7 @@ async fn run_stages(
             output_tokens: args.output_tokens,
             short_prompt: args.short_prompt,
             requests_per_stream: args.ramp_requests,
+            tokens_per_word,
         };
         let outcome = ramp::run(
             node,
@@ -469,6 +478,7 @@ async fn run_stages(
             rate,
             args.short_prompt,
             args.output_tokens,
+            tokens_per_word,
         )
         .await;
         report.measurements.soak = o.samples;

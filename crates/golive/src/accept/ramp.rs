@@ -35,6 +35,8 @@ pub struct RampConfig {
     pub output_tokens: u32,
     pub short_prompt: u32,
     pub requests_per_stream: u32,
+    /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
+    pub tokens_per_word: f64,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -128,6 +130,7 @@ pub async fn run(
         plan.prompt_tokens = p.prompt_tokens;
         plan.max_tokens = p.max_tokens;
         plan.ignore_eos = true;
+        plan.tokens_per_word = cfg.tokens_per_word;
         let plan = Arc::new(plan);
         let before = match &metrics_url {
             Some(u) => engine::scrape(&node.client.http, u).await,
@@ -335,6 +338,7 @@ mod tests {
             output_tokens: 64,
             short_prompt: 128,
             requests_per_stream: 2,
+            tokens_per_word: 1.0,
         };
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();

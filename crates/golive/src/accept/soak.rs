@@ -35,6 +35,7 @@ pub async fn run(
     rate: Option<f64>,
     prompt_tokens: u32,
     output_tokens: u32,
+    tokens_per_word: f64,
 ) -> SoakOutcome {
     let names = info.names();
     let metrics_url = info
@@ -55,6 +56,7 @@ pub async fn run(
     plan.max_tokens = output_tokens;
     plan.ignore_eos = true;
     plan.keep_records = true;
+    plan.tokens_per_word = tokens_per_word;
     let plan = Arc::new(plan);
     let counters = Arc::new(LoadCounters::default());
     let interval = (duration / 12).max(Duration::from_secs(1));
