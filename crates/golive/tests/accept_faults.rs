@@ -244,3 +244,59 @@ fn interrupted_run_keeps_a_partial_report() {
     );
     assert!(dir.path().join("report.md").exists());
 }
+
+#[test]
+fn latency_objective_missed_at_the_expected_load_means_expand_with_a_boundary_record() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 30,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let out = accept(&server.url, dir.path(), &["--slo-ttft-p95-ms", "5"]);
+    let r = report(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["verdict"], "expand", "{}", r["verdict_reason"]);
+    let first = check(&r, "ramp_c1_short");
+    assert_eq!(first["status"], "fail");
+    assert_eq!(first["impact"], "capacity");
+    assert!(first["measurement"]
+        .as_str()
+        .unwrap()
+        .contains("above the SLO"));
+    let boundary = &first["data"]["boundary"];
+    assert_eq!(boundary["concurrency"], 1);
+    assert_eq!(boundary["output_limit"], 4);
+    assert!(boundary["last_success_at"].is_string(), "{boundary:#}");
+    assert!(boundary["over_steps"].is_array());
+    // Steps after the boundary are listed as not run; the soak needs an accepted load.
+    assert_eq!(check(&r, "ramp_c2_long")["status"], "skip");
+    assert_eq!(check(&r, "soak")["status"], "skip");
+}
+
+#[test]
+fn failures_beyond_the_expected_context_are_limits_and_observe() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 30,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    // Expected context 10 tokens: every step is beyond it, so the first failure is a limit.
+    let out = accept(
+        &server.url,
+        dir.path(),
+        &[
+            "--slo-ttft-p95-ms",
+            "5",
+            "--expected-context",
+            "10",
+            "--skip",
+            "soak",
+        ],
+    );
+    let r = report(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(check(&r, "ramp_c1_short")["impact"], "limit");
+    assert_eq!(r["verdict"], "observe", "{}", r["verdict_reason"]);
+}

@@ -78,6 +78,12 @@ pub struct AcceptArgs {
     /// Length of the shared system prompt of the prefix-cache proof (words ≈ tokens).
     #[arg(long, default_value_t = 400)]
     pub prefix_words: u32,
+    /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails.
+    #[arg(long)]
+    pub slo_ttft_p95_ms: Option<f64>,
+    /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
+    #[arg(long)]
+    pub slo_itl_p95_ms: Option<f64>,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
     #[arg(long)]
     pub dcgm: Option<String>,
@@ -408,6 +414,8 @@ async fn run_stages(
             short_prompt: args.short_prompt,
             requests_per_stream: args.ramp_requests,
             tokens_per_word,
+            slo_ttft_p95_ms: args.slo_ttft_p95_ms,
+            slo_itl_p95_ms: args.slo_itl_p95_ms,
         };
         let outcome = ramp::run(
             node,

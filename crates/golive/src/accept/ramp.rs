@@ -37,6 +37,10 @@ pub struct RampConfig {
     pub requests_per_stream: u32,
     /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
     pub tokens_per_word: f64,
+    /// A step fails when its TTFT p95 (ms) is above this.
+    pub slo_ttft_p95_ms: Option<f64>,
+    /// A step fails when its ITL p95 (ms) is above this.
+    pub slo_itl_p95_ms: Option<f64>,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -183,6 +187,27 @@ pub async fn run(
                 why.push(format!("{pre:.0} preemptions"));
             }
         }
+        let (ttft, itl) = (s.ttft_ms(), s.itl_ms());
+        if let Some(slo) = cfg
+            .slo_ttft_p95_ms
+            .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
+        {
+            status = Status::Fail;
+            why.push(format!(
+                "TTFT p95 {:.0} ms above the SLO {slo:.0} ms",
+                ttft.p95
+            ));
+        }
+        if let Some(slo) = cfg
+            .slo_itl_p95_ms
+            .filter(|slo| itl.count > 0 && itl.p95 > *slo)
+        {
+            status = Status::Fail;
+            why.push(format!(
+                "ITL p95 {:.1} ms above the SLO {slo:.1} ms",
+                itl.p95
+            ));
+        }
         let step = RampStep {
             label: p.label.clone(),
             concurrency: p.concurrency,
@@ -191,8 +216,8 @@ pub async fn run(
             requests: s.requests,
             errors: s.errors,
             errors_by_kind: s.errors_by_kind.clone(),
-            ttft_ms: s.ttft_ms(),
-            itl_ms: s.itl_ms(),
+            ttft_ms: ttft,
+            itl_ms: itl,
             tpot_ms: s.tpot_ms(),
             e2e_ms: s.e2e_ms(),
             kv_cache_usage: peaks.kv_usage_max,
@@ -339,6 +364,8 @@ mod tests {
             short_prompt: 128,
             requests_per_stream: 2,
             tokens_per_word: 1.0,
+            slo_ttft_p95_ms: None,
+            slo_itl_p95_ms: None,
         };
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();
