@@ -51,6 +51,10 @@ pub struct AcceptArgs {
     /// Server log: a failed stage is triaged and its first-cause line becomes the evidence.
     #[arg(long)]
     pub server_log: Option<PathBuf>,
+    /// Container of the server (docker or podman): on a failure its logs are saved to
+    /// DIR/server-container.log and triaged like --server-log.
+    #[arg(long)]
+    pub server_container: Option<String>,
     /// Highest concurrency of the ramp.
     #[arg(long, default_value_t = 8)]
     pub concurrency: u32,
@@ -164,6 +168,15 @@ fn finish(
 ) -> anyhow::Result<u8> {
     if let Some(log) = &args.server_log {
         attach_triage(report, log);
+    } else if let Some(name) = &args.server_container {
+        if any_server_failure(report) {
+            match container_logs(name, &args.out) {
+                Ok(log) => attach_triage(report, &log),
+                Err(e) => {
+                    eprintln!("golive accept: cannot read the logs of container {name}: {e:#}")
+                }
+            }
+        }
     }
     for c in &mut report.checks {
         if c.reviewer.is_none() {
@@ -221,13 +234,44 @@ pub fn write_outputs(report: &Report, out: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Puts the triage engine's first-cause line into the evidence of failed server-side checks.
-fn attach_triage(report: &mut Report, log: &Path) {
-    let failed = report
+fn any_server_failure(report: &Report) -> bool {
+    report
         .checks
         .iter()
-        .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent));
-    if !failed {
+        .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent))
+}
+
+/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`.
+fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
+    let mut last_err = None;
+    for tool in ["docker", "podman"] {
+        match std::process::Command::new(tool)
+            .args(["logs", "--tail", "20000", name])
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                // Containers log to both streams; the engine's errors are usually on stderr.
+                let mut text = o.stdout;
+                text.extend_from_slice(&o.stderr);
+                let path = out.join("server-container.log");
+                crate::report::write_atomic(&path, &text)?;
+                return Ok(path);
+            }
+            Ok(o) => {
+                last_err = Some(anyhow::anyhow!(
+                    "{tool} logs {name}: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))
+            }
+            Err(e) => last_err = Some(anyhow::anyhow!("{tool}: {e}")),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no container tool")))
+}
+
+/// Puts the triage engine's first-cause line into the evidence of failed server-side checks.
+fn attach_triage(report: &mut Report, log: &Path) {
+    if !any_server_failure(report) {
         return;
     }
     let opts = crate::triage::TriageOptions {
@@ -303,6 +347,7 @@ async fn run_stages(
     }
 
     // service, per node
+    note("service");
     let mut infos = Vec::new();
     let mut all_unreachable = true;
     for (i, node) in nodes.iter().enumerate() {
@@ -341,6 +386,7 @@ async fn run_stages(
     report.model = Some(model.clone());
 
     // basic, per node
+    note("basic");
     let mut basic_ok = true;
     for (i, node) in nodes.iter().enumerate() {
         let checks = service::basic_stage(node, i, &model).await;
@@ -362,6 +408,7 @@ async fn run_stages(
     let not_served = "the basic request failed on the first node";
 
     // prefix cache
+    note("prefix cache");
     if skip(SkippableStage::PrefixCache) {
         report.checks.push(skipped(
             "prefix_cache",
@@ -390,6 +437,7 @@ async fn run_stages(
     }
 
     // ramp
+    note("ramp");
     let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
     let max_context = args
         .max_context
@@ -461,6 +509,7 @@ async fn run_stages(
     report.save_json(out)?;
 
     // soak
+    note("soak");
     if skip(SkippableStage::Soak) {
         report
             .checks
@@ -520,6 +569,11 @@ async fn run_stages(
     }
     report.save_json(out)?;
     Ok(StagesEnd::Done)
+}
+
+/// One line per stage on stderr, so a long run shows where it is.
+fn note(stage: &str) {
+    eprintln!("golive accept: stage {stage}");
 }
 
 fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
