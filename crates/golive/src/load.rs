@@ -20,7 +20,7 @@ pub struct LoadArgs {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
     #[arg(long)]
     pub url: String,
-    /// Requests in flight at once (closed loop); with --rate, the most in flight.
+    /// Requests in flight at once (closed loop); with --rate, the most in flight (1024 unless set).
     #[arg(long, default_value_t = 1)]
     pub concurrency: u32,
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
