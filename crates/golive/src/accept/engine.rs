@@ -126,6 +126,13 @@ impl ServerInfo {
     pub fn engine_name(&self) -> &'static str {
         self.engine.unwrap_or(Engine::Openai).as_str()
     }
+    /// The engine accepts the `ignore_eos` sampling extension (vLLM, SGLang, llama.cpp).
+    pub fn ignores_eos(&self) -> bool {
+        matches!(
+            self.engine,
+            Some(Engine::Vllm | Engine::Sglang | Engine::LlamaCpp)
+        )
+    }
     pub fn names(&self) -> EngineMetrics {
         metric_names(self.engine.unwrap_or(Engine::Openai))
     }

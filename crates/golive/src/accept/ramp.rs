@@ -133,7 +133,9 @@ pub async fn run(
         plan.requests = Some(u64::from(p.concurrency * cfg.requests_per_stream.max(1)));
         plan.prompt_tokens = p.prompt_tokens;
         plan.max_tokens = p.max_tokens;
-        plan.ignore_eos = true;
+        // Fixed output lengths where the engine takes `ignore_eos`; a plain OpenAI
+        // gateway may reject unknown fields.
+        plan.ignore_eos = info.ignores_eos();
         plan.tokens_per_word = cfg.tokens_per_word;
         let plan = Arc::new(plan);
         let before = match &metrics_url {

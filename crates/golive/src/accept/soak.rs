@@ -54,7 +54,8 @@ pub async fn run(
     // Shared-prefix traffic, as agents send: the cache hit ratio becomes the baseline.
     plan.shared_prefix_tokens = prompt_tokens * 3 / 4;
     plan.max_tokens = output_tokens;
-    plan.ignore_eos = true;
+    // Fixed output lengths where the engine takes `ignore_eos` (not plain OpenAI gateways).
+    plan.ignore_eos = info.ignores_eos();
     plan.keep_records = true;
     plan.tokens_per_word = tokens_per_word;
     let plan = Arc::new(plan);
