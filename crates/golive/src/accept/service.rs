@@ -224,6 +224,17 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         c.next_step = "the server does not say its version (vLLM: GET /version)".into();
     }
     c.data = serde_json::to_value(&info).unwrap_or_default();
+    let probed: Vec<String> = [
+        "/version",
+        "/props",
+        "/get_server_info",
+        "/server_info?config_format=json",
+        "/metrics",
+    ]
+    .iter()
+    .map(|p| format!("{url}{p}"))
+    .collect();
+    c.request = Some(json!({"method": "GET", "probed": probed}));
     c.url = Some(url.clone());
     checks.push(c);
 
