@@ -260,8 +260,9 @@ impl OpenAiClient {
             }
             Ok(Ok(resp)) => self.read_response(resp, spec, deadline, &mut rec).await,
         }
-        let end = Instant::now();
-        rec.end_us = self.micros(end);
+        if rec.end_us == 0 || rec.error.is_some() {
+            rec.end_us = self.micros(Instant::now());
+        }
         rec.ended_at = Some(Utc::now());
         rec
     }
@@ -390,8 +391,15 @@ impl OpenAiClient {
                 }
             }
             if rec.done_marker {
-                // Servers keep the connection; the answer is complete.
-                break;
+                // The answer is complete: its end is now. Then read the body to its end
+                // (usually already buffered), so the connection goes back to the pool
+                // instead of being closed; a server that keeps the stream open after
+                // [DONE] costs at most a short wait.
+                rec.end_us = self.micros(Instant::now());
+                let drain = async { while let Ok(Some(_)) = resp.chunk().await {} };
+                let limit = deadline.min(tokio::time::Instant::now() + Duration::from_millis(200));
+                let _ = tokio::time::timeout_at(limit, drain).await;
+                return;
             }
         }
         if !rec.done_marker {
