@@ -7,9 +7,10 @@
 # Then both tools measure TTFT/ITL against GuideLLM's token-paced mock server
 # (--ttft-ms 40 --itl-ms 8) to show that they agree.
 #
-# Result on the 2-vCPU project machine (2026-11-30, heavily shared, GuideLLM 0.8.1 with 2 workers):
-#   marginal CPU s / 1k chunks: 64 streams golive 0.00036 vs GuideLLM 0.0388 (108x less);
-#   256 streams 0.00032 vs 0.0344 (107x less). TTFT p50 45.7 vs 44.9 ms, ITL p50 8.46 vs 8.40 ms.
+# Results on the 2-vCPU project machine (2026-11-30, shared; GuideLLM 0.8.1, 2 workers), run 2:
+#   marginal CPU s / 1k chunks, 64 streams: golive 0.00026 vs GuideLLM 0.0406 (156x less);
+#   256 streams: 0.00035 vs 0.0355 (101x less). With N=40000 golive alone: 0.00028 at both.
+#   Mock server 40 ms / 8 ms: TTFT p50 46.2 vs 44.8 ms, ITL p50 8.48 vs 8.30 ms.
 #
 #   scripts/bench-load.sh            (N=4000 CONC="64 256"; results under /tmp/golive-bench.*)
 # Needs: nginx (apt nginx-light), GNU time, python3; installs GuideLLM into /tmp/venv-guidellm.

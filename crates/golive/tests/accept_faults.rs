@@ -300,3 +300,28 @@ fn failures_beyond_the_expected_context_are_limits_and_observe() {
     assert_eq!(check(&r, "ramp_c1_short")["impact"], "limit");
     assert_eq!(r["verdict"], "observe", "{}", r["verdict_reason"]);
 }
+
+#[test]
+fn every_node_gets_service_and_basic_checks() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let good = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 2,
+    }));
+    let bad = rt.block_on(start(Fault::Http500));
+    let dir = tempfile::tempdir().unwrap();
+    let out = accept(
+        &good.url,
+        dir.path(),
+        &["--url", &bad.url, "--skip", "ramp", "--skip", "soak"],
+    );
+    let r = report(dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(r["urls"].as_array().unwrap().len(), 2);
+    assert_eq!(check(&r, "basic_chat")["status"], "pass");
+    assert_eq!(check(&r, "service_health_node2")["status"], "pass");
+    let node2 = check(&r, "basic_chat_node2");
+    assert_eq!(node2["status"], "fail");
+    assert_eq!(node2["url"], bad.url.as_str());
+    assert_eq!(r["verdict"], "rebuild", "{}", r["verdict_reason"]);
+}
