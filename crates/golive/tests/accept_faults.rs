@@ -325,3 +325,30 @@ fn every_node_gets_service_and_basic_checks() {
     assert_eq!(node2["url"], bad.url.as_str());
     assert_eq!(r["verdict"], "rebuild", "{}", r["verdict_reason"]);
 }
+
+#[test]
+fn no_content_keeps_prompts_and_answers_out_of_the_report() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 2,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    accept(
+        &server.url,
+        dir.path(),
+        &["--no-content", "--skip", "ramp", "--skip", "soak"],
+    );
+    let text = std::fs::read_to_string(dir.path().join("report.json")).unwrap();
+    assert!(!text.contains("Say hello"), "the basic prompt leaked");
+    assert!(
+        !text.contains("mail-order shop"),
+        "the prefix-cache system prompt leaked"
+    );
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let content = check(&r, "basic_chat")["request"]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(content.starts_with("sha256:"), "{content}");
+}

@@ -182,6 +182,9 @@ fn finish(
         if c.reviewer.is_none() {
             c.reviewer = args.reviewer.clone();
         }
+        if args.agent.no_content && c.stage != Stage::Agent {
+            strip_content(c);
+        }
     }
     match outcome {
         None => {
@@ -569,6 +572,41 @@ async fn run_stages(
     }
     report.save_json(out)?;
     Ok(StagesEnd::Done)
+}
+
+/// `--no-content`: prompts and answers become hashes and lengths.
+fn strip_content(c: &mut Check) {
+    fn hashed(text: &str) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        format!(
+            "sha256:{} ({} chars)",
+            hex::encode(digest),
+            text.chars().count()
+        )
+    }
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    match x {
+                        serde_json::Value::String(s) if k == "content" || k == "prompt" => {
+                            *x = serde_json::Value::String(hashed(s));
+                        }
+                        _ => walk(x),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if let Some(r) = &mut c.request {
+        walk(r);
+    }
+    if let Some(answer) = c.evidence.strip_prefix("answer: ") {
+        c.evidence = format!("answer: {}", hashed(answer));
+    }
 }
 
 /// One line per stage on stderr, so a long run shows where it is.
