@@ -431,6 +431,7 @@ async fn run_stages(
     report.save_json(out)?;
 
     // agent
+    note("agent");
     if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
         let checks =
             crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
@@ -442,12 +443,15 @@ async fn run_stages(
     // ramp
     note("ramp");
     let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
-    let max_context = args
-        .max_context
-        .or(info
-            .max_model_len
-            .map(|v| v.min(u64::from(u32::MAX)) as u32))
-        .unwrap_or(4096);
+    let server_max = info
+        .max_model_len
+        .map(|v| v.min(u64::from(u32::MAX)) as u32);
+    let mut max_context = args.max_context.or(server_max).unwrap_or(4096);
+    if let Some(limit) = server_max.filter(|l| *l < max_context) {
+        // Longer requests would only be refused (HTTP 400): a setting, not a capacity limit.
+        eprintln!("golive accept: --max-context {max_context} is above the server's max model length {limit}; using {limit}");
+        max_context = limit;
+    }
     let mut accepted: Option<(u32, Option<f64>)> = None;
     if skip(SkippableStage::Ramp) {
         report
