@@ -1,14 +1,705 @@
-//! `golive load`: the ramp's load generator on its own.
+//! `golive load`: the ramp's load generator on its own, as users run `vllm bench serve`:
+//! fixed concurrency or a fixed request rate, prompt and output lengths, an optional
+//! shared prefix; results as text, JSON and per-request CSV.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use serde::Serialize;
+
+use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
+use crate::report::Percentiles;
+use crate::target::Target;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct LoadArgs {
+    /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
     #[arg(long)]
     pub url: String,
+    /// Requests in flight at once (closed loop); with --rate, the most in flight (1024 unless set).
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: u32,
+    /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Number of requests (default 100 unless --duration is given).
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Run for this long instead of a number of requests, e.g. 30s, 5m.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// Approximate prompt length in tokens.
+    #[arg(long, default_value_t = 128)]
+    pub prompt_tokens: u32,
+    /// Output limit (`max_tokens`).
+    #[arg(long, default_value_t = 128)]
+    pub max_tokens: u32,
+    /// Tokens of the prompt shared by every request (prefix-cache traffic); 0 = none.
+    #[arg(long, default_value_t = 0)]
+    pub shared_prefix_tokens: u32,
+    /// Ask the server to ignore end-of-sequence so every answer has `max_tokens` tokens.
+    #[arg(long)]
+    pub ignore_eos: bool,
+    /// Do not calibrate prompt lengths with a first one-token request (prompt lengths
+    /// are then counted in words, about one token each).
+    #[arg(long)]
+    pub no_calibrate: bool,
+    /// Endpoint: chat or completions.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub api: Api,
+    /// Write the summary as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write one CSV row per request to this file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Summary on stdout: text or json.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: crate::report::OutputFormat,
     #[command(flatten)]
     pub target: crate::target::TargetArgs,
 }
 
+/// What to send, how much and how fast.
+#[derive(Debug, Clone)]
+pub struct LoadPlan {
+    pub api: Api,
+    pub model: String,
+    pub concurrency: u32,
+    /// Open loop: requests per second.
+    pub rate: Option<f64>,
+    pub requests: Option<u64>,
+    pub duration: Option<Duration>,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub shared_prefix_tokens: u32,
+    pub ignore_eos: bool,
+    /// Keep every request's record (CSV, per-interval statistics).
+    pub keep_records: bool,
+    /// Makes prompts unique to this run, so an earlier run's cache does not help.
+    pub run_tag: String,
+    /// Server tokens per prompt word (see [`calibrate_tokens_per_word`]); 1.0 if unknown.
+    pub tokens_per_word: f64,
+}
+
+impl LoadPlan {
+    pub fn new(model: &str) -> Self {
+        LoadPlan {
+            api: Api::Chat,
+            model: model.to_string(),
+            concurrency: 1,
+            rate: None,
+            requests: Some(1),
+            duration: None,
+            prompt_tokens: 128,
+            max_tokens: 64,
+            shared_prefix_tokens: 0,
+            ignore_eos: false,
+            keep_records: false,
+            run_tag: run_tag(),
+            tokens_per_word: 1.0,
+        }
+    }
+
+    /// The request with this index (body built once per request).
+    pub fn request(&self, index: u64) -> RequestSpec {
+        let ratio = if self.tokens_per_word.is_finite() && self.tokens_per_word > 0.0 {
+            self.tokens_per_word
+        } else {
+            1.0
+        };
+        let words = |tokens: u32| (f64::from(tokens) / ratio).round() as u32;
+        let text = prompt_text(
+            words(self.prompt_tokens),
+            words(self.shared_prefix_tokens),
+            &self.run_tag,
+            index,
+        );
+        let mut body = match self.api {
+            Api::Chat => serde_json::json!({
+                "model": self.model,
+                "messages": [{"role": "user", "content": text}],
+            }),
+            Api::Completions => serde_json::json!({"model": self.model, "prompt": text}),
+        };
+        body["max_tokens"] = self.max_tokens.into();
+        body["temperature"] = 0.into();
+        body["stream"] = true.into();
+        body["stream_options"] = serde_json::json!({"include_usage": true});
+        if self.ignore_eos {
+            body["ignore_eos"] = true.into();
+        }
+        RequestSpec::from_json(self.api, &body, false)
+    }
+}
+
+/// Tokens per word of [`prompt_text`] on this server, from the `usage.prompt_tokens`
+/// of a one-token request with a 400-word prompt (every engine reports usage), so
+/// prompt lengths in tokens come out right. `None` when the server does not say.
+pub async fn calibrate_tokens_per_word(
+    client: &OpenAiClient,
+    api: Api,
+    model: &str,
+) -> Option<f64> {
+    const WORDS: u32 = 400;
+    let text = prompt_text(WORDS, 0, &run_tag(), 0);
+    let words = text.split_whitespace().count() as f64;
+    let mut body = match api {
+        Api::Chat => {
+            serde_json::json!({"model": model, "messages": [{"role": "user", "content": text}]})
+        }
+        Api::Completions => serde_json::json!({"model": model, "prompt": text}),
+    };
+    body["max_tokens"] = 1.into();
+    body["stream"] = false.into();
+    let rec = client
+        .send_now(&RequestSpec::from_json(api, &body, false))
+        .await;
+    let tokens = rec.usage.prompt_tokens? as f64;
+    // Clamp: a template or a strange tokenizer must not make prompts absurd.
+    Some((tokens / words).clamp(0.5, 4.0))
+}
+
+/// A short tag unique to this process and moment.
+pub fn run_tag() -> String {
+    format!(
+        "{:x}{:x}",
+        std::process::id(),
+        chrono::Utc::now().timestamp_micros() & 0xffff_ffff
+    )
+}
+
+const WORDS: &[&str] = &[
+    "the", "river", "stone", "light", "garden", "window", "paper", "market", "engine", "forest",
+    "silver", "morning", "table", "signal", "harbor", "letter", "winter", "bridge", "music",
+    "orange", "valley", "mirror", "shadow", "planet", "island", "summer", "thunder", "copper",
+    "meadow", "lantern", "circle", "candle", "ocean", "pencil", "basket", "marble", "rocket",
+    "tunnel", "castle", "feather", "button", "ladder", "jacket", "pepper", "violet", "cotton",
+    "anchor", "meadow", "falcon", "saddle", "timber", "velvet", "wallet", "quartz", "ribbon",
+    "canvas", "desert", "glacier", "hammer", "kettle", "lemon", "needle", "puzzle", "sunset",
+];
+
+/// About `tokens` tokens of text (one common word ≈ one token): `shared` tokens identical
+/// for every request of the run, then a part unique to the request.
+pub fn prompt_text(tokens: u32, shared: u32, tag: &str, index: u64) -> String {
+    let shared = shared.min(tokens);
+    let mut out = String::with_capacity(tokens as usize * 8 + 64);
+    if shared > 0 {
+        out.push_str(&format!("Context {tag}:"));
+        push_words(&mut out, shared.saturating_sub(4), 0x9e37_79b9);
+        out.push('\n');
+    }
+    out.push_str(&format!("Request {tag}-{index}:"));
+    let unique = tokens.saturating_sub(shared).saturating_sub(8);
+    push_words(
+        &mut out,
+        unique,
+        index.wrapping_mul(0x2545_f491).wrapping_add(1),
+    );
+    out.push_str("\nContinue the text.");
+    out
+}
+
+fn push_words(out: &mut String, n: u32, seed: u64) {
+    let mut x = seed | 1;
+    for _ in 0..n {
+        // xorshift: cheap, deterministic word choice
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.push(' ');
+        out.push_str(WORDS[(x % WORDS.len() as u64) as usize]);
+    }
+}
+
+/// Live counters a caller can sample while the load runs (soak, progress).
+#[derive(Debug, Default)]
+pub struct LoadCounters {
+    pub started: AtomicU64,
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+    pub in_flight: AtomicI64,
+}
+
+/// What a load run measured.
+#[derive(Debug, Clone)]
+pub struct LoadResult {
+    pub stats: LatencyStats,
+    /// Every request (only with `keep_records`), in completion order per worker.
+    pub records: Vec<RequestRecord>,
+    pub elapsed: Duration,
+}
+
+impl LoadResult {
+    pub fn request_rate(&self) -> f64 {
+        self.stats.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Runs the plan against the client; one worker task per concurrent stream (closed
+/// loop), or a scheduler that starts requests at their planned times (open loop).
+pub async fn run_load(
+    client: Arc<OpenAiClient>,
+    plan: Arc<LoadPlan>,
+    counters: Arc<LoadCounters>,
+    progress: Option<indicatif::ProgressBar>,
+) -> LoadResult {
+    let started = Instant::now();
+    let deadline = plan.duration.map(|d| started + d);
+    let limit = match (plan.requests, plan.duration) {
+        (Some(n), _) => n,
+        (None, Some(_)) => u64::MAX,
+        (None, None) => 100,
+    };
+    let (stats, records) = if let Some(rate) = plan.rate.filter(|r| *r > 0.0) {
+        open_loop(
+            client, plan, counters, progress, rate, limit, deadline, started,
+        )
+        .await
+    } else {
+        closed_loop(client, plan, counters, progress, limit, deadline).await
+    };
+    LoadResult {
+        stats,
+        records,
+        elapsed: started.elapsed(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn open_loop(
+    client: Arc<OpenAiClient>,
+    plan: Arc<LoadPlan>,
+    counters: Arc<LoadCounters>,
+    progress: Option<indicatif::ProgressBar>,
+    rate: f64,
+    limit: u64,
+    deadline: Option<Instant>,
+    started: Instant,
+) -> (LatencyStats, Vec<RequestRecord>) {
+    let permits = Arc::new(tokio::sync::Semaphore::new(plan.concurrency.max(1) as usize));
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
+    let interval = Duration::from_secs_f64(1.0 / rate);
+    let mut index = 0u64;
+    let scheduler = {
+        let counters = counters.clone();
+        let plan = plan.clone();
+        async move {
+            while index < limit {
+                let scheduled = started + interval.mul_f64(index as f64);
+                if deadline.is_some_and(|d| scheduled >= d) {
+                    break;
+                }
+                tokio::time::sleep_until(tokio::time::Instant::from_std(scheduled)).await;
+                // At most `concurrency` in flight: a saturated server delays starts,
+                // which shows as schedule lag rather than unbounded client memory.
+                let Ok(permit) = permits.clone().acquire_owned().await else {
+                    break;
+                };
+                let (client, plan, counters, tx) =
+                    (client.clone(), plan.clone(), counters.clone(), tx.clone());
+                let i = index;
+                counters.started.fetch_add(1, Ordering::Relaxed);
+                counters.in_flight.fetch_add(1, Ordering::Relaxed);
+                tokio::spawn(async move {
+                    let spec = plan.request(i);
+                    let rec = client.send(&spec, scheduled, i).await;
+                    counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    counters.done.fetch_add(1, Ordering::Relaxed);
+                    if rec.error.is_some() {
+                        counters.errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                    drop(permit);
+                    let _ = tx.send(rec);
+                });
+                index += 1;
+            }
+        }
+    };
+    let collector = async {
+        let mut stats = LatencyStats::default();
+        let mut records = Vec::new();
+        while let Some(rec) = rx.recv().await {
+            stats.record(&rec);
+            if let Some(p) = &progress {
+                p.inc(1);
+            }
+            if plan.keep_records {
+                records.push(rec);
+            }
+        }
+        (stats, records)
+    };
+    let ((), out) = tokio::join!(scheduler, collector);
+    out
+}
+
+async fn closed_loop(
+    client: Arc<OpenAiClient>,
+    plan: Arc<LoadPlan>,
+    counters: Arc<LoadCounters>,
+    progress: Option<indicatif::ProgressBar>,
+    limit: u64,
+    deadline: Option<Instant>,
+) -> (LatencyStats, Vec<RequestRecord>) {
+    let next = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::new();
+    for _ in 0..plan.concurrency.max(1) {
+        let (client, plan, counters, next, progress) = (
+            client.clone(),
+            plan.clone(),
+            counters.clone(),
+            next.clone(),
+            progress.clone(),
+        );
+        workers.push(tokio::spawn(async move {
+            // Each worker keeps its own statistics: no lock on the hot path.
+            let mut stats = LatencyStats::default();
+            let mut records = Vec::new();
+            loop {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= limit {
+                    break;
+                }
+                let spec = plan.request(i);
+                counters.started.fetch_add(1, Ordering::Relaxed);
+                counters.in_flight.fetch_add(1, Ordering::Relaxed);
+                let rec = client.send(&spec, Instant::now(), i).await;
+                counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                counters.done.fetch_add(1, Ordering::Relaxed);
+                if rec.error.is_some() {
+                    counters.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                stats.record(&rec);
+                if let Some(p) = &progress {
+                    p.inc(1);
+                }
+                if plan.keep_records {
+                    records.push(rec);
+                }
+            }
+            (stats, records)
+        }));
+    }
+    let mut stats = LatencyStats::default();
+    let mut records = Vec::new();
+    for w in workers {
+        if let Ok((s, r)) = w.await {
+            merge_stats(&mut stats, &s);
+            records.extend(r);
+        }
+    }
+    (stats, records)
+}
+
+/// Adds `other` into `into`.
+pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
+    let _ = into.ttft.add(&other.ttft);
+    let _ = into.itl.add(&other.itl);
+    let _ = into.tpot.add(&other.tpot);
+    let _ = into.e2e.add(&other.e2e);
+    into.requests += other.requests;
+    into.errors += other.errors;
+    for (k, v) in &other.errors_by_kind {
+        *into.errors_by_kind.entry(k.clone()).or_default() += v;
+    }
+    for (k, v) in &other.error_examples {
+        into.error_examples
+            .entry(k.clone())
+            .or_insert_with(|| v.clone());
+    }
+    into.output_tokens += other.output_tokens;
+    into.chunks += other.chunks;
+    into.prompt_tokens += other.prompt_tokens;
+    into.cached_tokens += other.cached_tokens;
+    if other.last_success_at > into.last_success_at {
+        into.last_success_at = other.last_success_at;
+    }
+}
+
+/// The JSON summary of `golive load`.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadSummary {
+    pub url: String,
+    pub model: String,
+    pub api: Api,
+    pub concurrency: u32,
+    pub rate: Option<f64>,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub shared_prefix_tokens: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    pub error_examples: std::collections::BTreeMap<String, String>,
+    pub duration_s: f64,
+    pub request_rate: f64,
+    pub output_tokens: u64,
+    pub output_tokens_per_s: f64,
+    pub chunks: u64,
+    pub prompt_tokens_total: u64,
+    pub cached_tokens_total: u64,
+    pub ttft_ms: Percentiles,
+    pub itl_ms: Percentiles,
+    pub tpot_ms: Percentiles,
+    pub e2e_ms: Percentiles,
+}
+
+impl LoadSummary {
+    pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
+        let s = &result.stats;
+        let secs = result.elapsed.as_secs_f64().max(1e-9);
+        LoadSummary {
+            url: url.to_string(),
+            model: plan.model.clone(),
+            api: plan.api,
+            concurrency: plan.concurrency,
+            rate: plan.rate,
+            prompt_tokens: plan.prompt_tokens,
+            max_tokens: plan.max_tokens,
+            shared_prefix_tokens: plan.shared_prefix_tokens,
+            requests: s.requests,
+            errors: s.errors,
+            errors_by_kind: s.errors_by_kind.clone(),
+            error_examples: s.error_examples.clone(),
+            duration_s: secs,
+            request_rate: s.requests as f64 / secs,
+            output_tokens: s.output_tokens,
+            output_tokens_per_s: s.output_tokens as f64 / secs,
+            chunks: s.chunks,
+            prompt_tokens_total: s.prompt_tokens,
+            cached_tokens_total: s.cached_tokens,
+            ttft_ms: s.ttft_ms(),
+            itl_ms: s.itl_ms(),
+            tpot_ms: s.tpot_ms(),
+            e2e_ms: s.e2e_ms(),
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let row = |name: &str, p: &Percentiles| {
+            format!(
+                "{name:<5} ms  p50 {:>9.2}  p90 {:>9.2}  p95 {:>9.2}  p99 {:>9.2}  max {:>9.2}  (n={})\n",
+                p.p50, p.p90, p.p95, p.p99, p.max, p.count
+            )
+        };
+        let mut out = format!(
+            "golive load: {} model {} ({:?}), concurrency {}{}\n\
+             requests {} errors {} in {:.2} s: {:.2} req/s, {:.1} output tok/s, {} chunks\n",
+            self.url,
+            self.model,
+            self.api,
+            self.concurrency,
+            self.rate
+                .map(|r| format!(", rate {r}/s"))
+                .unwrap_or_default(),
+            self.requests,
+            self.errors,
+            self.duration_s,
+            self.request_rate,
+            self.output_tokens_per_s,
+            self.chunks,
+        );
+        for (kind, n) in &self.errors_by_kind {
+            let example = self
+                .error_examples
+                .get(kind)
+                .map(String::as_str)
+                .unwrap_or("");
+            out.push_str(&format!("  error {kind}: {n} (e.g. {example})\n"));
+        }
+        out.push_str(&row("TTFT", &self.ttft_ms));
+        out.push_str(&row("ITL", &self.itl_ms));
+        out.push_str(&row("TPOT", &self.tpot_ms));
+        out.push_str(&row("E2E", &self.e2e_ms));
+        out
+    }
+}
+
+/// Per-request CSV rows (times in ms since the client's epoch).
+pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    w.write_record([
+        "index",
+        "scheduled_ms",
+        "start_ms",
+        "first_byte_ms",
+        "first_token_ms",
+        "end_ms",
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_ms",
+        "chunks",
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "http_status",
+        "error",
+        "error_detail",
+    ])?;
+    let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    let mut sorted: Vec<&RequestRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.index);
+    for r in sorted {
+        w.write_record([
+            r.index.to_string(),
+            ms(r.scheduled_us),
+            ms(r.start_us),
+            opt(r.first_byte_us.map(ms)),
+            opt(r.first_token_us.map(ms)),
+            ms(r.end_us),
+            opt(r.ttft_ms().map(|v| format!("{v:.3}"))),
+            opt(r.tpot_ms().map(|v| format!("{v:.3}"))),
+            format!("{:.3}", r.e2e_ms()),
+            r.chunks.to_string(),
+            opt(r.usage.prompt_tokens.map(|v| v.to_string())),
+            opt(r.usage.completion_tokens.map(|v| v.to_string())),
+            opt(r.cached_tokens().map(|v| v.to_string())),
+            opt(r.http_status.map(|v| v.to_string())),
+            r.error.map(|e| e.as_str().to_string()).unwrap_or_default(),
+            r.error_detail.clone(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// A progress bar on stderr when it is a terminal, else none.
+pub fn progress_bar(len: Option<u64>, msg: &str) -> Option<indicatif::ProgressBar> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = match len {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{elapsed_precise}] {bar:30} {pos}/{len}")
+    {
+        bar.set_style(style);
+    }
+    bar.set_message(msg.to_string());
+    Some(bar)
+}
+
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
-    let _ = args;
-    anyhow::bail!("golive load is not built yet")
+    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    if let Some(r) = args.rate {
+        anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
+    }
+    anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
+    let mut target = Target::new(&args.url, &args.target)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let client = OpenAiClient::new(&target)?;
+        let model = match target.resolve_model(&client.http).await {
+            Ok(m) => m,
+            Err(e) => {
+                eprintln!("golive load: {e:#}");
+                return Ok(crate::exit::UNREACHABLE);
+            }
+        };
+        let plan = LoadPlan {
+            api: args.api,
+            model: model.clone(),
+            concurrency: if args.rate.is_some() && args.concurrency == 1 {
+                // Open loop: the concurrency flag is only a cap; default to a generous one.
+                1024
+            } else {
+                args.concurrency
+            },
+            rate: args.rate,
+            requests: args.requests.or(if args.duration.is_some() {
+                None
+            } else {
+                Some(100)
+            }),
+            duration: args.duration,
+            prompt_tokens: args.prompt_tokens,
+            max_tokens: args.max_tokens,
+            shared_prefix_tokens: args.shared_prefix_tokens,
+            ignore_eos: args.ignore_eos,
+            keep_records: args.csv.is_some(),
+            run_tag: run_tag(),
+            tokens_per_word: if args.no_calibrate {
+                1.0
+            } else {
+                calibrate_tokens_per_word(&client, args.api, &model)
+                    .await
+                    .unwrap_or(1.0)
+            },
+        };
+        let progress = progress_bar(plan.requests, "load");
+        let plan = Arc::new(plan);
+        let result = run_load(
+            Arc::new(client),
+            plan.clone(),
+            Arc::new(LoadCounters::default()),
+            progress.clone(),
+        )
+        .await;
+        if let Some(p) = progress {
+            p.finish_and_clear();
+        }
+        let summary = LoadSummary::new(&target.base_url, &plan, &result);
+        if let Some(path) = &args.json {
+            crate::report::write_atomic(path, &serde_json::to_vec_pretty(&summary)?)?;
+        }
+        if let Some(path) = &args.csv {
+            write_csv(path, &result.records)?;
+        }
+        match args.format {
+            crate::report::OutputFormat::Json => {
+                println!("{}", serde_json::to_string_pretty(&summary)?)
+            }
+            crate::report::OutputFormat::Text => {
+                print!("{}", summary.to_text());
+                // One machine-readable line for benchmark harnesses.
+                println!(
+                    "completed={} duration={:.3}",
+                    summary.requests - summary.errors,
+                    summary.duration_s
+                );
+            }
+        }
+        Ok(if summary.errors == 0 && summary.requests > 0 {
+            crate::exit::OK
+        } else {
+            crate::exit::FOUND
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prompts_share_exactly_the_prefix() {
+        let a = prompt_text(200, 100, "t", 1);
+        let b = prompt_text(200, 100, "t", 2);
+        let common = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let shared_part = a.find("Request").unwrap();
+        assert!(common >= shared_part, "{common} < {shared_part}");
+        assert_ne!(a, b);
+        let words = a.split_whitespace().count();
+        assert!((180..=215).contains(&words), "{words} words");
+        // No shared prefix: requests differ right after the run tag.
+        let c = prompt_text(50, 0, "t", 1);
+        let d = prompt_text(50, 0, "t", 2);
+        assert_ne!(c, d);
+    }
 }

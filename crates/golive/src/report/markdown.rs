@@ -1,7 +1,263 @@
-//! Markdown rendering of a report.
-use super::Report;
+//! Markdown rendering of a report: verdict, checks, measurements, baseline, sign-offs.
+use super::{Percentiles, Report, Status};
+
+fn cell(s: &str) -> String {
+    // One table row per check: no newlines or pipes inside a cell.
+    let one_line = s.replace(['\n', '\r'], " ").replace('|', "\\|");
+    if one_line.chars().count() > 240 {
+        format!("{}…", one_line.chars().take(240).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "pass",
+        Status::Warn => "**warn**",
+        Status::Fail => "**FAIL**",
+        Status::Skip => "skip",
+        Status::Unknown => "unknown",
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("–".to_string(), |x| format!("{x:.digits$}"))
+}
+
+fn pct(p: &Percentiles) -> String {
+    if p.count == 0 {
+        "–".into()
+    } else {
+        format!("{:.0} / {:.0}", p.p50, p.p95)
+    }
+}
 
 pub fn render(report: &Report) -> String {
-    let _ = report;
-    String::new()
+    let mut md = String::new();
+    md.push_str("# golive acceptance report\n\n");
+    let verdict = report
+        .verdict
+        .map_or("none (run incomplete)", |v| v.as_str());
+    md.push_str(&format!("**Verdict: {verdict}**"));
+    if !report.verdict_reason.is_empty() {
+        md.push_str(&format!(" — {}", report.verdict_reason));
+    }
+    md.push_str("\n\n");
+    md.push_str("| | |\n|---|---|\n");
+    md.push_str(&format!(
+        "| Servers | {} |\n",
+        cell(&report.urls.join(", "))
+    ));
+    md.push_str(&format!(
+        "| Engine / model | {} / {} |\n",
+        report.engine.as_deref().unwrap_or("–"),
+        report.model.as_deref().unwrap_or("–")
+    ));
+    if let Some(p) = &report.profile {
+        md.push_str(&format!("| Profile | {} |\n", cell(p)));
+    }
+    md.push_str(&format!(
+        "| Started / finished | {} / {} |\n",
+        report.started_at.to_rfc3339(),
+        report
+            .finished_at
+            .map_or("not finished".to_string(), |t| t.to_rfc3339())
+    ));
+    md.push_str(&format!(
+        "| Complete | {} |\n",
+        if report.complete {
+            "yes"
+        } else {
+            "**no** (interrupted or still running)"
+        }
+    ));
+    md.push_str(&format!(
+        "| Operator / reviewer | {} / {} |\n",
+        report.operator.as_deref().unwrap_or("–"),
+        report.reviewer.as_deref().unwrap_or("–")
+    ));
+    md.push_str(&format!(
+        "| golive | {} (schema {}) |\n\n",
+        report.tool_version, report.schema_version
+    ));
+
+    let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
+    md.push_str(&format!(
+        "## Checks\n\n{} pass, {} warn, {} fail, {} skip, {} unknown\n\n",
+        count(Status::Pass),
+        count(Status::Warn),
+        count(Status::Fail),
+        count(Status::Skip),
+        count(Status::Unknown)
+    ));
+    md.push_str("| Check | Stage | Status | Impact | Measurement |\n|---|---|---|---|---|\n");
+    for c in &report.checks {
+        md.push_str(&format!(
+            "| `{}` | {:?} | {} | {:?} | {} |\n",
+            c.id,
+            c.stage,
+            status_word(c.status),
+            c.impact,
+            cell(&c.measurement)
+        ));
+    }
+    let problems: Vec<_> = report
+        .checks
+        .iter()
+        .filter(|c| matches!(c.status, Status::Fail | Status::Warn))
+        .collect();
+    if !problems.is_empty() {
+        md.push_str("\n## Failures and warnings\n");
+        for c in problems {
+            md.push_str(&format!("\n### `{}` — {}\n\n", c.id, status_word(c.status)));
+            md.push_str(&format!("- Test: {}\n", c.test_case));
+            md.push_str(&format!("- Measured: {}\n", c.measurement));
+            if let Some(o) = c.owner {
+                md.push_str(&format!("- Owner: {o:?}\n"));
+            }
+            if !c.next_step.is_empty() {
+                md.push_str(&format!("- Next step: {}\n", c.next_step));
+            }
+            if !c.evidence.is_empty() {
+                md.push_str(&format!(
+                    "\n```text\n{}\n```\n",
+                    c.evidence.replace("```", "'''")
+                ));
+            }
+            if let Some(r) = &c.request {
+                md.push_str(&format!(
+                    "\n<details><summary>request</summary>\n\n```json\n{}\n```\n</details>\n",
+                    serde_json::to_string_pretty(r).unwrap_or_default()
+                ));
+            }
+        }
+    }
+
+    let m = &report.measurements;
+    if !m.prefix_cache.is_empty() {
+        md.push_str("\n## Prefix cache\n\n| Request | Prompt tokens | Cached tokens | Hits (metrics) | Prefill ms | TTFT ms |\n|---|---|---|---|---|---|\n");
+        for s in &m.prefix_cache {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                s.role,
+                s.prompt_tokens.map_or("–".into(), |v| v.to_string()),
+                s.cached_tokens.map_or("–".into(), |v| v.to_string()),
+                opt(s.hits_delta, 0),
+                opt(s.prefill_ms, 0),
+                opt(s.ttft_ms, 0)
+            ));
+        }
+    }
+    if !m.ramp.is_empty() {
+        md.push_str("\n## Ramp\n\n| Step | Conc. | Prompt | Requests | Errors | TTFT p50/p95 ms | ITL p50/p95 ms | E2E p50/p95 ms | KV max | Waiting max | Preemptions | GPU MiB | Status |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for s in &m.ramp {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell(&s.label),
+                s.concurrency,
+                s.prompt_tokens,
+                s.requests,
+                s.errors,
+                pct(&s.ttft_ms),
+                pct(&s.itl_ms),
+                pct(&s.e2e_ms),
+                s.kv_cache_usage
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                opt(s.waiting_max, 0),
+                opt(s.preemptions, 0),
+                opt(s.gpu_memory_used_mib, 0),
+                s.status.map_or("–", status_word)
+            ));
+        }
+    }
+    if !m.soak.is_empty() {
+        md.push_str("\n## Soak\n\n| t s | Done | Errors | Running | Waiting | KV | Cache hit ratio | TTFT p95 ms |\n|---|---|---|---|---|---|---|---|\n");
+        for s in &m.soak {
+            md.push_str(&format!(
+                "| {:.0} | {} | {} | {} | {} | {} | {} | {} |\n",
+                s.t_s,
+                s.requests_done,
+                s.errors,
+                opt(s.running, 0),
+                opt(s.waiting, 0),
+                s.kv_cache_usage
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                s.cache_hit_ratio
+                    .map_or("–".into(), |v| format!("{:.0}%", v * 100.0)),
+                opt(s.ttft_p95_ms, 0)
+            ));
+        }
+    }
+    let b = &report.baseline;
+    md.push_str("\n## Baseline (for `golive watch`)\n\n| Metric | Value |\n|---|---|\n");
+    md.push_str(&format!(
+        "| Cache hit ratio | {} |\n",
+        b.cache_hit_ratio
+            .map_or("–".into(), |v| format!("{:.1}%", v * 100.0))
+    ));
+    md.push_str(&format!(
+        "| TTFT p50 / p95 ms | {} / {} |\n",
+        opt(b.ttft_p50_ms, 1),
+        opt(b.ttft_p95_ms, 1)
+    ));
+    md.push_str(&format!("| ITL p95 ms | {} |\n", opt(b.itl_p95_ms, 2)));
+    md.push_str(&format!(
+        "| Warm prefill ms | {} |\n",
+        opt(b.prefill_warm_ms, 1)
+    ));
+    md.push_str(&format!(
+        "| Error rate | {} |\n",
+        b.error_rate
+            .map_or("–".into(), |v| format!("{:.2}%", v * 100.0))
+    ));
+    md.push_str(&format!(
+        "| Accepted concurrency | {} |\n",
+        b.accepted_concurrency.map_or("–".into(), |v| v.to_string())
+    ));
+    md.push_str(&format!(
+        "| Request rate | {} req/s |\n",
+        opt(b.request_rate_rps, 2)
+    ));
+    md.push_str(&format!(
+        "| KV cache max | {} |\n",
+        b.kv_cache_usage_max
+            .map_or("–".into(), |v| format!("{:.0}%", v * 100.0))
+    ));
+    md.push_str(&format!("| Waiting max | {} |\n", opt(b.waiting_max, 0)));
+
+    if !report.signoffs.is_empty() {
+        md.push_str("\n## Sign-offs\n\n| Reviewer | Decision | At | Note |\n|---|---|---|---|\n");
+        for s in &report.signoffs {
+            md.push_str(&format!(
+                "| {} | {} | {} | {} |\n",
+                cell(&s.reviewer),
+                s.decision.as_str(),
+                s.at.to_rfc3339(),
+                cell(&s.note)
+            ));
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Check, Impact, Stage};
+
+    #[test]
+    fn failures_are_listed_with_evidence_and_cells_stay_one_line() {
+        let mut r = Report::new(vec!["http://127.0.0.1:1".into()]);
+        let mut c = Check::new("prefix_cache", Stage::PrefixCache, Status::Fail, "t");
+        c.measurement = "feature off | line1\nline2".into();
+        c.evidence = "hits 0".into();
+        c.impact = Impact::Environment;
+        r.checks.push(c);
+        r.decide();
+        let md = render(&r);
+        assert!(md.contains("**Verdict: rebuild**"));
+        assert!(md.contains("feature off \\| line1 line2"));
+        assert!(md.contains("```text\nhits 0\n```"));
+    }
 }

@@ -1,0 +1,627 @@
+//! `golive accept`: the acceptance run, stage by stage, ending in a verdict.
+//!
+//! Stages: environment (from `--bundle`), service and basic (per `--url`), prefix
+//! cache, agent, ramp, soak. `report.json` is rewritten after every stage with
+//! `complete: false`, so an interrupted run (Ctrl-C included) keeps what it measured;
+//! at the end the verdict is decided and report.md, junit.xml and report.html written.
+//!
+//! Verdict rules (README): environment or agent-interface failures -> rebuild;
+//! capacity failures at the expected load -> expand; failures only beyond the expected
+//! load (limits), non-blocking failures or warnings -> observe; all pass -> release.
+
+pub mod engine;
+pub mod prefix_cache;
+pub mod ramp;
+pub mod service;
+pub mod soak;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::client::OpenAiClient;
+use crate::report::{Check, Impact, Report, Stage, Status, Verdict};
+use crate::target::Target;
+
+/// Stages that can be left out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SkippableStage {
+    PrefixCache,
+    Agent,
+    Ramp,
+    Soak,
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct AcceptArgs {
+    /// OpenAI-compatible API server; repeat once per node (service and basic run on each).
+    #[arg(long, required = true)]
+    pub url: Vec<String>,
+    /// Directory for report.json, report.md, junit.xml, report.html.
+    #[arg(long, default_value = "golive-report")]
+    pub out: PathBuf,
+    /// Deployment profile (`kimi-k3`, `vllm` or a file), for the environment checklist.
+    #[arg(long)]
+    pub profile: Option<String>,
+    /// Bundle directory from `golive collect` (one per node): joins the environment checklist.
+    #[arg(long)]
+    pub bundle: Vec<PathBuf>,
+    /// Server log: a failed stage is triaged and its first-cause line becomes the evidence.
+    #[arg(long)]
+    pub server_log: Option<PathBuf>,
+    /// Container of the server (docker or podman): on a failure its logs are saved to
+    /// DIR/server-container.log and triaged like --server-log.
+    #[arg(long)]
+    pub server_container: Option<String>,
+    /// Highest concurrency of the ramp.
+    #[arg(long, default_value_t = 8)]
+    pub concurrency: u32,
+    /// The expected load; ramp failures above it are limits (observe), at or below it capacity failures (expand). Default: --concurrency.
+    #[arg(long)]
+    pub expected_concurrency: Option<u32>,
+    /// Longest context (prompt + output) of the ramp, in tokens. Default: the server's max model length (else 4096).
+    #[arg(long)]
+    pub max_context: Option<u32>,
+    /// Expected context; longer ramp steps that fail are limits. Default: --max-context.
+    #[arg(long)]
+    pub expected_context: Option<u32>,
+    /// Length of the soak, e.g. 10m.
+    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
+    pub duration: Duration,
+    /// Output limit of ramp and soak requests.
+    #[arg(long, default_value_t = 64)]
+    pub output_tokens: u32,
+    /// Prompt length of the short requests (tokens, approximate).
+    #[arg(long, default_value_t = 128)]
+    pub short_prompt: u32,
+    /// Requests per concurrent stream in each ramp step.
+    #[arg(long, default_value_t = 2)]
+    pub ramp_requests: u32,
+    /// Length of the shared system prompt of the prefix-cache proof (words ≈ tokens).
+    #[arg(long, default_value_t = 400)]
+    pub prefix_words: u32,
+    /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails.
+    #[arg(long)]
+    pub slo_ttft_p95_ms: Option<f64>,
+    /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
+    #[arg(long)]
+    pub slo_itl_p95_ms: Option<f64>,
+    /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
+    #[arg(long)]
+    pub dcgm: Option<String>,
+    /// Who reviews this run (recorded on every check).
+    #[arg(long)]
+    pub reviewer: Option<String>,
+    /// Who runs it (default: the login name).
+    #[arg(long)]
+    pub operator: Option<String>,
+    /// Leave stages out (repeatable): prefix-cache, agent, ramp, soak.
+    #[arg(long, value_enum)]
+    pub skip: Vec<SkippableStage>,
+    #[command(flatten)]
+    pub target: crate::target::TargetArgs,
+    #[command(flatten)]
+    pub agent: crate::agent::AgentOptions,
+}
+
+/// One API server under test.
+pub struct Node {
+    pub target: Target,
+    pub client: Arc<OpenAiClient>,
+}
+
+pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
+    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    anyhow::ensure!(
+        args.output_tokens >= 1,
+        "--output-tokens must be at least 1"
+    );
+    if let Some(log) = &args.server_log {
+        anyhow::ensure!(
+            log.exists(),
+            "--server-log {} does not exist",
+            log.display()
+        );
+    }
+    let mut nodes = Vec::new();
+    for url in &args.url {
+        let target = Target::new(url, &args.target)?;
+        let client = Arc::new(OpenAiClient::new(&target)?);
+        nodes.push(Node { target, client });
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async move {
+        let mut report = Report::new(nodes.iter().map(|n| n.target.base_url.clone()).collect());
+        report.profile = args.profile.clone();
+        report.reviewer = args.reviewer.clone();
+        report.operator = args
+            .operator
+            .clone()
+            .or_else(|| std::env::var("USER").ok())
+            .or_else(|| std::env::var("LOGNAME").ok());
+        report.save_json(&args.out)?;
+        let outcome = tokio::select! {
+            r = run_stages(&args, &mut nodes, &mut report) => Some(r?),
+            _ = tokio::signal::ctrl_c() => None,
+        };
+        finish(&args, &mut report, outcome)
+    })
+}
+
+/// How the stages ended.
+enum StagesEnd {
+    Done,
+    Unreachable,
+}
+
+fn finish(
+    args: &AcceptArgs,
+    report: &mut Report,
+    outcome: Option<StagesEnd>,
+) -> anyhow::Result<u8> {
+    if let Some(log) = &args.server_log {
+        attach_triage(report, log);
+    } else if let Some(name) = &args.server_container {
+        if any_server_failure(report) {
+            match container_logs(name, &args.out) {
+                Ok(log) => attach_triage(report, &log),
+                Err(e) => {
+                    eprintln!("golive accept: cannot read the logs of container {name}: {e:#}")
+                }
+            }
+        }
+    }
+    for c in &mut report.checks {
+        if c.reviewer.is_none() {
+            c.reviewer = args.reviewer.clone();
+        }
+        if args.agent.no_content && c.stage != Stage::Agent {
+            strip_content(c);
+        }
+    }
+    match outcome {
+        None => {
+            // Interrupted: keep what was measured, decide nothing.
+            report.complete = false;
+            report.verdict = None;
+            report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
+            write_outputs(report, &args.out)?;
+            eprintln!(
+                "golive accept: interrupted; partial report in {}",
+                args.out.display()
+            );
+            Ok(crate::exit::FOUND)
+        }
+        Some(end) => {
+            report.decide();
+            report.complete = true;
+            report.finished_at = Some(chrono::Utc::now());
+            write_outputs(report, &args.out)?;
+            eprintln!(
+                "golive accept: verdict {} ({}); report in {}",
+                report.verdict.map_or("none", Verdict::as_str),
+                report.verdict_reason,
+                args.out.display()
+            );
+            Ok(match (end, report.verdict) {
+                (StagesEnd::Unreachable, _) => crate::exit::UNREACHABLE,
+                (_, Some(Verdict::Release)) => crate::exit::OK,
+                _ => crate::exit::FOUND,
+            })
+        }
+    }
+}
+
+/// Writes report.json, report.md, junit.xml and report.html into `out`.
+pub fn write_outputs(report: &Report, out: &Path) -> anyhow::Result<()> {
+    report.save_json(out)?;
+    crate::report::write_atomic(
+        &out.join("report.md"),
+        crate::report::markdown::render(report).as_bytes(),
+    )?;
+    crate::report::write_atomic(
+        &out.join("junit.xml"),
+        crate::report::junit::render(report)?.as_bytes(),
+    )?;
+    crate::report::write_atomic(
+        &out.join("report.html"),
+        crate::report::html::render(report).as_bytes(),
+    )?;
+    Ok(())
+}
+
+fn any_server_failure(report: &Report) -> bool {
+    report
+        .checks
+        .iter()
+        .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent))
+}
+
+/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`.
+fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
+    let mut last_err = None;
+    for tool in ["docker", "podman"] {
+        match std::process::Command::new(tool)
+            .args(["logs", "--tail", "20000", name])
+            .output()
+        {
+            Ok(o) if o.status.success() => {
+                // Containers log to both streams; the engine's errors are usually on stderr.
+                let mut text = o.stdout;
+                text.extend_from_slice(&o.stderr);
+                let path = out.join("server-container.log");
+                crate::report::write_atomic(&path, &text)?;
+                return Ok(path);
+            }
+            Ok(o) => {
+                last_err = Some(anyhow::anyhow!(
+                    "{tool} logs {name}: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))
+            }
+            Err(e) => last_err = Some(anyhow::anyhow!("{tool}: {e}")),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no container tool")))
+}
+
+/// Puts the triage engine's first-cause line into the evidence of failed server-side checks.
+fn attach_triage(report: &mut Report, log: &Path) {
+    if !any_server_failure(report) {
+        return;
+    }
+    let opts = crate::triage::TriageOptions {
+        context: 5,
+        ..Default::default()
+    };
+    let line = match crate::triage::analyze_paths(&[log.to_path_buf()], &opts) {
+        Ok(t) => t.primary.map(|f| {
+            format!(
+                "first cause ({} line {}, {:?}): {}\n{}",
+                f.file, f.line, f.class, f.text, f.why
+            )
+        }),
+        Err(e) => Some(format!("triage of {} failed: {e:#}", log.display())),
+    };
+    let Some(line) = line else { return };
+    for c in report.checks.iter_mut().filter(|c| {
+        c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent)
+    }) {
+        c.evidence = if c.evidence.is_empty() {
+            line.clone()
+        } else {
+            format!("{line}\n---\n{}", c.evidence)
+        };
+    }
+}
+
+fn environment_checks(args: &AcceptArgs) -> Vec<Check> {
+    match crate::check::check_bundles(&args.bundle, args.profile.as_deref()) {
+        Ok(r) => r
+            .items
+            .into_iter()
+            .map(|item| {
+                let mut c = Check::new(item.id, Stage::Environment, item.status, item.title);
+                c.measurement = item.evidence.lines().next().unwrap_or("").to_string();
+                c.evidence = item.evidence;
+                c.next_step = item.next_step;
+                c.impact = Impact::Environment;
+                c.owner = Some(crate::report::Owner::Environment);
+                c
+            })
+            .collect(),
+        Err(e) => {
+            let mut c = Check::new(
+                "environment_bundles",
+                Stage::Environment,
+                Status::Fail,
+                "the environment bundles can be read and judged",
+            );
+            c.measurement = "bundles could not be judged".into();
+            c.evidence = format!("{e:#}");
+            c.impact = Impact::Environment;
+            vec![c]
+        }
+    }
+}
+
+fn skipped(id: &str, stage: Stage, why: &str) -> Check {
+    let mut c = Check::new(id, stage, Status::Skip, format!("{id} stage"));
+    c.measurement = format!("not run: {why}");
+    c
+}
+
+async fn run_stages(
+    args: &AcceptArgs,
+    nodes: &mut [Node],
+    report: &mut Report,
+) -> anyhow::Result<StagesEnd> {
+    let out = args.out.as_path();
+    if !args.bundle.is_empty() {
+        report.checks.extend(environment_checks(args));
+        report.save_json(out)?;
+    }
+
+    // service, per node
+    note("service");
+    let mut infos = Vec::new();
+    let mut all_unreachable = true;
+    for (i, node) in nodes.iter().enumerate() {
+        let o = service::service_stage(node, i).await;
+        all_unreachable &= o.unreachable;
+        report.checks.extend(o.checks);
+        infos.push(o.info);
+    }
+    report.engine = infos.first().map(|i| i.engine_name().to_string());
+    report.save_json(out)?;
+    if all_unreachable {
+        eprintln!(
+            "golive accept: no server answered at {}",
+            report.urls.join(", ")
+        );
+        return Ok(StagesEnd::Unreachable);
+    }
+
+    let model = match nodes[0].target.resolve_model(&nodes[0].client.http).await {
+        Ok(m) => m,
+        Err(e) => {
+            let mut c = Check::new(
+                "service_model_resolved",
+                Stage::Service,
+                Status::Fail,
+                "a model to test is known",
+            );
+            c.measurement = "no model".into();
+            c.evidence = format!("{e:#}");
+            c.impact = Impact::Environment;
+            report.checks.push(c);
+            report.save_json(out)?;
+            return Ok(StagesEnd::Done);
+        }
+    };
+    report.model = Some(model.clone());
+
+    // basic, per node
+    note("basic");
+    let mut basic_ok = true;
+    for (i, node) in nodes.iter().enumerate() {
+        let checks = service::basic_stage(node, i, &model).await;
+        basic_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
+        report.checks.extend(checks);
+    }
+    report.save_json(out)?;
+    let node = &nodes[0];
+    let info = &infos[0];
+    // Prompt lengths of ramp and soak in the server's tokens.
+    let tokens_per_word = if basic_ok {
+        crate::load::calibrate_tokens_per_word(&node.client, crate::client::Api::Chat, &model)
+            .await
+            .unwrap_or(1.0)
+    } else {
+        1.0
+    };
+    let skip = |s: SkippableStage| args.skip.contains(&s);
+    let not_served = "the basic request failed on the first node";
+
+    // prefix cache
+    note("prefix cache");
+    if skip(SkippableStage::PrefixCache) {
+        report.checks.push(skipped(
+            "prefix_cache",
+            Stage::PrefixCache,
+            "--skip prefix-cache",
+        ));
+    } else if !basic_ok {
+        report
+            .checks
+            .push(skipped("prefix_cache", Stage::PrefixCache, not_served));
+    } else {
+        let (check, samples) = prefix_cache::run(node, info, &model, args.prefix_words).await;
+        report.measurements.prefix_cache = samples;
+        report.baseline.prefill_warm_ms = check.data["warm_prefill_ms"].as_f64();
+        report.checks.push(check);
+    }
+    report.save_json(out)?;
+
+    // agent
+    note("agent");
+    if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
+        let checks =
+            crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
+                .await;
+        report.checks.extend(checks);
+        report.save_json(out)?;
+    }
+
+    // ramp
+    note("ramp");
+    let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
+    let server_max = info
+        .max_model_len
+        .map(|v| v.min(u64::from(u32::MAX)) as u32);
+    let mut max_context = args.max_context.or(server_max).unwrap_or(4096);
+    if let Some(limit) = server_max.filter(|l| *l < max_context) {
+        // Longer requests would only be refused (HTTP 400): a setting, not a capacity limit.
+        eprintln!("golive accept: --max-context {max_context} is above the server's max model length {limit}; using {limit}");
+        max_context = limit;
+    }
+    let mut accepted: Option<(u32, Option<f64>)> = None;
+    if skip(SkippableStage::Ramp) {
+        report
+            .checks
+            .push(skipped("ramp", Stage::Ramp, "--skip ramp"));
+    } else if !basic_ok {
+        report.checks.push(skipped("ramp", Stage::Ramp, not_served));
+    } else {
+        let cfg = ramp::RampConfig {
+            concurrency: args.concurrency,
+            expected_concurrency,
+            max_context,
+            expected_context: args.expected_context.unwrap_or(max_context),
+            output_tokens: args.output_tokens,
+            short_prompt: args.short_prompt,
+            requests_per_stream: args.ramp_requests,
+            tokens_per_word,
+            slo_ttft_p95_ms: args.slo_ttft_p95_ms,
+            slo_itl_p95_ms: args.slo_itl_p95_ms,
+        };
+        let outcome = ramp::run(
+            node,
+            info,
+            &model,
+            &cfg,
+            args.dcgm.as_deref(),
+            |step, check| {
+                report.measurements.ramp.push(step.clone());
+                report.checks.push(check.clone());
+                if let Err(e) = report.save_json(out) {
+                    eprintln!("golive accept: cannot save the report: {e:#}");
+                }
+            },
+        )
+        .await;
+        for c in outcome.checks {
+            if !report.checks.iter().any(|x| x.id == c.id) {
+                report.checks.push(c);
+            }
+        }
+        report.baseline.accepted_concurrency = outcome.accepted_concurrency;
+        accepted = outcome
+            .accepted_concurrency
+            .map(|c| (c, outcome.accepted_rate));
+        let steps = &report.measurements.ramp;
+        report.baseline.kv_cache_usage_max = steps
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max);
+        report.baseline.waiting_max = steps.iter().filter_map(|s| s.waiting_max).reduce(f64::max);
+        if let Some(step) = steps
+            .iter()
+            .rev()
+            .find(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0)
+        {
+            report.baseline.ttft_p50_ms = Some(step.ttft_ms.p50);
+            report.baseline.ttft_p95_ms = Some(step.ttft_ms.p95);
+            report.baseline.itl_p95_ms = Some(step.itl_ms.p95);
+            report.baseline.error_rate = Some(0.0);
+        }
+    }
+    report.save_json(out)?;
+
+    // soak
+    note("soak");
+    if skip(SkippableStage::Soak) {
+        report
+            .checks
+            .push(skipped("soak", Stage::Soak, "--skip soak"));
+    } else if !basic_ok {
+        report.checks.push(skipped("soak", Stage::Soak, not_served));
+    } else if accepted.is_none() && !skip(SkippableStage::Ramp) {
+        report.checks.push(skipped(
+            "soak",
+            Stage::Soak,
+            "the ramp accepted no concurrency",
+        ));
+    } else {
+        let (conc, rate) = accepted.unwrap_or((expected_concurrency.min(args.concurrency), None));
+        // A steady rate below what the ramp sustained, so a growing queue means trouble.
+        let rate = rate.map(|r| r * 0.8).filter(|r| *r > 0.0);
+        let o = soak::run(
+            node,
+            info,
+            &model,
+            args.duration,
+            conc,
+            rate,
+            args.short_prompt,
+            args.output_tokens,
+            tokens_per_word,
+        )
+        .await;
+        report.measurements.soak = o.samples;
+        let b = &mut report.baseline;
+        b.cache_hit_ratio = o.cache_hit_ratio;
+        if o.stats.requests > 0 {
+            b.ttft_p50_ms = Some(o.stats.ttft_ms().p50);
+            b.ttft_p95_ms = Some(o.stats.ttft_ms().p95);
+            b.itl_p95_ms = Some(o.stats.itl_ms().p95);
+            b.error_rate = Some(o.stats.error_rate());
+            b.request_rate_rps = Some(o.request_rate);
+        }
+        let soak_kv = report
+            .measurements
+            .soak
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max);
+        let soak_wait = report
+            .measurements
+            .soak
+            .iter()
+            .filter_map(|s| s.waiting)
+            .reduce(f64::max);
+        b.kv_cache_usage_max = max_opt(b.kv_cache_usage_max, soak_kv);
+        b.waiting_max = max_opt(b.waiting_max, soak_wait);
+        if b.accepted_concurrency.is_none() {
+            b.accepted_concurrency = (o.check.status != Status::Fail).then_some(conc);
+        }
+        report.checks.push(o.check);
+    }
+    report.save_json(out)?;
+    Ok(StagesEnd::Done)
+}
+
+/// `--no-content`: prompts and answers become hashes and lengths.
+fn strip_content(c: &mut Check) {
+    fn hashed(text: &str) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(text.as_bytes());
+        format!(
+            "sha256:{} ({} chars)",
+            hex::encode(digest),
+            text.chars().count()
+        )
+    }
+    fn walk(v: &mut serde_json::Value) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m.iter_mut() {
+                    match x {
+                        serde_json::Value::String(s) if k == "content" || k == "prompt" => {
+                            *x = serde_json::Value::String(hashed(s));
+                        }
+                        _ => walk(x),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    if let Some(r) = &mut c.request {
+        walk(r);
+    }
+    if let Some(answer) = c.evidence.strip_prefix("answer: ") {
+        c.evidence = format!("answer: {}", hashed(answer));
+    }
+}
+
+/// One line per stage on stderr, so a long run shows where it is.
+fn note(stage: &str) {
+    eprintln!("golive accept: stage {stage}");
+}
+
+fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}

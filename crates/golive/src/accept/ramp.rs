@@ -1,0 +1,391 @@
+//! Stage `ramp`: 1 short, 1 long, 2 parallel short, 2 parallel long, then doubling
+//! concurrency up to `--concurrency` while the long context doubles up to
+//! `--max-context`. Per step: latency percentiles, errors, KV-cache usage, waiting
+//! requests, preemptions. The first failing step is the boundary, recorded with what
+//! the runbook asks of every OOM.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::engine::{self, first_delta, ServerInfo};
+use super::Node;
+use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
+use crate::report::{Check, Impact, Owner, RampStep, Stage, Status};
+
+/// One planned step.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepPlan {
+    pub label: String,
+    pub concurrency: u32,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    /// Prompt plus output limit.
+    pub context: u32,
+}
+
+/// Settings of the ramp.
+#[derive(Debug, Clone)]
+pub struct RampConfig {
+    pub concurrency: u32,
+    pub expected_concurrency: u32,
+    pub max_context: u32,
+    pub expected_context: u32,
+    pub output_tokens: u32,
+    pub short_prompt: u32,
+    pub requests_per_stream: u32,
+    /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
+    pub tokens_per_word: f64,
+    /// A step fails when its TTFT p95 (ms) is above this.
+    pub slo_ttft_p95_ms: Option<f64>,
+    /// A step fails when its ITL p95 (ms) is above this.
+    pub slo_itl_p95_ms: Option<f64>,
+}
+
+/// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
+/// one long step; the long context doubles with the level and ends at `max_context`.
+pub fn plan_steps(cfg: &RampConfig) -> Vec<StepPlan> {
+    let mut levels = vec![1u32];
+    while *levels.last().unwrap_or(&1) < cfg.concurrency.max(1) {
+        let next = (levels.last().unwrap_or(&1) * 2).min(cfg.concurrency);
+        levels.push(next);
+    }
+    if cfg.concurrency >= 2 && levels.len() < 2 {
+        levels.push(2);
+    }
+    let out = cfg.output_tokens.max(1);
+    let short_ctx = cfg.short_prompt + out;
+    let max_ctx = cfg.max_context.max(short_ctx + 1);
+    let n = levels.len() as u32;
+    // Long context at level i: max_ctx / 2^(n-1-i), never below twice the short one.
+    let long_ctx = |i: u32| -> u32 {
+        let shift = (n - 1 - i).min(31);
+        (max_ctx >> shift).max((2 * short_ctx).min(max_ctx))
+    };
+    let mut steps = Vec::new();
+    for (i, c) in levels.iter().enumerate() {
+        let lc = long_ctx(i as u32);
+        steps.push(StepPlan {
+            label: format!("{c} x short ({} tokens)", cfg.short_prompt),
+            concurrency: *c,
+            prompt_tokens: cfg.short_prompt,
+            max_tokens: out,
+            context: short_ctx,
+        });
+        steps.push(StepPlan {
+            label: format!("{c} x long ({lc} tokens context)"),
+            concurrency: *c,
+            prompt_tokens: lc.saturating_sub(out).max(1),
+            max_tokens: out,
+            context: lc,
+        });
+    }
+    steps
+}
+
+/// What the ramp found.
+pub struct RampOutcome {
+    pub checks: Vec<Check>,
+    pub steps: Vec<RampStep>,
+    /// Highest concurrency whose short and long steps both passed.
+    pub accepted_concurrency: Option<u32>,
+    /// Request rate of the short step at the accepted concurrency.
+    pub accepted_rate: Option<f64>,
+    pub boundary: Option<String>,
+}
+
+fn step_id(p: &StepPlan) -> String {
+    let kind = if p.label.contains("short") {
+        "short"
+    } else {
+        "long"
+    };
+    format!("ramp_c{}_{kind}", p.concurrency)
+}
+
+/// Runs the ramp; `on_step` is called after every step (to save the report).
+pub async fn run(
+    node: &Node,
+    info: &ServerInfo,
+    model: &str,
+    cfg: &RampConfig,
+    dcgm: Option<&str>,
+    mut on_step: impl FnMut(&RampStep, &Check),
+) -> RampOutcome {
+    let plans = plan_steps(cfg);
+    let names = info.names();
+    let metrics_url = info
+        .metrics_available
+        .then(|| format!("{}/metrics", node.client.base_url));
+    let mut outcome = RampOutcome {
+        checks: Vec::new(),
+        steps: Vec::new(),
+        accepted_concurrency: None,
+        accepted_rate: None,
+        boundary: None,
+    };
+    let mut level_ok: std::collections::BTreeMap<u32, (bool, Option<f64>)> = Default::default();
+    let mut stopped_at: Option<usize> = None;
+    for (i, p) in plans.iter().enumerate() {
+        let mut plan = LoadPlan::new(model);
+        plan.concurrency = p.concurrency;
+        plan.requests = Some(u64::from(p.concurrency * cfg.requests_per_stream.max(1)));
+        plan.prompt_tokens = p.prompt_tokens;
+        plan.max_tokens = p.max_tokens;
+        // Fixed output lengths where the engine takes `ignore_eos`; a plain OpenAI
+        // gateway may reject unknown fields.
+        plan.ignore_eos = info.ignores_eos();
+        plan.tokens_per_word = cfg.tokens_per_word;
+        let plan = Arc::new(plan);
+        let before = match &metrics_url {
+            Some(u) => engine::scrape(&node.client.http, u).await,
+            None => None,
+        };
+        let bar = crate::load::progress_bar(plan.requests, &format!("ramp {}", p.label));
+        let (result, peaks): (LoadResult, _) = engine::with_peaks(
+            &node.client.http,
+            metrics_url.as_deref(),
+            dcgm,
+            names,
+            Duration::from_millis(500),
+            run_load(
+                node.client.clone(),
+                plan.clone(),
+                Arc::new(LoadCounters::default()),
+                bar.clone(),
+            ),
+        )
+        .await;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let after = match &metrics_url {
+            Some(u) => engine::scrape(&node.client.http, u).await,
+            None => None,
+        };
+        let preemptions = match (&before, &after) {
+            (Some(b), Some(a)) => first_delta(b, a, names.preemptions),
+            _ => None,
+        };
+        let s = &result.stats;
+        let beyond_expected =
+            p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context;
+        let mut status = Status::Pass;
+        let mut why = Vec::new();
+        if s.errors > 0 {
+            status = Status::Fail;
+            why.push(format!("{} of {} requests failed", s.errors, s.requests));
+        }
+        if let Some(pre) = preemptions.filter(|v| *v > 0.0) {
+            if pre >= s.requests as f64 {
+                status = Status::Fail;
+                why.push(format!(
+                    "preemption storm: {pre:.0} preemptions for {} requests",
+                    s.requests
+                ));
+            } else if status == Status::Pass {
+                status = Status::Warn;
+                why.push(format!("{pre:.0} preemptions"));
+            }
+        }
+        let (ttft, itl) = (s.ttft_ms(), s.itl_ms());
+        if let Some(slo) = cfg
+            .slo_ttft_p95_ms
+            .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
+        {
+            status = Status::Fail;
+            why.push(format!(
+                "TTFT p95 {:.0} ms above the SLO {slo:.0} ms",
+                ttft.p95
+            ));
+        }
+        if let Some(slo) = cfg
+            .slo_itl_p95_ms
+            .filter(|slo| itl.count > 0 && itl.p95 > *slo)
+        {
+            status = Status::Fail;
+            why.push(format!(
+                "ITL p95 {:.1} ms above the SLO {slo:.1} ms",
+                itl.p95
+            ));
+        }
+        let step = RampStep {
+            label: p.label.clone(),
+            concurrency: p.concurrency,
+            prompt_tokens: p.prompt_tokens,
+            max_tokens: p.max_tokens,
+            requests: s.requests,
+            errors: s.errors,
+            errors_by_kind: s.errors_by_kind.clone(),
+            ttft_ms: ttft,
+            itl_ms: itl,
+            tpot_ms: s.tpot_ms(),
+            e2e_ms: s.e2e_ms(),
+            kv_cache_usage: peaks.kv_usage_max,
+            waiting_max: peaks.waiting_max,
+            running_max: peaks.running_max,
+            preemptions,
+            gpu_memory_used_mib: peaks.gpu_memory_used_mib_max,
+            last_success_at: s.last_success_at,
+            status: Some(status),
+        };
+        let mut c = Check::new(
+            step_id(p),
+            Stage::Ramp,
+            status,
+            format!(
+                "{}: {} requests, {} in parallel, prompt ~{} tokens, output limit {}",
+                p.label, s.requests, p.concurrency, p.prompt_tokens, p.max_tokens
+            ),
+        );
+        c.url = Some(node.client.base_url.clone());
+        c.duration_ms = result.elapsed.as_millis() as u64;
+        c.request = Some(json!({
+            "endpoint": "/v1/chat/completions", "model": model, "concurrency": p.concurrency,
+            "prompt_tokens": p.prompt_tokens, "max_tokens": p.max_tokens, "stream": true, "ignore_eos": true,
+            "requests": s.requests,
+        }));
+        c.measurement = format!(
+            "TTFT p50 {:.0} ms p95 {:.0} ms, ITL p95 {:.1} ms, E2E p95 {:.0} ms, {:.2} req/s, errors {}{}{}{}",
+            step.ttft_ms.p50,
+            step.ttft_ms.p95,
+            step.itl_ms.p95,
+            step.e2e_ms.p95,
+            result.request_rate(),
+            s.errors,
+            step.kv_cache_usage.map(|v| format!(", KV {:.0}%", v * 100.0)).unwrap_or_default(),
+            step.waiting_max.map(|v| format!(", waiting max {v:.0}")).unwrap_or_default(),
+            if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
+        );
+        c.evidence = s
+            .error_examples
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        c.data = serde_json::to_value(&step).unwrap_or_default();
+        if status == Status::Fail {
+            c.impact = if beyond_expected {
+                Impact::Limit
+            } else {
+                Impact::Capacity
+            };
+            c.owner = Some(Owner::Server);
+            c.next_step = if beyond_expected {
+                "beyond the expected load: record this step as the deployment's limit".into()
+            } else {
+                "fails at the expected load: more GPUs, other parallelism, or lower max-model-len / max-num-seqs".into()
+            };
+            // The OOM record of the runbook.
+            let history: Vec<_> = outcome
+                .steps
+                .iter()
+                .chain(std::iter::once(&step))
+                .map(|st| json!({
+                    "label": st.label, "kv_cache_usage": st.kv_cache_usage,
+                    "gpu_memory_used_mib": st.gpu_memory_used_mib, "waiting_max": st.waiting_max,
+                    "preemptions": st.preemptions,
+                }))
+                .collect();
+            c.data["boundary"] = json!({
+                "step": p.label,
+                "concurrency": p.concurrency,
+                "input_tokens": p.prompt_tokens,
+                "output_limit": p.max_tokens,
+                "context": p.context,
+                "max_model_len": info.max_model_len,
+                "cache_settings": info.cache_settings,
+                "prefix_cache_flag": info.prefix_cache_flag,
+                "last_success_at": s.last_success_at.or_else(|| outcome.steps.iter().rev().find_map(|x| x.last_success_at)),
+                "waiting_max": peaks.waiting_max,
+                "running_max": peaks.running_max,
+                "preemptions": preemptions,
+                "over_steps": history,
+                "beyond_expected_load": beyond_expected,
+            });
+            outcome.boundary = Some(format!(
+                "{} (concurrency {}, context {})",
+                p.label, p.concurrency, p.context
+            ));
+        }
+        let entry = level_ok.entry(p.concurrency).or_insert((true, None));
+        entry.0 &= status != Status::Fail;
+        if p.label.contains("short") {
+            entry.1 = Some(result.request_rate());
+        }
+        on_step(&step, &c);
+        outcome.steps.push(step);
+        outcome.checks.push(c);
+        if status == Status::Fail {
+            stopped_at = Some(i);
+            break;
+        }
+    }
+    if let Some(i) = stopped_at {
+        let boundary = outcome.boundary.clone().unwrap_or_default();
+        for p in &plans[i + 1..] {
+            let mut c = Check::new(
+                step_id(p),
+                Stage::Ramp,
+                Status::Skip,
+                format!("{}: not run", p.label),
+            );
+            c.measurement = format!("not run: the ramp stopped at its boundary, {boundary}");
+            outcome.checks.push(c);
+        }
+    }
+    // Accepted: the highest level (within the expected load) whose steps all passed,
+    // with every lower level passing too.
+    for (c, (ok, rate)) in &level_ok {
+        if !ok {
+            break;
+        }
+        let level_steps = plans.iter().filter(|p| p.concurrency == *c).count();
+        let ran = outcome.steps.iter().filter(|s| s.concurrency == *c).count();
+        if ran == level_steps && *c <= cfg.expected_concurrency {
+            outcome.accepted_concurrency = Some(*c);
+            outcome.accepted_rate = *rate;
+        }
+    }
+    outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steps_start_with_the_runbook_four_and_end_at_the_maxima() {
+        let cfg = RampConfig {
+            concurrency: 16,
+            expected_concurrency: 16,
+            max_context: 8192,
+            expected_context: 8192,
+            output_tokens: 64,
+            short_prompt: 128,
+            requests_per_stream: 2,
+            tokens_per_word: 1.0,
+            slo_ttft_p95_ms: None,
+            slo_itl_p95_ms: None,
+        };
+        let steps = plan_steps(&cfg);
+        let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();
+        assert_eq!(conc, vec![1, 1, 2, 2, 4, 4, 8, 8, 16, 16]);
+        assert!(steps[0].label.contains("short") && steps[1].label.contains("long"));
+        assert_eq!(steps.last().unwrap().context, 8192);
+        // The long context doubles with the level.
+        let longs: Vec<u32> = steps.iter().skip(1).step_by(2).map(|s| s.context).collect();
+        assert_eq!(longs, vec![512, 1024, 2048, 4096, 8192]);
+        let odd = plan_steps(&RampConfig {
+            concurrency: 6,
+            ..cfg.clone()
+        });
+        assert_eq!(odd.last().unwrap().concurrency, 6);
+        let one = plan_steps(&RampConfig {
+            concurrency: 1,
+            ..cfg
+        });
+        assert_eq!(one.len(), 2);
+    }
+}

@@ -1,0 +1,334 @@
+//! Stages `service` (health, models, version, metrics, running config) and `basic`
+//! (one short request returns a complete answer, streamed and not), per node.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::engine::{self, ServerInfo};
+use super::Node;
+use crate::client::{Api, ErrorKind, RequestSpec};
+use crate::metrics::MetricsSnapshot;
+use crate::report::{Check, Impact, Owner, Stage, Status};
+
+const SHORT: Duration = Duration::from_secs(10);
+
+fn id(base: &str, node: usize) -> String {
+    if node == 0 {
+        base.to_string()
+    } else {
+        format!("{base}_node{}", node + 1)
+    }
+}
+
+fn excerpt(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut cut = max;
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &s[..cut])
+}
+
+/// Result of the service stage for one node.
+pub struct ServiceOutcome {
+    pub checks: Vec<Check>,
+    /// Nothing answered at all (connection refused or timed out everywhere).
+    pub unreachable: bool,
+    pub info: ServerInfo,
+    pub metrics: Option<MetricsSnapshot>,
+}
+
+pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
+    let url = node.client.base_url.clone();
+    let mut checks = Vec::new();
+    let mut unreachable_count = 0;
+
+    // /health
+    let t0 = Instant::now();
+    let mut c = Check::new(
+        id("service_health", index),
+        Stage::Service,
+        Status::Pass,
+        "GET /health answers 200",
+    );
+    c.request = Some(json!({"method": "GET", "url": format!("{url}/health")}));
+    match node.client.get_text("/health", SHORT).await {
+        Ok((200, body)) => {
+            c.measurement = "HTTP 200".into();
+            c.evidence = excerpt(&body, 300);
+        }
+        Ok((status, body)) => {
+            c.status = Status::Fail;
+            c.measurement = format!("HTTP {status}");
+            c.evidence = excerpt(&body, 500);
+            c.next_step = "the server is up but not healthy: read its log (golive triage --server-log) before anything else".into();
+        }
+        Err((kind, detail)) => {
+            if matches!(kind, ErrorKind::Connect | ErrorKind::Timeout) {
+                unreachable_count += 1;
+            }
+            c.status = Status::Fail;
+            c.measurement = format!("no answer ({})", kind.as_str());
+            c.evidence = detail;
+            c.next_step =
+                "check that the server runs and listens on this address, and the firewall".into();
+        }
+    }
+    c.impact = Impact::Environment;
+    c.owner = Some(Owner::Server);
+    c.url = Some(url.clone());
+    c.duration_ms = t0.elapsed().as_millis() as u64;
+    checks.push(c);
+
+    // /v1/models
+    let t0 = Instant::now();
+    let mut c = Check::new(
+        id("service_models", index),
+        Stage::Service,
+        Status::Pass,
+        "GET /v1/models lists the served model",
+    );
+    c.request = Some(json!({"method": "GET", "url": format!("{url}/v1/models")}));
+    match node.client.get_text("/v1/models", SHORT).await {
+        Ok((200, body)) => {
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
+            let ids: Vec<&str> = v["data"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|m| m["id"].as_str()).collect())
+                .unwrap_or_default();
+            if ids.is_empty() {
+                c.status = Status::Fail;
+                c.measurement = "no model listed".into();
+                c.next_step =
+                    "the server lists no model: check --served-model-name and the model path"
+                        .into();
+            } else {
+                c.measurement = format!("models: {}", ids.join(", "));
+                if let Some(want) = &node.target.model {
+                    if !ids.iter().any(|m| m == want) {
+                        c.status = Status::Fail;
+                        c.measurement = format!("--model {want} not among: {}", ids.join(", "));
+                        c.next_step = "use a served model name (--served-model-name)".into();
+                    }
+                }
+            }
+            c.evidence = excerpt(&body, 500);
+        }
+        Ok((status, body)) => {
+            c.status = Status::Fail;
+            c.measurement = format!("HTTP {status}");
+            c.evidence = excerpt(&body, 500);
+            if status == 401 || status == 403 {
+                c.next_step =
+                    "the server wants an API key: pass --api-key or GOLIVE_API_KEY".into();
+            }
+        }
+        Err((kind, detail)) => {
+            if matches!(kind, ErrorKind::Connect | ErrorKind::Timeout) {
+                unreachable_count += 1;
+            }
+            c.status = Status::Fail;
+            c.measurement = format!("no answer ({})", kind.as_str());
+            c.evidence = detail;
+        }
+    }
+    c.impact = Impact::Environment;
+    c.owner = Some(Owner::Server);
+    c.url = Some(url.clone());
+    c.duration_ms = t0.elapsed().as_millis() as u64;
+    checks.push(c);
+
+    // /metrics
+    let t0 = Instant::now();
+    let metrics = engine::scrape(&node.client.http, &format!("{url}/metrics")).await;
+    let info = engine::detect(&node.client, metrics.as_ref()).await;
+    let mut c = Check::new(
+        id("service_metrics", index),
+        Stage::Service,
+        Status::Pass,
+        "GET /metrics is Prometheus text with the engine's families",
+    );
+    c.request = Some(json!({"method": "GET", "url": format!("{url}/metrics")}));
+    match &metrics {
+        Some(m) => {
+            let names = info.names();
+            let present: Vec<&str> = [
+                names.kv_usage,
+                names.waiting,
+                names.running,
+                names.cache_hits,
+                names.cache_queries,
+                names.preemptions,
+            ]
+            .iter()
+            .flat_map(|l| l.iter())
+            .copied()
+            .filter(|n| m.has(n))
+            .collect();
+            c.measurement = format!(
+                "{} samples; engine families present: {}",
+                m.samples.len(),
+                if present.is_empty() {
+                    "none".to_string()
+                } else {
+                    present.join(", ")
+                }
+            );
+            c.evidence = present
+                .iter()
+                .filter_map(|n| m.family(n).next())
+                .map(|s| format!("{} {:?}", s.metric, s.value))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+        None => {
+            c.status = Status::Warn;
+            c.measurement = "no metrics page".into();
+            c.evidence = "GET /metrics did not return Prometheus text".into();
+            c.next_step =
+                "enable metrics (llama.cpp: --metrics) so cache, queue and KV evidence can be read"
+                    .into();
+        }
+    }
+    c.impact = Impact::Environment;
+    c.owner = Some(Owner::Server);
+    c.url = Some(url.clone());
+    c.duration_ms = t0.elapsed().as_millis() as u64;
+    checks.push(c);
+
+    // version and running config
+    let mut c = Check::new(
+        id("service_version", index),
+        Stage::Service,
+        Status::Pass,
+        "engine, version and running configuration are exposed",
+    );
+    c.measurement = format!(
+        "engine {}, version {}, max model len {}, prefix cache flag {}",
+        info.engine_name(),
+        info.version.as_deref().unwrap_or("unknown"),
+        info.max_model_len
+            .map_or("unknown".to_string(), |v| v.to_string()),
+        info.prefix_cache_flag.as_deref().unwrap_or("not exposed"),
+    );
+    c.evidence = match &info.config_source {
+        Some(src) => format!("{src}: {}", info.config_excerpt),
+        None => "no running configuration exposed".into(),
+    };
+    if info.version.is_none() {
+        c.status = Status::Skip;
+        c.next_step = "the server does not say its version (vLLM: GET /version)".into();
+    }
+    c.data = serde_json::to_value(&info).unwrap_or_default();
+    let probed: Vec<String> = [
+        "/version",
+        "/props",
+        "/get_server_info",
+        "/server_info?config_format=json",
+        "/metrics",
+    ]
+    .iter()
+    .map(|p| format!("{url}{p}"))
+    .collect();
+    c.request = Some(json!({"method": "GET", "probed": probed}));
+    c.url = Some(url.clone());
+    checks.push(c);
+
+    ServiceOutcome {
+        checks,
+        unreachable: unreachable_count == 2,
+        info,
+        metrics,
+    }
+}
+
+/// One short text request, non-streamed and streamed: complete answers.
+pub async fn basic_stage(node: &Node, index: usize, model: &str) -> Vec<Check> {
+    let url = node.client.base_url.clone();
+    let mut checks = Vec::new();
+    let messages = json!([{"role": "user", "content": "Say hello in one short sentence."}]);
+    for stream in [false, true] {
+        let mut body = json!({
+            "model": model, "messages": messages, "max_tokens": 32, "temperature": 0,
+            "stream": stream,
+        });
+        if stream {
+            body["stream_options"] = json!({"include_usage": true});
+        }
+        let spec = RequestSpec::from_json(Api::Chat, &body, true);
+        let rec = node.client.send_now(&spec).await;
+        let name = if stream { "basic_stream" } else { "basic_chat" };
+        let mut c = Check::new(
+            id(name, index),
+            Stage::Basic,
+            Status::Pass,
+            if stream {
+                "one short streamed chat request: tokens arrive, finish_reason set, ends with [DONE]"
+            } else {
+                "one short chat request returns a complete answer with finish_reason and usage"
+            },
+        );
+        c.request = Some(body.clone());
+        c.url = Some(url.clone());
+        c.duration_ms = rec.e2e_ms() as u64;
+        c.impact = Impact::Environment;
+        c.owner = Some(Owner::Server);
+        c.data = json!({
+            "ttft_ms": rec.ttft_ms(), "e2e_ms": rec.e2e_ms(), "chunks": rec.chunks,
+            "prompt_tokens": rec.usage.prompt_tokens, "completion_tokens": rec.usage.completion_tokens,
+            "finish_reason": rec.finish_reason, "done_marker": rec.done_marker,
+        });
+        c.evidence = format!("answer: {:?}", excerpt(&rec.text, 300));
+        if let Some(kind) = rec.error {
+            c.status = Status::Fail;
+            c.measurement = format!("failed: {} after {:.0} ms", kind.as_str(), rec.e2e_ms());
+            c.evidence = excerpt(&rec.error_detail, 800);
+            c.next_step =
+                "the server does not serve a simple request: read its log (--server-log)".into();
+        } else {
+            let mut problems = Vec::new();
+            if rec.finish_reason.is_none() {
+                problems.push("no finish_reason");
+            }
+            if stream && rec.token_us.is_empty() {
+                problems.push("no token chunks");
+            }
+            if !stream && rec.text.trim().is_empty() {
+                problems.push("empty answer");
+            }
+            let mut warns = Vec::new();
+            if stream && !rec.done_marker {
+                warns.push("no data: [DONE]");
+            }
+            if rec.usage.completion_tokens.is_none() {
+                warns.push("no usage");
+            }
+            c.measurement = format!(
+                "{} output tokens, finish_reason {}, {:.0} ms{}",
+                rec.output_tokens(),
+                rec.finish_reason.as_deref().unwrap_or("none"),
+                rec.e2e_ms(),
+                rec.ttft_ms()
+                    .map(|t| format!(", TTFT {t:.0} ms"))
+                    .unwrap_or_default()
+            );
+            if !problems.is_empty() {
+                c.status = Status::Fail;
+                c.measurement
+                    .push_str(&format!("; {}", problems.join(", ")));
+                c.next_step =
+                    "the answer is incomplete: check the chat template and the server log".into();
+            } else if !warns.is_empty() {
+                c.status = Status::Warn;
+                c.measurement.push_str(&format!("; {}", warns.join(", ")));
+                c.impact = Impact::Info;
+            }
+        }
+        checks.push(c);
+    }
+    checks
+}

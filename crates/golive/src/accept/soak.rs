@@ -1,0 +1,268 @@
+//! Stage `soak`: `--duration` of steady load at the accepted concurrency (open loop at
+//! a steady request rate when the ramp measured one). Samples queue, KV cache, cache
+//! hit ratio and errors over time; fails on a growing queue or errors.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
+use super::Node;
+use crate::client::LatencyStats;
+use crate::load::{run_load, LoadCounters, LoadPlan};
+use crate::report::{Check, Impact, Owner, SoakSample, Stage, Status};
+
+/// Error share above which the soak fails.
+pub const MAX_ERROR_RATE: f64 = 0.01;
+
+pub struct SoakOutcome {
+    pub check: Check,
+    pub samples: Vec<SoakSample>,
+    pub stats: LatencyStats,
+    pub request_rate: f64,
+    pub cache_hit_ratio: Option<f64>,
+}
+
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    node: &Node,
+    info: &ServerInfo,
+    model: &str,
+    duration: Duration,
+    concurrency: u32,
+    rate: Option<f64>,
+    prompt_tokens: u32,
+    output_tokens: u32,
+    tokens_per_word: f64,
+) -> SoakOutcome {
+    let names = info.names();
+    let metrics_url = info
+        .metrics_available
+        .then(|| format!("{}/metrics", node.client.base_url));
+    let mut plan = LoadPlan::new(model);
+    plan.concurrency = concurrency.max(1);
+    plan.rate = rate;
+    if rate.is_some() {
+        // Room for a queue to build up, so growth is visible rather than capped.
+        plan.concurrency = concurrency.max(1) * 4;
+    }
+    plan.requests = None;
+    plan.duration = Some(duration);
+    plan.prompt_tokens = prompt_tokens.max(16);
+    // Shared-prefix traffic, as agents send: the cache hit ratio becomes the baseline.
+    plan.shared_prefix_tokens = prompt_tokens * 3 / 4;
+    plan.max_tokens = output_tokens;
+    // Fixed output lengths where the engine takes `ignore_eos` (not plain OpenAI gateways).
+    plan.ignore_eos = info.ignores_eos();
+    plan.keep_records = true;
+    plan.tokens_per_word = tokens_per_word;
+    let plan = Arc::new(plan);
+    let counters = Arc::new(LoadCounters::default());
+    let interval = (duration / 12).max(Duration::from_secs(1));
+    let first = match &metrics_url {
+        Some(u) => engine::scrape(&node.client.http, u).await,
+        None => None,
+    };
+    let started = Instant::now();
+    let bar = crate::load::progress_bar(None, "soak");
+    let load = run_load(
+        node.client.clone(),
+        plan.clone(),
+        counters.clone(),
+        bar.clone(),
+    );
+    let mut samples: Vec<SoakSample> = Vec::new();
+    let mut in_flight: Vec<f64> = Vec::new();
+    let sampler = async {
+        let mut prev = first.clone();
+        loop {
+            tokio::time::sleep(interval).await;
+            let snap = match &metrics_url {
+                Some(u) => engine::scrape(&node.client.http, u).await,
+                None => None,
+            };
+            let ratio = match (&prev, &snap) {
+                (Some(a), Some(b)) => {
+                    let hits = first_delta(a, b, names.cache_hits);
+                    let q = first_delta(a, b, names.cache_queries).or_else(|| {
+                        // llama.cpp: computed + cached prompt tokens.
+                        Some(first_delta(a, b, names.prompt_tokens)? + hits?)
+                    });
+                    match (hits, q) {
+                        (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            in_flight.push(counters.in_flight.load(Ordering::Relaxed) as f64);
+            samples.push(SoakSample {
+                t_s: started.elapsed().as_secs_f64(),
+                requests_done: counters.done.load(Ordering::Relaxed),
+                errors: counters.errors.load(Ordering::Relaxed),
+                running: snap.as_ref().and_then(|s| first_sum(s, names.running)),
+                waiting: snap.as_ref().and_then(|s| first_sum(s, names.waiting)),
+                kv_cache_usage: snap.as_ref().and_then(|s| first_max(s, names.kv_usage)),
+                cache_hit_ratio: ratio,
+                ttft_p95_ms: None,
+            });
+            if snap.is_some() {
+                prev = snap;
+            }
+        }
+    };
+    let result = tokio::select! {
+        r = load => r,
+        _ = sampler => unreachable!("the sampler never ends"),
+    };
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let last = match &metrics_url {
+        Some(u) => engine::scrape(&node.client.http, u).await,
+        None => None,
+    };
+    // TTFT p95 per interval, from the kept records.
+    let epoch = node.client.micros(started);
+    let mut prev_t = 0.0;
+    for s in &mut samples {
+        let mut h = crate::client::new_histogram();
+        for r in &result.records {
+            let end_s = r.end_us.saturating_sub(epoch) as f64 / 1e6;
+            if r.ok() && end_s > prev_t && end_s <= s.t_s {
+                if let Some(t) = r.first_token_us {
+                    h.saturating_record(t.saturating_sub(r.start_us).max(1));
+                }
+            }
+        }
+        if !h.is_empty() {
+            s.ttft_p95_ms = Some(h.value_at_quantile(0.95) as f64 / 1000.0);
+        }
+        prev_t = s.t_s;
+    }
+
+    let stats = &result.stats;
+    let cache_hit_ratio = match (&first, &last) {
+        (Some(a), Some(b)) => {
+            let hits = first_delta(a, b, names.cache_hits);
+            let q = first_delta(a, b, names.cache_queries)
+                .or_else(|| Some(first_delta(a, b, names.prompt_tokens)? + hits?));
+            match (hits, q) {
+                (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+    .or_else(|| {
+        (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64)
+    });
+
+    // Queue growth: the server's waiting queue (else the client's in-flight count), last
+    // third against the first third.
+    let queue: Vec<f64> = if samples.iter().all(|s| s.waiting.is_some()) && !samples.is_empty() {
+        samples.iter().filter_map(|s| s.waiting).collect()
+    } else {
+        in_flight.clone()
+    };
+    let third = (queue.len() / 3).max(1);
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
+    let (q_first, q_last) = if queue.len() >= 3 {
+        (mean(&queue[..third]), mean(&queue[queue.len() - third..]))
+    } else {
+        (0.0, 0.0)
+    };
+    let queue_grows = queue.len() >= 3
+        && q_last > 2.0 * q_first + 2.0
+        && q_last >= f64::from(concurrency.max(1)) * 0.5;
+    let kv: Vec<f64> = samples.iter().filter_map(|s| s.kv_cache_usage).collect();
+    let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
+
+    let request_rate = result.request_rate();
+    let mut c = Check::new(
+        "soak",
+        Stage::Soak,
+        Status::Pass,
+        format!(
+            "{} of steady load at concurrency {}{}: no errors, no growing queue",
+            humantime::format_duration(Duration::from_secs(duration.as_secs())),
+            concurrency,
+            rate.map(|r| format!(", {r:.2} req/s")).unwrap_or_default()
+        ),
+    );
+    c.url = Some(node.client.base_url.clone());
+    c.duration_ms = result.elapsed.as_millis() as u64;
+    c.request = Some(json!({
+        "endpoint": "/v1/chat/completions", "model": model, "concurrency": concurrency, "rate": rate,
+        "prompt_tokens": plan.prompt_tokens, "shared_prefix_tokens": plan.shared_prefix_tokens,
+        "max_tokens": plan.max_tokens, "stream": true,
+    }));
+    let mut why = Vec::new();
+    if stats.requests == 0 {
+        c.status = Status::Fail;
+        why.push("no request completed".to_string());
+    }
+    if stats.error_rate() > MAX_ERROR_RATE {
+        c.status = Status::Fail;
+        why.push(format!(
+            "error rate {:.1}% ({} of {})",
+            stats.error_rate() * 100.0,
+            stats.errors,
+            stats.requests
+        ));
+    } else if stats.errors > 0 && c.status == Status::Pass {
+        c.status = Status::Warn;
+        why.push(format!("{} errors", stats.errors));
+    }
+    if queue_grows {
+        c.status = Status::Fail;
+        why.push(format!(
+            "queue grows at a steady rate: {q_first:.1} -> {q_last:.1}"
+        ));
+    }
+    c.measurement = format!(
+        "{} requests, {:.2} req/s, error rate {:.2}%, TTFT p95 {:.0} ms, ITL p95 {:.1} ms, queue {:.1} -> {:.1}{}{}{}",
+        stats.requests,
+        request_rate,
+        stats.error_rate() * 100.0,
+        stats.ttft_ms().p95,
+        stats.itl_ms().p95,
+        q_first,
+        q_last,
+        cache_hit_ratio.map(|r| format!(", cache hit ratio {:.0}%", r * 100.0)).unwrap_or_default(),
+        kv_growth.map(|g| format!(", KV change {:+.0} points", g * 100.0)).unwrap_or_default(),
+        if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
+    );
+    c.evidence = stats
+        .error_examples
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    c.data = json!({
+        "requests": stats.requests, "errors": stats.errors, "errors_by_kind": stats.errors_by_kind,
+        "request_rate": request_rate, "queue_first_third": q_first, "queue_last_third": q_last,
+        "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
+        "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
+    });
+    if c.status == Status::Fail {
+        c.impact = Impact::Capacity;
+        c.owner = Some(Owner::Server);
+        c.next_step = "the accepted load is not sustainable: lower the load target, or expand (more replicas/GPUs)".into();
+    }
+    SoakOutcome {
+        check: c,
+        samples,
+        stats: result.stats.clone(),
+        request_rate,
+        cache_hit_ratio,
+    }
+}

@@ -1,0 +1,179 @@
+//! `golive accept` end to end against the real local llama-server (llama.cpp on CPU):
+//! a run with the prompt cache on must prove prefix reuse; the same server started
+//! with `--no-cache-prompt` must fail the prefix-cache check with the cause "feature off".
+//! Ports 18201-18202 are this test's own; the servers are stopped at the end.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+/// Starts a local llama-server on `port` (GOLIVE_LOCAL_SERVER_SCRIPT may name another
+/// copy of scripts/local-server.sh).
+fn start_server(port: u16, extra: &[&str]) -> String {
+    match std::env::var("GOLIVE_LOCAL_SERVER_SCRIPT") {
+        Ok(script) => {
+            let out = Command::new(script)
+                .args(["start", "--port", &port.to_string(), "--"])
+                .args(extra)
+                .output()
+                .expect("cannot run the local-server script");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        }
+        Err(_) => common::start_local_server(port, extra),
+    }
+}
+
+fn stop_server(port: u16) {
+    match std::env::var("GOLIVE_LOCAL_SERVER_SCRIPT") {
+        Ok(script) => {
+            let _ = Command::new(script)
+                .args(["stop", "--port", &port.to_string()])
+                .status();
+        }
+        Err(_) => common::stop_local_server(port),
+    }
+}
+
+/// Stops the server even when an assertion fails.
+struct ServerGuard(u16);
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        stop_server(self.0);
+    }
+}
+
+fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let o = Command::new(common::golive_bin())
+        .args(["accept", "--url", url, "--out"])
+        .arg(out)
+        // The agent stage has its own tests; here it would only add time.
+        .args(["--skip", "agent"])
+        .args([
+            "--concurrency",
+            "2",
+            "--max-context",
+            "384",
+            "--output-tokens",
+            "8",
+        ])
+        .args([
+            "--ramp-requests",
+            "1",
+            "--duration",
+            "6s",
+            "--prefix-words",
+            "150",
+        ])
+        .args([
+            "--short-prompt",
+            "64",
+            "--request-timeout",
+            "120s",
+            "--reviewer",
+            "ci",
+        ])
+        .args(extra)
+        .output()
+        .unwrap();
+    let report = std::fs::read(out.join("report.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(serde_json::Value::Null);
+    (
+        o.status.code(),
+        report,
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    r["checks"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
+}
+
+#[test]
+fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // 1. Prompt cache on (llama.cpp's default).
+    let url = start_server(18201, &[]);
+    let guard = ServerGuard(18201);
+    let (code, r, stderr) = accept(&url, &dir.path().join("on"), &[]);
+    drop(guard);
+    assert_eq!(r["complete"], true, "{stderr}");
+    assert_eq!(r["engine"], "llama.cpp");
+    for id in [
+        "service_health",
+        "service_models",
+        "service_metrics",
+        "basic_chat",
+        "basic_stream",
+    ] {
+        assert_eq!(check(&r, id)["status"], "pass", "{id}: {:#}", check(&r, id));
+    }
+    let pc = check(&r, "prefix_cache");
+    assert_eq!(pc["status"], "pass", "{pc:#}");
+    let samples = r["measurements"]["prefix_cache"].as_array().unwrap();
+    assert_eq!(samples.len(), 5);
+    let cold = &samples[0];
+    let warm = &samples[1];
+    assert_eq!(cold["role"], "cold");
+    // A fresh prefix: at most the template's first token(s) come from the cache.
+    let warm_cached = warm["cached_tokens"].as_u64().unwrap();
+    assert!(warm_cached > 100, "{warm}");
+    assert!(
+        cold["cached_tokens"].as_u64().unwrap() * 4 < warm_cached,
+        "{cold}"
+    );
+    assert!(warm["prefill_ms"].as_f64().unwrap() < cold["prefill_ms"].as_f64().unwrap());
+    // The warm prefix was compared token by token with the server's tokenizer.
+    assert!(
+        pc["data"]["tokenized_common_prefix"].as_u64().unwrap() > 100,
+        "{pc:#}"
+    );
+    assert_eq!(r["measurements"]["ramp"].as_array().unwrap().len(), 4);
+    assert!(r["baseline"]["prefill_warm_ms"].as_f64().is_some());
+    assert!(
+        r["baseline"]["cache_hit_ratio"].as_f64().unwrap() > 0.0,
+        "{:#}",
+        r["baseline"]
+    );
+    let verdict = r["verdict"].as_str().unwrap();
+    assert!(
+        matches!(verdict, "release" | "observe"),
+        "{verdict}: {}",
+        r["verdict_reason"]
+    );
+    assert_eq!(code, Some(if verdict == "release" { 0 } else { 1 }));
+
+    // 2. The same server with --no-cache-prompt: the proof must fail, cause "feature off".
+    let url = start_server(18202, &["--no-cache-prompt"]);
+    let guard = ServerGuard(18202);
+    let (code, r, stderr) = accept(
+        &url,
+        &dir.path().join("off"),
+        &["--skip", "ramp", "--skip", "soak"],
+    );
+    drop(guard);
+    let pc = check(&r, "prefix_cache");
+    assert_eq!(pc["status"], "fail", "{stderr}\n{pc:#}");
+    assert_eq!(pc["data"]["cause"], "feature_off", "{pc:#}");
+    assert!(
+        pc["measurement"]
+            .as_str()
+            .unwrap()
+            .starts_with("feature off"),
+        "{pc:#}"
+    );
+    assert_eq!(pc["impact"], "environment");
+    assert_eq!(r["verdict"], "rebuild");
+    assert_eq!(code, Some(1));
+}

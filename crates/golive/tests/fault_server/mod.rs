@@ -1,0 +1,398 @@
+//! A small scripted OpenAI-compatible server (raw HTTP/1.1 on a tokio TcpListener) that
+//! produces the faults a real server will not produce on demand: a hang before the
+//! first byte, a close mid-stream, malformed SSE, HTTP 500, a slow drip.
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// How `/v1/chat/completions` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// A proper stream: `tokens` content chunks `delay` apart, usage, `[DONE]`.
+    Ok { tokens: u32, delay_ms: u64 },
+    /// Reads the request and never answers.
+    HangBeforeFirstByte,
+    /// Headers and two chunks, then the connection is closed.
+    CloseMidStream,
+    /// `data:` events that are not JSON.
+    MalformedSse,
+    /// HTTP 500 with an OpenAI error object.
+    Http500,
+    /// Headers, then one byte every 300 ms, forever.
+    SlowDrip,
+    /// A vLLM-like engine: `/version`, `vllm:` metrics with prefix-cache counters in
+    /// tokens, `/tokenize` with `messages`. Words are tokens. With `caching`, a prompt's
+    /// hits are its longest common prefix with an earlier prompt, in whole 16-token
+    /// blocks, and (hybrid models) only at multiples of `retention`. `nonce_prefix`
+    /// puts a per-request token first, as a template with a timestamp would.
+    Vllm {
+        caching: bool,
+        retention: Option<usize>,
+        nonce_prefix: bool,
+    },
+}
+
+/// Counters and seen prompts of the vLLM-like engine.
+#[derive(Default)]
+struct VllmState {
+    prompts: Vec<Vec<u64>>,
+    queries: u64,
+    hits: u64,
+    prompt_tokens: u64,
+    prefill_s: f64,
+    prefill_n: u64,
+    nonce: u64,
+}
+
+pub struct FaultServer {
+    pub url: String,
+    /// Chat requests received.
+    pub requests: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FaultServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn start(fault: Fault) -> FaultServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let requests = Arc::new(AtomicU64::new(0));
+    let counter = requests.clone();
+    let state = Arc::new(std::sync::Mutex::new(VllmState::default()));
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                break;
+            };
+            let counter = counter.clone();
+            let state = state.clone();
+            // Like real servers: every token goes out at once (no Nagle coalescing).
+            let _ = sock.set_nodelay(true);
+            tokio::spawn(async move {
+                let _ = serve(sock, fault, counter, state).await;
+            });
+        }
+    });
+    FaultServer {
+        url,
+        requests,
+        task,
+    }
+}
+
+struct Request {
+    method: String,
+    path: String,
+    body: Vec<u8>,
+}
+
+async fn read_request(sock: &mut TcpStream, buf: &mut Vec<u8>) -> Option<Request> {
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..end]).to_string();
+            let mut lines = head.lines();
+            let mut first = lines.next()?.split_whitespace();
+            let method = first.next()?.to_string();
+            let path = first.next()?.to_string();
+            let len: usize = lines
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                .and_then(|(_, v)| v.trim().parse().ok())
+                .unwrap_or(0);
+            while buf.len() < end + 4 + len {
+                let mut tmp = [0u8; 8192];
+                let n = sock.read(&mut tmp).await.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                buf.extend_from_slice(&tmp[..n]);
+            }
+            let body = buf[end + 4..end + 4 + len].to_vec();
+            buf.drain(..end + 4 + len);
+            return Some(Request { method, path, body });
+        }
+        let mut tmp = [0u8; 8192];
+        let n = sock.read(&mut tmp).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&tmp[..n]);
+    }
+}
+
+async fn respond(
+    sock: &mut TcpStream,
+    status: &str,
+    ctype: &str,
+    body: &[u8],
+) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    sock.write_all(head.as_bytes()).await?;
+    sock.write_all(body).await
+}
+
+async fn chunk(sock: &mut TcpStream, data: &str) -> std::io::Result<()> {
+    sock.write_all(format!("{:x}\r\n{data}\r\n", data.len()).as_bytes())
+        .await?;
+    sock.flush().await
+}
+
+fn content_event(text: &str) -> String {
+    format!(
+        "data: {{\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+    )
+}
+
+fn words_of(body: &[u8]) -> Vec<u64> {
+    use std::hash::{Hash, Hasher};
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let mut out = Vec::new();
+    for m in v["messages"].as_array().into_iter().flatten() {
+        let text = format!(
+            "<{}> {}",
+            m["role"].as_str().unwrap_or(""),
+            m["content"].as_str().unwrap_or("")
+        );
+        for w in text.split_whitespace() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            w.hash(&mut h);
+            out.push(h.finish() % 100_000);
+        }
+    }
+    out
+}
+
+fn vllm_tokens(body: &[u8], nonce_prefix: bool, state: &mut VllmState) -> Vec<u64> {
+    let mut t = words_of(body);
+    if nonce_prefix {
+        state.nonce += 1;
+        t.insert(0, 1_000_000 + state.nonce);
+    }
+    t
+}
+
+fn vllm_metrics(s: &VllmState, caching: bool) -> String {
+    let flag = if caching { "True" } else { "False" };
+    format!(
+        "# TYPE vllm:prefix_cache_queries_total counter\nvllm:prefix_cache_queries_total{{engine=\"0\",model_name=\"m\"}} {q}\n\
+         vllm:prefix_cache_queries_created{{engine=\"0\",model_name=\"m\"}} 1.7e9\n\
+         # TYPE vllm:prefix_cache_hits_total counter\nvllm:prefix_cache_hits_total{{engine=\"0\",model_name=\"m\"}} {h}\n\
+         vllm:prompt_tokens_total{{engine=\"0\",model_name=\"m\"}} {p}\n\
+         vllm:num_requests_running{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         vllm:num_requests_waiting{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         vllm:kv_cache_usage_perc{{engine=\"0\",model_name=\"m\"}} 0.125\n\
+         vllm:num_preemptions_total{{engine=\"0\",model_name=\"m\"}} 0.0\n\
+         # TYPE vllm:request_prefill_time_seconds histogram\n\
+         vllm:request_prefill_time_seconds_bucket{{engine=\"0\",le=\"+Inf\",model_name=\"m\"}} {n}\n\
+         vllm:request_prefill_time_seconds_sum{{engine=\"0\",model_name=\"m\"}} {ps}\n\
+         vllm:request_prefill_time_seconds_count{{engine=\"0\",model_name=\"m\"}} {n}\n\
+         vllm:cache_config_info{{block_size=\"16\",enable_prefix_caching=\"{flag}\",engine=\"0\",num_gpu_blocks=\"4096\"}} 1.0\n",
+        q = s.queries, h = s.hits, p = s.prompt_tokens, n = s.prefill_n, ps = s.prefill_s,
+    )
+}
+
+async fn serve(
+    mut sock: TcpStream,
+    fault: Fault,
+    counter: Arc<AtomicU64>,
+    state: Arc<std::sync::Mutex<VllmState>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    while let Some(req) = read_request(&mut sock, &mut buf).await {
+        if let Fault::Vllm {
+            caching,
+            retention,
+            nonce_prefix,
+        } = fault
+        {
+            match (req.method.as_str(), req.path.as_str()) {
+                ("GET", "/version") => {
+                    respond(
+                        &mut sock,
+                        "200 OK",
+                        "application/json",
+                        br#"{"version":"0.33.0"}"#,
+                    )
+                    .await?;
+                    continue;
+                }
+                ("GET", "/metrics") => {
+                    let text = vllm_metrics(&state.lock().unwrap(), caching);
+                    respond(
+                        &mut sock,
+                        "200 OK",
+                        "text/plain; version=0.0.4",
+                        text.as_bytes(),
+                    )
+                    .await?;
+                    continue;
+                }
+                ("GET", "/v1/models") => {
+                    respond(&mut sock, "200 OK", "application/json", br#"{"object":"list","data":[{"id":"m","object":"model","owned_by":"vllm","max_model_len":8192}]}"#).await?;
+                    continue;
+                }
+                ("POST", "/tokenize") => {
+                    let t = vllm_tokens(&req.body, nonce_prefix, &mut state.lock().unwrap());
+                    let body =
+                        serde_json::json!({"count": t.len(), "max_model_len": 8192, "tokens": t})
+                            .to_string();
+                    respond(&mut sock, "200 OK", "application/json", body.as_bytes()).await?;
+                    continue;
+                }
+                ("POST", "/v1/chat/completions") => {
+                    counter.fetch_add(1, Ordering::Relaxed);
+                    let prefill_ms = {
+                        let mut s = state.lock().unwrap();
+                        let t = vllm_tokens(&req.body, nonce_prefix, &mut s);
+                        let mut hit = 0;
+                        if caching {
+                            let best = s
+                                .prompts
+                                .iter()
+                                .map(|p| p.iter().zip(&t).take_while(|(a, b)| a == b).count())
+                                .max()
+                                .unwrap_or(0);
+                            // The last token is always recomputed; whole blocks only.
+                            hit = best.min(t.len().saturating_sub(1)) / 16 * 16;
+                            if let Some(r) = retention {
+                                hit = hit / r * r;
+                            }
+                        }
+                        s.prompts.push(t.clone());
+                        s.queries += t.len() as u64;
+                        s.hits += hit as u64;
+                        s.prompt_tokens += t.len() as u64;
+                        let ms = (t.len() - hit) as f64 * 0.2;
+                        s.prefill_s += ms / 1000.0;
+                        s.prefill_n += 1;
+                        ms
+                    };
+                    tokio::time::sleep(Duration::from_micros((prefill_ms * 1000.0) as u64)).await;
+                    let stream = String::from_utf8_lossy(&req.body).contains("\"stream\":true");
+                    if !stream {
+                        respond(&mut sock, "200 OK", "application/json", br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#).await?;
+                        continue;
+                    }
+                    sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
+                    for i in 0..3 {
+                        chunk(&mut sock, &content_event(&format!("w{i}"))).await?;
+                    }
+                    chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n").await?;
+                    sock.write_all(b"0\r\n\r\n").await?;
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/health") => {
+                respond(
+                    &mut sock,
+                    "200 OK",
+                    "application/json",
+                    b"{\"status\":\"ok\"}",
+                )
+                .await?
+            }
+            ("GET", "/v1/models") => {
+                respond(
+                    &mut sock,
+                    "200 OK",
+                    "application/json",
+                    br#"{"object":"list","data":[{"id":"fault-model","object":"model"}]}"#,
+                )
+                .await?
+            }
+            ("POST", p) if p.ends_with("/completions") => {
+                counter.fetch_add(1, Ordering::Relaxed);
+                let stream = String::from_utf8_lossy(&req.body).contains("\"stream\":true");
+                match fault {
+                    Fault::HangBeforeFirstByte => {
+                        tokio::time::sleep(Duration::from_secs(3600)).await;
+                    }
+                    Fault::Http500 => {
+                        respond(
+                            &mut sock,
+                            "500 Internal Server Error",
+                            "application/json",
+                            br#"{"error":{"message":"CUDA out of memory (scripted)","type":"server_error","code":500}}"#,
+                        )
+                        .await?
+                    }
+                    Fault::Ok { tokens, delay_ms } if !stream => {
+                        let text = "ok ".repeat(tokens as usize);
+                        let body = format!(
+                            r#"{{"id":"c1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":10,"completion_tokens":{tokens},"total_tokens":{}}}}}"#,
+                            tokens + 10
+                        );
+                        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                        respond(&mut sock, "200 OK", "application/json", body.as_bytes()).await?
+                    }
+                    _ => {
+                        sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
+                        match fault {
+                            Fault::Ok { tokens, delay_ms } => {
+                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n").await?;
+                                for i in 0..tokens {
+                                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                                    chunk(&mut sock, &content_event(&format!("t{i}"))).await?;
+                                }
+                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n").await?;
+                                chunk(&mut sock, &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", tokens + 10)).await?;
+                                sock.write_all(b"0\r\n\r\n").await?;
+                            }
+                            Fault::CloseMidStream => {
+                                chunk(&mut sock, &content_event("a")).await?;
+                                chunk(&mut sock, &content_event("b")).await?;
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                return Ok(()); // dropped: the chunked body never ends
+                            }
+                            Fault::MalformedSse => {
+                                chunk(&mut sock, &content_event("a")).await?;
+                                chunk(&mut sock, "data: <html>upstream error</html>\n\n").await?;
+                                chunk(&mut sock, "data: [DONE]\n\n").await?;
+                                sock.write_all(b"0\r\n\r\n").await?;
+                            }
+                            Fault::SlowDrip => {
+                                let event = content_event("slow");
+                                sock.write_all(format!("{:x}\r\n", event.len() * 1000).as_bytes()).await?;
+                                loop {
+                                    for b in event.bytes() {
+                                        sock.write_all(&[b]).await?;
+                                        sock.flush().await?;
+                                        tokio::time::sleep(Duration::from_millis(300)).await;
+                                    }
+                                }
+                            }
+                            Fault::HangBeforeFirstByte | Fault::Http500 | Fault::Vllm { .. } => {
+                                unreachable!()
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {
+                respond(
+                    &mut sock,
+                    "404 Not Found",
+                    "application/json",
+                    br#"{"error":{"message":"File Not Found","code":404}}"#,
+                )
+                .await?
+            }
+        }
+    }
+    Ok(())
+}
