@@ -28,6 +28,7 @@ set +e
 "$GOLIVE" accept --url "$URL" --out "$OUT" \
   --concurrency 4 --max-context 512 --output-tokens 16 --ramp-requests 1 \
   --duration 20s --prefix-words 200 --short-prompt 96 \
+  --repeat 2 --agent-max-tokens 48 \
   --operator "${USER:-demo}" "$@"
 code=$?
 set -e
