@@ -284,8 +284,12 @@ fn attach_triage(report: &mut Report, log: &Path) {
     let line = match crate::triage::analyze_paths(&[log.to_path_buf()], &opts) {
         Ok(t) => t.primary.map(|f| {
             format!(
-                "first cause ({} line {}, {:?}): {}\n{}",
-                f.file, f.line, f.class, f.text, f.why
+                "first cause ({} line {}, {}): {}\n{}",
+                f.file,
+                f.line,
+                f.class.as_str(),
+                f.text,
+                f.why
             )
         }),
         Err(e) => Some(format!("triage of {} failed: {e:#}", log.display())),
