@@ -343,6 +343,7 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
     drop(guard);
     assert_eq!(w.status.code(), Some(0), "{wtext}");
     assert!(!wtext.contains("TRIGGER"), "{wtext}");
+    assert!(wtext.contains("(llama.cpp): quiet over"), "{wtext}");
 
     // The same baseline gives alerting rules with its numbers in them.
     let rules = tmp.path().join("rules.yml");
