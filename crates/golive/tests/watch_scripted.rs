@@ -4,7 +4,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,25 +16,28 @@ fn scripted_server(page: impl Fn(usize) -> String + Send + 'static) -> String {
     let count = Arc::new(AtomicUsize::new(0));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut line = String::new();
-            // Read the request head.
-            loop {
-                line.clear();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-            }
-            let body = page(count.fetch_add(1, Ordering::SeqCst));
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let Ok(stream) = stream else { continue };
+            answer(stream, &page(count.fetch_add(1, Ordering::SeqCst)));
         }
     });
     url
+}
+
+/// Reads one request head and answers it with `body` as a metrics page.
+fn answer(mut stream: TcpStream, body: &str) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+    }
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
 }
 
 fn golive(args: &[&str]) -> Output {
@@ -228,6 +231,131 @@ fn counter_reset_is_reported_and_raises_no_alarm() {
     // Never a negative or >1 ratio across the reset: 90% hits throughout.
     let ratio = ev["summary"]["cache_hit_ratio"].as_f64().unwrap();
     assert!((ratio - 0.9).abs() < 1e-9, "{t}");
+}
+
+#[test]
+fn a_restart_with_unchanged_counters_is_seen_through_the_refused_port() {
+    // llama.cpp exports no process start time. A new process that has already redone
+    // the old one's work shows the same counters; only the refused port between the
+    // scrapes tells that the process changed.
+    let page = |k: usize| {
+        let k = k as f64;
+        vllm_page(false, 0.0, 90.0 * k, 100.0 * k, 0.05 * k, k)
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(3) {
+            answer(stream.unwrap(), &page(1));
+        }
+        // Down: nothing listens on the port for a while.
+        drop(listener);
+        std::thread::sleep(std::time::Duration::from_millis(800));
+        let listener = TcpListener::bind(addr).unwrap();
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            answer(stream, &page(1 + n));
+        }
+    });
+    let out = golive(&[
+        "watch",
+        "--url",
+        &format!("http://{addr}"),
+        "--interval",
+        "100ms",
+        "--window",
+        "20s",
+        "--down-grace",
+        "30s",
+        "--duration",
+        "2500ms",
+        "--format",
+        "json",
+    ]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let resets: Vec<_> = lines
+        .iter()
+        .filter(|l| l["event"] == "counter_reset")
+        .collect();
+    assert_eq!(resets.len(), 1, "{t}");
+    assert!(
+        resets[0]["what"]
+            .as_str()
+            .unwrap()
+            .contains("refused connections"),
+        "{t}"
+    );
+    let ev = lines.last().unwrap();
+    assert_eq!(ev["firing"].as_array().unwrap().len(), 0, "{t}");
+    assert_eq!(ev["resets"].as_array().unwrap().len(), 1, "{t}");
+    // The new process's counters count from zero: still 90% hits, never above 1.
+    let ratio = ev["summary"]["cache_hit_ratio"].as_f64().unwrap();
+    assert!((ratio - 0.9).abs() < 1e-9, "{t}");
+}
+
+#[test]
+fn ctrl_c_ends_the_watch_while_a_scrape_hangs() {
+    // Three answers, then a server that accepts and never answers (a process going
+    // down): the scrape in flight must not hold back Ctrl-C.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(stream) = stream else { continue };
+            if n < 3 {
+                answer(stream, &vllm_page(false, 0.0, 90.0, 100.0, 0.05, 1.0));
+            } else {
+                held.push(stream);
+            }
+        }
+    });
+    let mut child = Command::new(common::golive_bin())
+        .args([
+            "watch",
+            "--url",
+            &format!("http://{addr}"),
+            "--interval",
+            "300ms",
+            "--window",
+            "600ms",
+            "--down-grace",
+            "60s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    // The first printed window: the answered scrapes are in.
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.contains("quiet over"), "{first}");
+    // Scrapes hang from here on, each until the 3 s scrape timeout.
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    let sent = std::time::Instant::now();
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let status = child.wait().unwrap();
+    let took = sent.elapsed();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let t = format!("{first}{rest}{err}");
+    assert!(
+        took < std::time::Duration::from_millis(1500),
+        "took {took:?} after SIGINT: {t}"
+    );
+    assert_eq!(status.code(), Some(0), "{t}");
+    // The judgement of what it saw is still printed.
+    assert!(rest.contains("quiet over"), "{t}");
 }
 
 #[test]

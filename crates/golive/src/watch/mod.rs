@@ -150,7 +150,10 @@ async fn watch_loop(
         None => None,
     };
     let down_grace_s = args.down_grace.unwrap_or(args.window).as_secs_f64();
+    let timeout = scrape_timeout(args.interval, args.target.request_timeout);
     let mut last_ok: Option<f64> = None;
+    // When the target refused connections since the last good scrape: (first, last) t.
+    let mut refused: Option<(f64, f64)> = None;
     let mut last_status = f64::NEG_INFINITY;
     let mut next_tick = start;
     use tokio::signal::unix::{signal, SignalKind};
@@ -158,9 +161,32 @@ async fn watch_loop(
     let mut terminate = signal(SignalKind::terminate())?;
     loop {
         let t = start.elapsed().as_secs_f64();
-        match MetricsSnapshot::scrape(client, metrics_url).await {
+        // Ctrl-C / SIGTERM are honoured during a scrape too: a server that is going
+        // down may hold the request open (llama-server on SIGTERM answers nothing
+        // until it is killed).
+        let scraped = tokio::select! {
+            r = tokio::time::timeout(timeout, MetricsSnapshot::scrape(client, metrics_url)) => {
+                Some(r.unwrap_or_else(|_| {
+                    Err(anyhow::anyhow!(
+                        "GET {metrics_url} gave no answer within {}",
+                        humantime::format_duration(timeout)
+                    ))
+                }))
+            }
+            _ = interrupt.recv() => None,
+            _ = terminate.recv() => None,
+        };
+        let Some(scraped) = scraped else {
+            return finish(args, &state, baseline, &limits, last_ok.is_some());
+        };
+        match scraped {
             Ok(m) => {
-                let reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
+                let mut reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
+                if let Some((from, to)) = refused.take() {
+                    reading.restart_hint = Some(format!(
+                        "the target refused connections between {from:.1} s and {to:.1} s (nothing listened: a new process)"
+                    ));
+                }
                 if let Some(prev) = state.readings.last() {
                     if let Some(what) = signals::restarted(prev, &reading) {
                         report_reset(args, t, &what);
@@ -180,6 +206,9 @@ async fn watch_loop(
                     };
                     eprintln!("golive watch: target unreachable: {e:#}{hint}");
                     return Ok(exit::UNREACHABLE);
+                }
+                if connection_refused(&e) {
+                    refused = Some((refused.map_or(t, |r| r.0), t));
                 }
                 if args.format == OutputFormat::Text {
                     eprintln!(
@@ -216,7 +245,9 @@ async fn watch_loop(
                 last_status = t;
             }
         }
-        let stop_now = args.duration.is_some_and(|d| start.elapsed() >= d);
+        if args.duration.is_some_and(|d| start.elapsed() >= d) {
+            return finish(args, &state, baseline, &limits, true);
+        }
         next_tick += args.interval;
         let now = Instant::now();
         let pause = if next_tick > now {
@@ -225,23 +256,56 @@ async fn watch_loop(
             next_tick = now;
             Duration::ZERO
         };
-        // Ctrl-C / SIGTERM end a continuous watch with the judgement of what it saw.
-        let interrupted = !stop_now
-            && tokio::select! {
-                _ = tokio::time::sleep(pause) => false,
-                _ = interrupt.recv() => true,
-                _ = terminate.recv() => true,
-            };
-        if stop_now || interrupted {
-            let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
-            print_evaluation(args, &ev)?;
-            return Ok(if ev.firing.is_empty() {
-                exit::OK
-            } else {
-                exit::FOUND
-            });
+        let interrupted = tokio::select! {
+            _ = tokio::time::sleep(pause) => false,
+            _ = interrupt.recv() => true,
+            _ = terminate.recv() => true,
+        };
+        if interrupted {
+            return finish(args, &state, baseline, &limits, last_ok.is_some());
         }
     }
+}
+
+/// How long one scrape may take: about one interval (at least 3 s, at most 30 s, never
+/// above --request-timeout), so a server that holds the request open cannot stall
+/// the watch for the 120 s meant for long generations.
+fn scrape_timeout(interval: Duration, request_timeout: Duration) -> Duration {
+    interval
+        .clamp(Duration::from_secs(3), Duration::from_secs(30))
+        .min(request_timeout)
+}
+
+/// True when nothing listened on the target's port (as opposed to a timeout or an
+/// HTTP error from a process that is up).
+fn connection_refused(e: &anyhow::Error) -> bool {
+    // anyhow's chain follows every `source()`, down to hyper's io::Error.
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+    })
+}
+
+/// Ends a continuous watch (--duration over, Ctrl-C, SIGTERM) with the judgement of
+/// what it saw; a watch that never got an answer says so and exits 3.
+fn finish(
+    args: &WatchArgs,
+    state: &State,
+    baseline: &Baseline,
+    limits: &Limits,
+    ever_reached: bool,
+) -> anyhow::Result<u8> {
+    if !ever_reached {
+        eprintln!("golive watch: stopped before the target answered a scrape");
+        return Ok(exit::UNREACHABLE);
+    }
+    let ev = triggers::evaluate(&state.readings, &state.hits, baseline, limits);
+    print_evaluation(args, &ev)?;
+    Ok(if ev.firing.is_empty() {
+        exit::OK
+    } else {
+        exit::FOUND
+    })
 }
 
 /// A restart is reported when it is seen, not only when the window is printed.
@@ -316,4 +380,55 @@ pub fn render_text(url: &str, ev: &Evaluation) -> String {
         let _ = writeln!(out, "{ROLLBACK_REMINDER}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scrape_waits_about_one_interval() {
+        let long = Duration::from_secs(120);
+        assert_eq!(
+            scrape_timeout(Duration::from_millis(300), long),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            scrape_timeout(Duration::from_secs(10), long),
+            Duration::from_secs(10)
+        );
+        assert_eq!(
+            scrape_timeout(Duration::from_secs(600), long),
+            Duration::from_secs(30)
+        );
+        assert_eq!(
+            scrape_timeout(Duration::from_secs(10), Duration::from_secs(2)),
+            Duration::from_secs(2)
+        );
+    }
+
+    #[test]
+    fn a_closed_port_reads_as_refused_and_an_http_error_does_not() {
+        // A port that was just free: nothing listens on it.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let client = reqwest::Client::new();
+        let e = rt
+            .block_on(MetricsSnapshot::scrape(
+                &client,
+                &format!("http://127.0.0.1:{port}/metrics"),
+            ))
+            .unwrap_err();
+        assert!(connection_refused(&e), "{e:#}");
+        assert!(!connection_refused(&anyhow::anyhow!(
+            "GET /metrics answered HTTP 503 Service Unavailable"
+        )));
+    }
 }

@@ -88,6 +88,10 @@ pub struct Reading {
     pub counter_names: std::collections::BTreeMap<Counter, String>,
     /// `process_start_time_seconds`, when exported (a change is a restart).
     pub start_time: Option<f64>,
+    /// Set by the watch loop when the target refused connections since the previous
+    /// good scrape: nothing listened on its port, so this reading comes from a new
+    /// process. It counts as a restart only where no start time tells better.
+    pub restart_hint: Option<String>,
 }
 
 fn first_sum(m: &MetricsSnapshot, names: &[&'static str]) -> Option<(f64, &'static str)> {
@@ -208,8 +212,11 @@ pub struct Reset {
     pub what: String,
 }
 
-/// True when `after` comes from a restarted server: its start time changed, or any
-/// counter went down.
+/// True when `after` comes from a restarted server: its start time changed, any
+/// counter went down, or (without start times to compare) the target refused
+/// connections in between. The last matters for llama.cpp, which exports no start
+/// time: a restarted server that has already redone as much work as the old one
+/// shows counters that did not go down.
 pub fn restarted(before: &Reading, after: &Reading) -> Option<String> {
     if let (Some(a), Some(b)) = (before.start_time, after.start_time) {
         if (a - b).abs() > 0.5 {
@@ -229,6 +236,9 @@ pub fn restarted(before: &Reading, after: &Reading) -> Option<String> {
                 return Some(format!("{name} went down from {a} to {b}"));
             }
         }
+    }
+    if before.start_time.is_none() || after.start_time.is_none() {
+        return after.restart_hint.clone();
     }
     None
 }
@@ -340,6 +350,36 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].t, 2.0);
         assert_eq!(since_last_restart(&rs).len(), 2);
+    }
+
+    #[test]
+    fn a_refused_target_counts_as_a_restart_only_without_start_times() {
+        let before = reading(0.0, "llamacpp:prompt_tokens_total 29\n");
+        let mut after = reading(5.0, "llamacpp:prompt_tokens_total 29\n");
+        assert_eq!(restarted(&before, &after), None);
+        after.restart_hint = Some("refused connections".into());
+        assert_eq!(
+            restarted(&before, &after).as_deref(),
+            Some("refused connections")
+        );
+        // The counter restarted from zero: the whole new value is the increase.
+        let later = reading(6.0, "llamacpp:prompt_tokens_total 31\n");
+        assert_eq!(
+            increase(&[before.clone(), after, later], Counter::PromptTokens),
+            Some(29.0 + 2.0)
+        );
+        // A falling counter is named rather than the hint.
+        let mut fell = reading(6.0, "llamacpp:prompt_tokens_total 3\n");
+        fell.restart_hint = Some("refused connections".into());
+        assert!(restarted(&before, &fell)
+            .unwrap()
+            .contains("went down from 29 to 3"));
+        // Equal start times say the same process answered again (a network outage).
+        let same = "process_start_time_seconds 1700000000\nvllm:prompt_tokens_total 10\n";
+        let b = reading(0.0, same);
+        let mut a = reading(5.0, same);
+        a.restart_hint = Some("refused connections".into());
+        assert_eq!(restarted(&b, &a), None);
     }
 
     #[test]
