@@ -18,10 +18,16 @@ if [[ ${#need_apt[@]} -gt 0 ]]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
 fi
 
+# Tests start their own llama-servers on ports 18200-18299 (a template, a slot count or
+# --no-cache-prompt of their own). One left over from an earlier run, maybe of another
+# checkout, would be reused with the wrong flags and its log elsewhere: end those first.
+stop_test_servers() { pkill -f -- 'llama-server .*--port 182[0-9][0-9]( |$)' 2>/dev/null || true; }
+stop_test_servers
+
 # The real OpenAI-compatible server the accept/agent/watch tests run against.
 GOLIVE_TEST_URL="$(scripts/local-server.sh start)"
 export GOLIVE_TEST_URL
-trap 'scripts/local-server.sh stop' EXIT
+trap 'scripts/local-server.sh stop; stop_test_servers' EXIT
 
 cargo build --workspace --all-targets
 cargo test --workspace -- --test-threads 2

@@ -238,7 +238,22 @@ async fn exchange(
     let sent = send(ctx.client, &ctx.endpoint, body, deadline).await;
     let mut problems = judge(body, answer, &sent.outcome);
     if let Some(log) = ctx.log.as_mut() {
-        let lines = log.parser_lines();
+        let mut lines = log.parser_lines();
+        // Servers log asynchronously (llama.cpp through a logger thread): the parser's
+        // exception can land just after the error answer, so a server-side failure waits
+        // up to a second for it.
+        let server_side = problems.iter().any(|p| {
+            p.severity == Severity::Fail && matches!(p.owner, Owner::Parser | Owner::Server)
+        });
+        if lines.is_empty() && server_side && *answer != Answer::ClientError {
+            for _ in 0..10 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                lines = log.parser_lines();
+                if !lines.is_empty() {
+                    break;
+                }
+            }
+        }
         // A rejected invalid request is expected to log its error.
         if !lines.is_empty() && *answer != Answer::ClientError {
             let detail = format!(
