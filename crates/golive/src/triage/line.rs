@@ -242,6 +242,12 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             if c.get(1).is_some() || ts.is_some() {
                 level = Some(c.get(2).unwrap().as_str().to_string());
                 pos += c.get(0).unwrap().end();
+                // A wrapper that logs a vLLM process's output (often all as `ERROR | stderr`):
+                // the vLLM header inside says the real level.
+                if let Some(v) = p.vllm_header.captures(&text[pos..]) {
+                    level = Some(v.get(1).unwrap().as_str().to_string());
+                    pos += v.get(0).unwrap().end();
+                }
             }
         }
     }
@@ -308,6 +314,10 @@ mod tests {
         let c = parse(b"2026-01-02 10:00:01,812 - app.server - WARNING - disk almost full");
         assert_eq!(c.level.as_deref(), Some("WARNING"));
         assert_eq!(c.msg(), "disk almost full");
+        // The wrapped process's own vLLM header gives the level.
+        let e = parse(b"2026-01-02 10:00:01 | ERROR | stderr | INFO 01-02 10:00:01 llm_engine.py:73] Initializing");
+        assert_eq!(e.level.as_deref(), Some("INFO"));
+        assert_eq!(e.msg(), "Initializing");
         // A vLLM header after a docker timestamp keeps working as before.
         let d = parse(b"2026-01-02T10:00:01.000Z ERROR 01-02 10:00:01 [core.py:1] ValueError: x");
         assert_eq!(d.msg(), "ValueError: x");
