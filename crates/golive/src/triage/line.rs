@@ -70,6 +70,7 @@ struct Patterns {
     glog_ts: Regex,
     ray_ts: Regex,
     py_warning: Regex,
+    wrapped_level: Regex,
 }
 
 fn patterns() -> &'static Patterns {
@@ -101,6 +102,13 @@ fn patterns() -> &'static Patterns {
         // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
         ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
         py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
+        // Wrapper loggers that put a timestamp, a level and a few fields in front of each
+        // line: `2024-01-22 14:32:27 | ERROR | stderr | `, `[2024-04-17 20:07:13,727] [ERROR]
+        // [MainThread] [asyncio] >>> `, `2025-06-20 20:02:32,812 - name - ERROR - `.
+        wrapped_level: Regex::new(
+            r"^(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]?)?(?:\s*(?:\||-|\[[^\]\n]+\]|[A-Za-z0-9_.]+)){0,3}?\s*(?:\||-)?\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?((?:\s*(?:\| [A-Za-z0-9_.\-]+|- [A-Za-z0-9_.\-]+|\[[^\]\n]+\]))*)\s*(?:\| |- |>>> ?|: )",
+        )
+        .unwrap(),
     })
 }
 
@@ -226,6 +234,23 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             ));
         }
     }
+    // A wrapper logger's own prefix (after docker/compose prefixes): the level counts, and
+    // the message starts after its last field, so tracebacks inside are seen as such.
+    if level.is_none() {
+        if let Some(c) = p.wrapped_level.captures(&text[pos..]) {
+            // Only behind a timestamp (its own or a docker one): a bare `ERROR: ...` is a message.
+            if c.get(1).is_some() || ts.is_some() {
+                level = Some(c.get(2).unwrap().as_str().to_string());
+                pos += c.get(0).unwrap().end();
+                // A wrapper that logs a vLLM process's output (often all as `ERROR | stderr`):
+                // the vLLM header inside says the real level.
+                if let Some(v) = p.vllm_header.captures(&text[pos..]) {
+                    level = Some(v.get(1).unwrap().as_str().to_string());
+                    pos += v.get(0).unwrap().end();
+                }
+            }
+        }
+    }
     // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
     if level.is_none() && p.py_warning.is_match(&text[pos..]) {
         level = Some("WARNING".to_string());
@@ -276,6 +301,27 @@ pub fn is_traceback_header(msg: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrapper_logger_prefixes() {
+        let a =
+            parse(b"[2026-01-02 10:00:01,100] [ERROR] [MainThread] [asyncio] >>> AssertionError");
+        assert_eq!(a.level.as_deref(), Some("ERROR"));
+        assert_eq!(a.msg(), "AssertionError");
+        let b = parse(b"2026-01-02 10:00:01 | ERROR | stderr |   File \"x.py\", line 3, in f");
+        assert_eq!(b.level.as_deref(), Some("ERROR"));
+        assert!(is_frame(b.msg()));
+        let c = parse(b"2026-01-02 10:00:01,812 - app.server - WARNING - disk almost full");
+        assert_eq!(c.level.as_deref(), Some("WARNING"));
+        assert_eq!(c.msg(), "disk almost full");
+        // The wrapped process's own vLLM header gives the level.
+        let e = parse(b"2026-01-02 10:00:01 | ERROR | stderr | INFO 01-02 10:00:01 llm_engine.py:73] Initializing");
+        assert_eq!(e.level.as_deref(), Some("INFO"));
+        assert_eq!(e.msg(), "Initializing");
+        // A vLLM header after a docker timestamp keeps working as before.
+        let d = parse(b"2026-01-02T10:00:01.000Z ERROR 01-02 10:00:01 [core.py:1] ValueError: x");
+        assert_eq!(d.msg(), "ValueError: x");
+    }
 
     #[test]
     fn vllm_worker_prefix_and_header() {

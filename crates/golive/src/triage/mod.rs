@@ -309,7 +309,14 @@ fn decide(
     let mut all: Vec<(usize, &RawFinding)> = Vec::new();
     for (fi, (_, r)) in results.iter().enumerate() {
         for f in &r.findings {
-            all.push((fi, f));
+            let excused = f.rule != usize::MAX
+                && rules.rules[f.rule]
+                    .unless
+                    .as_ref()
+                    .is_some_and(|u| facts.contains(u));
+            if !excused {
+                all.push((fi, f));
+            }
         }
     }
     let by_runbook = |a: &(usize, &RawFinding), b: &(usize, &RawFinding)| {

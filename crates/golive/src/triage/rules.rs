@@ -53,6 +53,8 @@ struct RuleDef {
     #[serde(default)]
     when: Option<String>,
     #[serde(default)]
+    unless: Option<String>,
+    #[serde(default)]
     next_step_when: Option<String>,
     #[serde(default)]
     why_when: Option<String>,
@@ -83,6 +85,9 @@ pub struct Rule {
     pub on_warning: bool,
     pub fact: Option<String>,
     pub when: Option<String>,
+    /// A fact that, once seen in any input, makes this rule's findings harmless (e.g. a
+    /// missing `vllm._C` on a platform plugin that never ships it).
+    pub unless: Option<String>,
     pub next_step_when: Option<String>,
     pub why_when: Option<String>,
     pub next_step: String,
@@ -210,6 +215,7 @@ impl RuleSet {
                 on_warning: d.on_warning,
                 fact: d.fact,
                 when: d.when,
+                unless: d.unless,
                 next_step_when: d.next_step_when,
                 why_when: d.why_when,
                 next_step: d.next_step,
