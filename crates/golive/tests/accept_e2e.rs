@@ -8,6 +8,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
+use common::check;
+
 /// Starts a local llama-server on `port` (GOLIVE_LOCAL_SERVER_SCRIPT may name another
 /// copy of scripts/local-server.sh).
 fn start_server(port: u16, extra: &[&str]) -> String {
@@ -90,13 +92,6 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Va
         report,
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
-}
-
-fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    r["checks"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == id))
-        .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod fault_server;
 use std::path::Path;
 use std::process::Command;
 
+use common::check;
 use fault_server::{start, Fault};
 
 fn run(fault: Fault, out: &Path) -> (Option<i32>, serde_json::Value) {
@@ -34,15 +35,6 @@ fn run(fault: Fault, out: &Path) -> (Option<i32>, serde_json::Value) {
     let r = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     drop(server);
     (o.status.code(), r)
-}
-
-fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap()
 }
 
 #[test]

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::check;
 use fault_server::{start, Fault};
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
@@ -38,15 +39,6 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
 
 fn report(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
-}
-
-fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    r["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["id"] == id)
-        .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
 }
 
 #[test]

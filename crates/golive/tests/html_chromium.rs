@@ -165,43 +165,13 @@ fn check_page(html: &str, name: &str, expect_colors: &[&str]) -> PathBuf {
 
 // ---- a real acceptance run against the local server -----------------------
 
-/// Stops the local server even when an assertion fails.
-struct ServerGuard(u16);
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        common::stop_local_server(self.0);
-    }
-}
-
 /// Runs the real `golive accept` binary with small load settings against a local
 /// llama-server on port 18239 (stopped afterwards); returns its output directory.
 fn real_accept_run(out: &Path) -> PathBuf {
     let port = 18239;
-    let _guard = ServerGuard(port);
+    let _guard = common::ServerGuard(port);
     let url = common::start_local_server(port, &[]);
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", &url, "--out"])
-        .arg(out)
-        .args([
-            "--skip",
-            "agent",
-            "--concurrency",
-            "2",
-            "--max-context",
-            "256",
-        ])
-        .args([
-            "--output-tokens",
-            "8",
-            "--ramp-requests",
-            "1",
-            "--duration",
-            "3s",
-        ])
-        .args(["--prefix-words", "150", "--short-prompt", "64"])
-        .args(["--request-timeout", "120s", "--reviewer", "ci"])
-        .output()
-        .unwrap();
+    let o = common::small_local_accept(&url, out, &[]);
     assert!(
         matches!(o.status.code(), Some(0 | 1)),
         "golive accept: {:?}\n{}",

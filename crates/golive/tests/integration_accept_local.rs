@@ -6,56 +6,15 @@
 
 mod common;
 
+use common::{check, small_local_accept as accept, ServerGuard};
+
 use std::path::Path;
 use std::process::{Command, Output};
-
-/// Stops the local server even when an assertion fails.
-struct ServerGuard(u16);
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        common::stop_local_server(self.0);
-    }
-}
-
-/// `golive accept` with small load settings (the CI machine has 2 cores).
-fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        .args([
-            "--skip",
-            "agent",
-            "--concurrency",
-            "2",
-            "--max-context",
-            "256",
-        ])
-        .args([
-            "--output-tokens",
-            "8",
-            "--ramp-requests",
-            "1",
-            "--duration",
-            "3s",
-        ])
-        .args(["--prefix-words", "150", "--short-prompt", "64"])
-        .args(["--request-timeout", "120s", "--reviewer", "ci"])
-        .args(extra)
-        .output()
-        .unwrap()
-}
 
 fn load_report(out: &Path) -> serde_json::Value {
     let bytes = std::fs::read(out.join("report.json"))
         .unwrap_or_else(|e| panic!("no report.json in {}: {e}", out.display()));
     serde_json::from_slice(&bytes).unwrap()
-}
-
-fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    r["checks"]
-        .as_array()
-        .and_then(|a| a.iter().find(|c| c["id"] == id))
-        .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
 }
 
 fn stderr(o: &Output) -> String {

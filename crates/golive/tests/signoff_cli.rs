@@ -5,24 +5,10 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::{golive, text};
 use golive::report::{Check, Impact, Report, Stage, Status, Verdict};
-
-fn golive(args: &[&str]) -> Output {
-    Command::new(common::golive_bin())
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A finished report with evidence files, as an acceptance run leaves it.
 fn report_dir(dir: &Path) {

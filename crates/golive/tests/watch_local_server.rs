@@ -5,25 +5,11 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Stops the extra server when the test ends, whatever happens.
-struct ServerGuard(u16);
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        common::stop_local_server(self.0);
-    }
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+use common::{text, ServerGuard};
 
 /// Sends `n` streaming-free chat requests of `max_tokens` each, one every `gap`.
 fn send_requests(

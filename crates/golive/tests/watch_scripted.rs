@@ -5,9 +5,11 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+
+use common::{golive, text};
 
 /// Serves `page(n)` for the n-th request to any path; returns the base URL.
 fn scripted_server(page: impl Fn(usize) -> String + Send + 'static) -> String {
@@ -38,21 +40,6 @@ fn answer(mut stream: TcpStream, body: &str) {
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-}
-
-fn golive(args: &[&str]) -> Output {
-    Command::new(common::golive_bin())
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// A vLLM page; `old` uses the names from before 0.11.

@@ -80,3 +80,62 @@ pub fn stop_local_server(port: u16) {
         .args(["stop", "--port", &port.to_string()])
         .status();
 }
+
+/// Stops the local server on its port when dropped, also when an assertion fails.
+pub struct ServerGuard(pub u16);
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        stop_local_server(self.0);
+    }
+}
+
+/// Runs `golive` with `args` and waits for it.
+pub fn golive(args: &[&str]) -> std::process::Output {
+    Command::new(golive_bin()).args(args).output().unwrap()
+}
+
+/// stdout followed by stderr, as text.
+pub fn text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// The check `id` in a report.json value; panics with the report when it is missing.
+pub fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    r["checks"]
+        .as_array()
+        .and_then(|a| a.iter().find(|c| c["id"] == id))
+        .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
+}
+
+/// `golive accept` on the real local llama-server with small load settings (the CI
+/// machine has 2 cores) and the agent stage skipped; `extra` is appended.
+pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(golive_bin())
+        .args(["accept", "--url", url, "--out"])
+        .arg(out)
+        .args([
+            "--skip",
+            "agent",
+            "--concurrency",
+            "2",
+            "--max-context",
+            "256",
+        ])
+        .args([
+            "--output-tokens",
+            "8",
+            "--ramp-requests",
+            "1",
+            "--duration",
+            "3s",
+        ])
+        .args(["--prefix-words", "150", "--short-prompt", "64"])
+        .args(["--request-timeout", "120s", "--reviewer", "ci"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
