@@ -5,7 +5,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -40,6 +40,14 @@ fn answer(mut stream: TcpStream, body: &str) {
         "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
+}
+
+/// `golive watch --once` on `url`, scraping every 100 ms over `window`, with `extra` arguments.
+fn watch_once(url: &str, window: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["watch", "--url", url, "--once", "--interval", "100ms"];
+    args.extend(["--window", window]);
+    args.extend(extra);
+    golive(&args)
 }
 
 /// A vLLM page; `old` uses the names from before 0.11.
@@ -86,16 +94,7 @@ fn unreachable_target_exits_3() {
         .local_addr()
         .unwrap()
         .port();
-    let out = golive(&[
-        "watch",
-        "--url",
-        &format!("http://127.0.0.1:{port}"),
-        "--once",
-        "--interval",
-        "100ms",
-        "--window",
-        "200ms",
-    ]);
+    let out = watch_once(&format!("http://127.0.0.1:{port}"), "200ms", &[]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     assert!(text(&out).contains("unreachable"), "{}", text(&out));
 }
@@ -111,18 +110,7 @@ fn quiet_server_exits_0_and_old_names_are_read() {
         dir.path(),
         serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0}),
     );
-    let out = golive(&[
-        "watch",
-        "--url",
-        &url,
-        "--baseline",
-        &base,
-        "--once",
-        "--interval",
-        "100ms",
-        "--window",
-        "500ms",
-    ]);
+    let out = watch_once(&url, "500ms", &["--baseline", &base]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     assert!(t.contains("quiet"), "{t}");
@@ -143,18 +131,7 @@ fn cache_regression_fires_with_evidence_and_reminder() {
         dir.path(),
         serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0}),
     );
-    let out = golive(&[
-        "watch",
-        "--url",
-        &url,
-        "--baseline",
-        &base,
-        "--once",
-        "--interval",
-        "100ms",
-        "--window",
-        "500ms",
-    ]);
+    let out = watch_once(&url, "500ms", &["--baseline", &base]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("TRIGGER cache_regression"), "{t}");
@@ -188,20 +165,7 @@ fn counter_reset_is_reported_and_raises_no_alarm() {
         dir.path(),
         serde_json::json!({"cache_hit_ratio": 0.8, "ttft_p50_ms": 60.0, "waiting_max": 8}),
     );
-    let out = golive(&[
-        "watch",
-        "--url",
-        &url,
-        "--baseline",
-        &base,
-        "--once",
-        "--interval",
-        "100ms",
-        "--window",
-        "800ms",
-        "--format",
-        "json",
-    ]);
+    let out = watch_once(&url, "800ms", &["--baseline", &base, "--format", "json"]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(0), "{t}");
     let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
@@ -353,18 +317,11 @@ fn tool_error_counter_increase_fires() {
             if n >= 1 { 2 } else { 0 }
         )
     });
-    let out = golive(&[
-        "watch",
-        "--url",
+    let out = watch_once(
         &url,
-        "--once",
-        "--interval",
-        "100ms",
-        "--window",
         "500ms",
-        "--tool-error-counter",
-        "gateway_tool_call_failures_total",
-    ]);
+        &["--tool-error-counter", "gateway_tool_call_failures_total"],
+    );
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("TRIGGER tool_schema"), "{t}");
