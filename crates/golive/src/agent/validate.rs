@@ -792,15 +792,7 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                 if markup_in_content {
                     // Already the parser's.
                 } else if constrained && reply.has_text() {
-                    problems.push(Problem::fail(
-                        Owner::Server,
-                        "tool_choice_not_enforced",
-                        format!(
-                            "tool_choice {} was not enforced: the answer is text ({})",
-                            request.get("tool_choice").unwrap_or(&Value::Null),
-                            quote(content, 80)
-                        ),
-                    ));
+                    problems.push(choice_not_enforced(request, "the answer is text", content));
                 } else if finish == Some("length") {
                     problems.push(Problem::fail(
                         Owner::Model,
@@ -808,14 +800,10 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
                         "no tool call before max_tokens ran out",
                     ));
                 } else if constrained {
-                    problems.push(Problem::fail(
-                        Owner::Server,
-                        "tool_choice_not_enforced",
-                        format!(
-                            "tool_choice {} was not enforced: the answer has no tool call ({})",
-                            request.get("tool_choice").unwrap_or(&Value::Null),
-                            quote(content, 80)
-                        ),
+                    problems.push(choice_not_enforced(
+                        request,
+                        "the answer has no tool call",
+                        content,
                     ));
                 } else {
                     problems.push(Problem::fail(
@@ -944,15 +932,7 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
             }
             if calls.is_empty() && !markup_in_content {
                 if constrained && reply.has_text() {
-                    problems.push(Problem::fail(
-                        Owner::Server,
-                        "tool_choice_not_enforced",
-                        format!(
-                            "tool_choice {} was not enforced: the answer is text ({})",
-                            request.get("tool_choice").unwrap_or(&Value::Null),
-                            quote(content, 80)
-                        ),
-                    ));
+                    problems.push(choice_not_enforced(request, "the answer is text", content));
                 } else {
                     problems.push(Problem::warn(
                         Owner::Model,
@@ -964,6 +944,19 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
         }
         Answer::ClientError => {}
     }
+}
+
+/// The server let a required `tool_choice` pass without a tool call; `what` says what came instead.
+fn choice_not_enforced(request: &Value, what: &str, content: &str) -> Problem {
+    Problem::fail(
+        Owner::Server,
+        "tool_choice_not_enforced",
+        format!(
+            "tool_choice {} was not enforced: {what} ({})",
+            request.get("tool_choice").unwrap_or(&Value::Null),
+            quote(content, 80)
+        ),
+    )
 }
 
 /// Compact shape of a reply for comparing a streamed answer with the non-streamed one.
