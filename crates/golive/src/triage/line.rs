@@ -128,6 +128,18 @@ fn ts_key(mon: u64, day: u64, h: u64, m: u64, s: u64, frac: Option<&str>) -> u64
     ((((mon * 32 + day) * 24 + h) * 60 + m) * 60 + s) * 1000 + ms
 }
 
+/// [`ts_key`] from six capture groups from `first` on: month, day, h, m, s, fraction.
+fn captured_ts(c: &regex::Captures, first: usize) -> u64 {
+    ts_key(
+        num(c, first),
+        num(c, first + 1),
+        num(c, first + 2),
+        num(c, first + 3),
+        num(c, first + 4),
+        c.get(first + 5).map(|m| m.as_str()),
+    )
+}
+
 /// Parses one raw line.
 pub fn parse(raw: &[u8]) -> ParsedLine {
     let text = clean(raw);
@@ -143,14 +155,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         let rest_trim = rest.trim_start_matches(' ');
         let skipped = rest.len() - rest_trim.len();
         if let Some(c) = p.iso_ts.captures(rest) {
-            ts = Some(ts_key(
-                num(&c, 2),
-                num(&c, 3),
-                num(&c, 4),
-                num(&c, 5),
-                num(&c, 6),
-                c.get(7).map(|m| m.as_str()),
-            ));
+            ts = Some(captured_ts(&c, 2));
             pos += c.get(0).unwrap().end();
             continue;
         }
@@ -190,14 +195,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
     let rest = &text[pos..];
     if let Some(c) = p.vllm_header.captures(rest) {
         level = Some(c.get(1).unwrap().as_str().to_string());
-        ts = ts.or(Some(ts_key(
-            num(&c, 2),
-            num(&c, 3),
-            num(&c, 4),
-            num(&c, 5),
-            num(&c, 6),
-            c.get(7).map(|m| m.as_str()),
-        )));
+        ts = ts.or(Some(captured_ts(&c, 2)));
         pos += c.get(0).unwrap().end();
         // vLLM logs a traceback once through its logger and once raw: keep them apart.
         stream.push_str("log|");
@@ -207,14 +205,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             .captures(rest)
             .or_else(|| p.ray_ts.captures(rest))
         {
-            ts = Some(ts_key(
-                num(&c, 2),
-                num(&c, 3),
-                num(&c, 4),
-                num(&c, 5),
-                num(&c, 6),
-                c.get(7).map(|m| m.as_str()),
-            ));
+            ts = Some(captured_ts(&c, 2));
         } else if let Some(c) = p.glog_ts.captures(rest) {
             level = Some(
                 match rest.as_bytes()[0] {
@@ -224,14 +215,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
                 }
                 .to_string(),
             );
-            ts = Some(ts_key(
-                num(&c, 1),
-                num(&c, 2),
-                num(&c, 3),
-                num(&c, 4),
-                num(&c, 5),
-                c.get(6).map(|m| m.as_str()),
-            ));
+            ts = Some(captured_ts(&c, 1));
         }
     }
     // A wrapper logger's own prefix (after docker/compose prefixes): the level counts, and
