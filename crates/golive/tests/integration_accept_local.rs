@@ -252,18 +252,6 @@ fn server_log_of_a_dead_server_puts_the_first_cause_into_the_evidence() {
 
 // ---- 5. the accepted baseline feeds watch and rules ----------------------
 
-fn promtool_present() -> bool {
-    let ok = Command::new("promtool")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipping promtool part: promtool is not installed (Debian package prometheus; scripts/test.sh installs it)");
-    }
-    ok
-}
-
 #[test]
 fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
     let tmp = tempfile::tempdir().unwrap();
@@ -322,7 +310,7 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
             .is_some_and(|s| !s.is_empty()),
         "{yaml}"
     );
-    if promtool_present() {
+    if common::promtool_installed("skipping promtool part") {
         let p = Command::new("promtool")
             .args(["check", "rules"])
             .arg(&rules)

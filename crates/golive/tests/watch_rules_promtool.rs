@@ -9,18 +9,6 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-fn promtool() -> Option<&'static str> {
-    let ok = Command::new("promtool")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        eprintln!("skipping: promtool is not installed (Debian package prometheus; scripts/test.sh installs it)");
-    }
-    ok.then_some("promtool")
-}
-
 fn write_baseline(dir: &Path, baseline: Value) {
     let mut report = golive::report::Report::new(vec!["http://127.0.0.1:1".into()]);
     report.baseline = serde_json::from_value(baseline).unwrap();
@@ -76,7 +64,7 @@ fn annotations(rules_yaml: &str) -> std::collections::BTreeMap<String, Value> {
 
 #[test]
 fn rules_pass_promtool_check_for_full_and_empty_baselines() {
-    if promtool().is_none() {
+    if !common::promtool_installed("skipping") {
         return;
     }
     let full = tempfile::tempdir().unwrap();
@@ -252,7 +240,7 @@ fn write_tests(dir: &Path, ann: &std::collections::BTreeMap<String, Value>) {
 
 #[test]
 fn promtool_test_rules_exercises_every_alert() {
-    if promtool().is_none() {
+    if !common::promtool_installed("skipping") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

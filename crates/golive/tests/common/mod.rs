@@ -139,3 +139,16 @@ pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process
         .output()
         .unwrap()
 }
+
+/// Whether `promtool` runs; when not, prints `skipping` with the reason.
+pub fn promtool_installed(skipping: &str) -> bool {
+    let ok = Command::new("promtool")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("{skipping}: promtool is not installed (Debian package prometheus; scripts/test.sh installs it)");
+    }
+    ok
+}
