@@ -197,40 +197,8 @@ fn signoffs(h: &mut String, report: &Report, integrity: Option<&[Integrity]>) {
 
 /// The numbers `golive watch` and `golive rules` judge production against.
 fn baseline(h: &mut String, report: &Report) {
-    let b = &report.baseline;
-    let ms = |v: Option<f64>| v.map(|x| format!("{x:.1} ms"));
-    let rows: Vec<(&str, Option<String>)> = vec![
-        (
-            "Prefix-cache hit ratio",
-            b.cache_hit_ratio.map(|x| format!("{x:.3}")),
-        ),
-        ("TTFT p50", ms(b.ttft_p50_ms)),
-        ("TTFT p95", ms(b.ttft_p95_ms)),
-        ("ITL p95", ms(b.itl_p95_ms)),
-        ("Warm prefill", ms(b.prefill_warm_ms)),
-        (
-            "Error rate",
-            b.error_rate.map(|x| format!("{:.2}%", x * 100.0)),
-        ),
-        (
-            "Accepted concurrency",
-            b.accepted_concurrency.map(|x| x.to_string()),
-        ),
-        (
-            "Request rate",
-            b.request_rate_rps.map(|x| format!("{x:.2} rps")),
-        ),
-        (
-            "Peak KV-cache usage",
-            b.kv_cache_usage_max.map(|x| format!("{:.1}%", x * 100.0)),
-        ),
-        (
-            "Peak waiting requests",
-            b.waiting_max.map(|x| format!("{x:.0}")),
-        ),
-    ];
     h.push_str("<section id=\"baseline\"><h2>Accepted baseline (for golive watch and golive rules)</h2><table>");
-    for (k, v) in rows {
+    for (k, v) in report.baseline.rows() {
         let _ = write!(
             h,
             "<tr><th>{}</th><td>{}</td></tr>",

@@ -189,42 +189,13 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
-    let b = &report.baseline;
     md.push_str("\n## Baseline (for `golive watch`)\n\n| Metric | Value |\n|---|---|\n");
-    md.push_str(&format!(
-        "| Cache hit ratio | {} |\n",
-        b.cache_hit_ratio
-            .map_or("–".into(), |v| format!("{:.1}%", v * 100.0))
-    ));
-    md.push_str(&format!(
-        "| TTFT p50 / p95 ms | {} / {} |\n",
-        opt(b.ttft_p50_ms, 1),
-        opt(b.ttft_p95_ms, 1)
-    ));
-    md.push_str(&format!("| ITL p95 ms | {} |\n", opt(b.itl_p95_ms, 2)));
-    md.push_str(&format!(
-        "| Warm prefill ms | {} |\n",
-        opt(b.prefill_warm_ms, 1)
-    ));
-    md.push_str(&format!(
-        "| Error rate | {} |\n",
-        b.error_rate
-            .map_or("–".into(), |v| format!("{:.2}%", v * 100.0))
-    ));
-    md.push_str(&format!(
-        "| Accepted concurrency | {} |\n",
-        b.accepted_concurrency.map_or("–".into(), |v| v.to_string())
-    ));
-    md.push_str(&format!(
-        "| Request rate | {} req/s |\n",
-        opt(b.request_rate_rps, 2)
-    ));
-    md.push_str(&format!(
-        "| KV cache max | {} |\n",
-        b.kv_cache_usage_max
-            .map_or("–".into(), |v| format!("{:.0}%", v * 100.0))
-    ));
-    md.push_str(&format!("| Waiting max | {} |\n", opt(b.waiting_max, 0)));
+    for (label, value) in report.baseline.rows() {
+        md.push_str(&format!(
+            "| {label} | {} |\n",
+            value.as_deref().unwrap_or("–")
+        ));
+    }
 
     if !report.signoffs.is_empty() {
         md.push_str("\n## Sign-offs\n\n| Reviewer | Decision | At | Note |\n|---|---|---|---|\n");

@@ -270,6 +270,36 @@ pub struct Baseline {
     pub waiting_max: Option<f64>,
 }
 
+impl Baseline {
+    /// The baseline as labelled, formatted rows (`None`: not measured), so every
+    /// reporter shows the same numbers the same way.
+    pub fn rows(&self) -> Vec<(&'static str, Option<String>)> {
+        let ms = |v: Option<f64>| v.map(|x| format!("{x:.1} ms"));
+        let percent = |v: Option<f64>, digits: usize| v.map(|x| format!("{:.digits$}%", x * 100.0));
+        vec![
+            ("Prefix-cache hit ratio", percent(self.cache_hit_ratio, 1)),
+            ("TTFT p50", ms(self.ttft_p50_ms)),
+            ("TTFT p95", ms(self.ttft_p95_ms)),
+            ("ITL p95", ms(self.itl_p95_ms)),
+            ("Warm prefill", ms(self.prefill_warm_ms)),
+            ("Error rate", percent(self.error_rate, 2)),
+            (
+                "Accepted concurrency",
+                self.accepted_concurrency.map(|x| x.to_string()),
+            ),
+            (
+                "Request rate",
+                self.request_rate_rps.map(|x| format!("{x:.2} req/s")),
+            ),
+            ("Peak KV-cache usage", percent(self.kv_cache_usage_max, 1)),
+            (
+                "Peak waiting requests",
+                self.waiting_max.map(|x| format!("{x:.0}")),
+            ),
+        ]
+    }
+}
+
 /// A second person's review of a report (`golive signoff`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signoff {
@@ -504,6 +534,25 @@ mod tests {
             decide_verdict(&[check("e", Status::Skip, Impact::Capacity)]).0,
             Verdict::Release
         );
+    }
+
+    #[test]
+    fn baseline_rows_format_every_number_once() {
+        let b = Baseline {
+            cache_hit_ratio: Some(0.687),
+            error_rate: Some(0.0012),
+            accepted_concurrency: Some(4),
+            ..Baseline::default()
+        };
+        let rows = b.rows();
+        assert_eq!(rows.len(), 10);
+        assert_eq!(
+            rows[0],
+            ("Prefix-cache hit ratio", Some("68.7%".to_string()))
+        );
+        assert_eq!(rows[5], ("Error rate", Some("0.12%".to_string())));
+        assert_eq!(rows[6], ("Accepted concurrency", Some("4".to_string())));
+        assert_eq!(rows[1], ("TTFT p50", None));
     }
 
     #[test]
