@@ -18,6 +18,20 @@ if [[ ${#need_apt[@]} -gt 0 ]]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >&2
 fi
 
+# Installs that outlive a checkout (CI clones afresh) live in the user's cache.
+CACHE="${GOLIVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/golive}"
+mkdir -p "$CACHE"
+
+# uvicorn (vLLM's HTTP server) for the keep-alive tests, pinned, from PyPI.
+UVICORN_PIN="uvicorn==0.54.0"
+export GOLIVE_UVICORN_PATH="$CACHE/uvicorn-0.54.0"
+if [[ ! -f "$GOLIVE_UVICORN_PATH/.complete" ]]; then
+  echo "test.sh: installing $UVICORN_PIN into $GOLIVE_UVICORN_PATH" >&2
+  python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --target "$GOLIVE_UVICORN_PATH" "$UVICORN_PIN" >&2
+  touch "$GOLIVE_UVICORN_PATH/.complete"
+fi
+
 # Tests start their own llama-servers on ports 18200-18299 (a template, a slot count or
 # --no-cache-prompt of their own). One left over from an earlier run, maybe of another
 # checkout, would be reused with the wrong flags and its log elsewhere: end those first.

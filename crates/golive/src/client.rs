@@ -57,6 +57,43 @@ pub enum ErrorKind {
     EarlyClose,
 }
 
+/// What a failed request is evidence of. Only `Capacity` may fail a load step on
+/// capacity (and so lead to `expand`): a transport race is not a lack of GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Timeouts and the overload answers 429, 503, 504.
+    Capacity,
+    /// The connection: refused, reset, closed before the answer was complete, 502.
+    Transport,
+    /// Any other error answer or a malformed stream: the server (or its parser) is wrong.
+    Server,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Capacity => "capacity",
+            ErrorClass::Transport => "transport",
+            ErrorClass::Server => "server",
+        }
+    }
+
+    /// The class of a failed request from its error kind and HTTP status.
+    pub fn of(kind: ErrorKind, http_status: Option<u16>) -> Self {
+        match kind {
+            ErrorKind::Timeout => ErrorClass::Capacity,
+            ErrorKind::Connect | ErrorKind::EarlyClose => ErrorClass::Transport,
+            ErrorKind::MalformedStream => ErrorClass::Server,
+            ErrorKind::HttpStatus => match http_status {
+                Some(429 | 503 | 504) => ErrorClass::Capacity,
+                Some(502) => ErrorClass::Transport,
+                _ => ErrorClass::Server,
+            },
+        }
+    }
+}
+
 impl ErrorKind {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -146,11 +183,18 @@ pub struct RequestRecord {
     pub text: String,
     /// Wall-clock time of the end, for "last successful request" records.
     pub ended_at: Option<DateTime<Utc>>,
+    /// The first send failed on a pooled connection before anything came back, and the
+    /// request was sent once more on a fresh connection (see [`OpenAiClient::send`]).
+    pub reconnected: bool,
 }
 
 impl RequestRecord {
     pub fn ok(&self) -> bool {
         self.error.is_none()
+    }
+    /// What the error (if any) is evidence of.
+    pub fn error_class(&self) -> Option<ErrorClass> {
+        self.error.map(|k| ErrorClass::of(k, self.http_status))
     }
     pub fn ttft_ms(&self) -> Option<f64> {
         self.first_token_us
@@ -206,6 +250,8 @@ impl RequestRecord {
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
     pub http: reqwest::Client,
+    /// Keeps no idle connection: the one retry after a reuse race goes out on a new one.
+    pub fresh: reqwest::Client,
     pub base_url: String,
     pub request_timeout: Duration,
     /// Zero point of every `*_us` time.
@@ -216,6 +262,7 @@ impl OpenAiClient {
     pub fn new(target: &Target) -> anyhow::Result<Self> {
         Ok(OpenAiClient {
             http: target.http_client()?,
+            fresh: target.fresh_connection_client()?,
             base_url: target.base_url.clone(),
             request_timeout: target.request_timeout,
             epoch: Instant::now(),
@@ -243,20 +290,27 @@ impl OpenAiClient {
             token_us: Vec::with_capacity(if spec.stream { spec.expected_tokens } else { 0 }),
             ..Default::default()
         };
-        let request = self
-            .http
-            .post(format!("{}{}", self.base_url, spec.api.path()))
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(spec.body.clone())
-            .send();
-        match tokio::time::timeout_at(deadline, request).await {
+        let url = format!("{}{}", self.base_url, spec.api.path());
+        let post = |client: &reqwest::Client| {
+            client
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(spec.body.clone())
+        };
+        let (sent, reconnected) = self.send_reconnecting(post, deadline).await;
+        rec.reconnected = reconnected;
+        match sent {
             Err(_) => rec.fail(
                 ErrorKind::Timeout,
                 "no response headers before the deadline",
             ),
             Ok(Err(e)) => {
                 let (kind, detail) = classify_send_error(&e);
-                rec.fail(kind, detail);
+                if rec.reconnected {
+                    rec.fail(kind, format!("on a fresh connection too: {detail}"));
+                } else {
+                    rec.fail(kind, detail);
+                }
             }
             Ok(Ok(resp)) => self.read_response(resp, spec, deadline, &mut rec).await,
         }
@@ -470,6 +524,30 @@ impl OpenAiClient {
         }
     }
 
+    /// Sends the request built by `build` on the pooled client. When that send fails in a
+    /// keep-alive race (the server closed the pooled connection as the request went out
+    /// on it, so nothing came back and the server never answered it), sends it once more
+    /// on a fresh connection; if that fails too, its error counts. The flag says whether
+    /// the second send happened.
+    async fn send_reconnecting(
+        &self,
+        build: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
+        deadline: tokio::time::Instant,
+    ) -> (
+        Result<Result<reqwest::Response, reqwest::Error>, tokio::time::error::Elapsed>,
+        bool,
+    ) {
+        let start = Instant::now();
+        let sent = tokio::time::timeout_at(deadline, build(&self.http).send()).await;
+        match &sent {
+            Ok(Err(e)) if is_reuse_race(e, start.elapsed()) => (
+                tokio::time::timeout_at(deadline, build(&self.fresh).send()).await,
+                true,
+            ),
+            _ => (sent, false),
+        }
+    }
+
     /// GET `path` with a short timeout; `(status, body)`.
     pub async fn get_text(
         &self,
@@ -477,19 +555,23 @@ impl OpenAiClient {
         timeout: Duration,
     ) -> Result<(u16, String), (ErrorKind, String)> {
         let url = format!("{}{}", self.base_url, path);
+        let deadline = tokio::time::Instant::now() + timeout;
         let fut = async {
-            let resp = self.http.get(&url).send().await?;
+            let resp = match self.send_reconnecting(|c| c.get(&url), deadline).await.0 {
+                Ok(r) => r?,
+                Err(_) => return Ok(None),
+            };
             let status = resp.status().as_u16();
             let text = resp.text().await?;
-            Ok::<_, reqwest::Error>((status, text))
+            Ok::<_, reqwest::Error>(Some((status, text)))
         };
-        match tokio::time::timeout(timeout, fut).await {
-            Err(_) => Err((
+        match tokio::time::timeout_at(deadline, fut).await {
+            Err(_) | Ok(Ok(None)) => Err((
                 ErrorKind::Timeout,
                 format!("GET {path}: no answer within {timeout:?}"),
             )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
-            Ok(Ok(x)) => Ok(x),
+            Ok(Ok(Some(x))) => Ok(x),
         }
     }
 
@@ -501,19 +583,27 @@ impl OpenAiClient {
         timeout: Duration,
     ) -> Result<(u16, String), (ErrorKind, String)> {
         let url = format!("{}{}", self.base_url, path);
+        let deadline = tokio::time::Instant::now() + timeout;
         let fut = async {
-            let resp = self.http.post(&url).json(body).send().await?;
+            let resp = match self
+                .send_reconnecting(|c| c.post(&url).json(body), deadline)
+                .await
+                .0
+            {
+                Ok(r) => r?,
+                Err(_) => return Ok(None),
+            };
             let status = resp.status().as_u16();
             let text = resp.text().await?;
-            Ok::<_, reqwest::Error>((status, text))
+            Ok::<_, reqwest::Error>(Some((status, text)))
         };
-        match tokio::time::timeout(timeout, fut).await {
-            Err(_) => Err((
+        match tokio::time::timeout_at(deadline, fut).await {
+            Err(_) | Ok(Ok(None)) => Err((
                 ErrorKind::Timeout,
                 format!("POST {path}: no answer within {timeout:?}"),
             )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
-            Ok(Ok(x)) => Ok(x),
+            Ok(Ok(Some(x))) => Ok(x),
         }
     }
 }
@@ -530,6 +620,18 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         src = s.source();
     }
     parts.join(": ")
+}
+
+/// How soon after the start a failed send still counts as a reuse race: the server had
+/// closed the connection already, so the failure comes at once (on loopback within
+/// milliseconds). A connection that dies later, after the server took the request, is
+/// a real early close and is not retried.
+const REUSE_RACE_WINDOW: Duration = Duration::from_secs(5);
+
+/// The send failed before any response byte on a connection that was open: not a
+/// timeout, not a refused or failed connect.
+fn is_reuse_race(e: &reqwest::Error, elapsed: Duration) -> bool {
+    !e.is_timeout() && !e.is_connect() && !e.is_builder() && elapsed < REUSE_RACE_WINDOW
 }
 
 fn classify_send_error(e: &reqwest::Error) -> (ErrorKind, String) {
@@ -797,6 +899,12 @@ pub struct LatencyStats {
     pub requests: u64,
     pub errors: u64,
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// Failed requests by what they are evidence of (`capacity`, `transport`, `server`).
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// HTTP status of every failed request that got one.
+    pub errors_by_status: BTreeMap<u16, u64>,
+    /// Requests sent a second time on a fresh connection after a reuse race (not errors).
+    pub reconnects: u64,
     /// First error's detail per kind (evidence).
     pub error_examples: BTreeMap<String, String>,
     pub output_tokens: u64,
@@ -818,6 +926,9 @@ impl Default for LatencyStats {
             requests: 0,
             errors: 0,
             errors_by_kind: BTreeMap::new(),
+            errors_by_class: BTreeMap::new(),
+            errors_by_status: BTreeMap::new(),
+            reconnects: 0,
             error_examples: BTreeMap::new(),
             output_tokens: 0,
             chunks: 0,
@@ -831,8 +942,16 @@ impl Default for LatencyStats {
 impl LatencyStats {
     pub fn record(&mut self, r: &RequestRecord) {
         self.requests += 1;
+        self.reconnects += u64::from(r.reconnected);
         if let Some(kind) = r.error {
             self.errors += 1;
+            *self
+                .errors_by_class
+                .entry(ErrorClass::of(kind, r.http_status).as_str().to_string())
+                .or_default() += 1;
+            if let Some(status) = r.http_status {
+                *self.errors_by_status.entry(status).or_default() += 1;
+            }
             *self
                 .errors_by_kind
                 .entry(kind.as_str().to_string())
@@ -861,6 +980,14 @@ impl LatencyStats {
         if r.ended_at > self.last_success_at {
             self.last_success_at = r.ended_at;
         }
+    }
+
+    /// Failed requests of one class.
+    pub fn errors_of(&self, class: ErrorClass) -> u64 {
+        self.errors_by_class
+            .get(class.as_str())
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn error_rate(&self) -> f64 {

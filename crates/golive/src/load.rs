@@ -20,9 +20,10 @@ pub struct LoadArgs {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
     #[arg(long)]
     pub url: String,
-    /// Requests in flight at once (closed loop); with --rate, the most in flight (1024 unless set).
-    #[arg(long, default_value_t = 1)]
-    pub concurrency: u32,
+    /// Requests in flight at once (closed loop, default 1); with --rate, the most in
+    /// flight (default 1024).
+    #[arg(long)]
+    pub concurrency: Option<u32>,
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
     #[arg(long)]
     pub rate: Option<f64>,
@@ -32,6 +33,10 @@ pub struct LoadArgs {
     /// Run for this long instead of a number of requests, e.g. 30s, 5m.
     #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
+    /// Closed loop: each stream pauses this long between its requests, as a user or an
+    /// agent loop does (connections then sit idle in the pool), e.g. 6s.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub think_time: Option<Duration>,
     /// Approximate prompt length in tokens.
     #[arg(long, default_value_t = 128)]
     pub prompt_tokens: u32,
@@ -74,6 +79,8 @@ pub struct LoadPlan {
     pub rate: Option<f64>,
     pub requests: Option<u64>,
     pub duration: Option<Duration>,
+    /// Closed loop: pause of each stream between its requests.
+    pub think_time: Option<Duration>,
     pub prompt_tokens: u32,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
@@ -95,6 +102,7 @@ impl LoadPlan {
             rate: None,
             requests: Some(1),
             duration: None,
+            think_time: None,
             prompt_tokens: 128,
             max_tokens: 64,
             shared_prefix_tokens: 0,
@@ -384,6 +392,13 @@ async fn closed_loop(
                 if plan.keep_records {
                     records.push(rec);
                 }
+                if let Some(pause) = plan.think_time.filter(|p| !p.is_zero()) {
+                    let wake = Instant::now() + pause;
+                    if deadline.is_some_and(|d| wake >= d) {
+                        break;
+                    }
+                    tokio::time::sleep(pause).await;
+                }
             }
             (stats, records)
         }));
@@ -410,6 +425,13 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
     for (k, v) in &other.errors_by_kind {
         *into.errors_by_kind.entry(k.clone()).or_default() += v;
     }
+    for (k, v) in &other.errors_by_class {
+        *into.errors_by_class.entry(k.clone()).or_default() += v;
+    }
+    for (k, v) in &other.errors_by_status {
+        *into.errors_by_status.entry(*k).or_default() += v;
+    }
+    into.reconnects += other.reconnects;
     for (k, v) in &other.error_examples {
         into.error_examples
             .entry(k.clone())
@@ -438,7 +460,12 @@ pub struct LoadSummary {
     pub requests: u64,
     pub errors: u64,
     pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Failed requests by what they are evidence of: capacity, transport, server.
+    pub errors_by_class: std::collections::BTreeMap<String, u64>,
     pub error_examples: std::collections::BTreeMap<String, String>,
+    /// Requests sent again on a fresh connection after the server closed a pooled one
+    /// under them (a keep-alive race); they are not errors.
+    pub reconnects: u64,
     pub duration_s: f64,
     pub request_rate: f64,
     pub output_tokens: u64,
@@ -468,7 +495,9 @@ impl LoadSummary {
             requests: s.requests,
             errors: s.errors,
             errors_by_kind: s.errors_by_kind.clone(),
+            errors_by_class: s.errors_by_class.clone(),
             error_examples: s.error_examples.clone(),
+            reconnects: s.reconnects,
             duration_s: secs,
             request_rate: s.requests as f64 / secs,
             output_tokens: s.output_tokens,
@@ -492,7 +521,7 @@ impl LoadSummary {
         };
         let mut out = format!(
             "golive load: {} model {} ({:?}), concurrency {}{}\n\
-             requests {} errors {} in {:.2} s: {:.2} req/s, {:.1} output tok/s, {} chunks\n",
+             requests {} errors {}{} in {:.2} s: {:.2} req/s, {:.1} output tok/s, {} chunks\n",
             self.url,
             self.model,
             self.api,
@@ -502,6 +531,11 @@ impl LoadSummary {
                 .unwrap_or_default(),
             self.requests,
             self.errors,
+            if self.reconnects > 0 {
+                format!(" reconnects {}", self.reconnects)
+            } else {
+                String::new()
+            },
             self.duration_s,
             self.request_rate,
             self.output_tokens_per_s,
@@ -593,7 +627,14 @@ pub fn progress_bar(len: Option<u64>, msg: &str) -> Option<indicatif::ProgressBa
 }
 
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
-    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
+    anyhow::ensure!(
+        args.concurrency.is_none_or(|c| c >= 1),
+        "--concurrency must be at least 1"
+    );
+    anyhow::ensure!(
+        args.think_time.is_none() || args.rate.is_none(),
+        "--think-time paces a closed loop; it cannot be combined with --rate"
+    );
     if let Some(r) = args.rate {
         anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
     }
@@ -615,12 +656,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         let plan = LoadPlan {
             api: args.api,
             model: model.clone(),
-            concurrency: if args.rate.is_some() && args.concurrency == 1 {
-                // Open loop: the concurrency flag is only a cap; default to a generous one.
-                1024
-            } else {
-                args.concurrency
-            },
+            // Open loop: the concurrency flag is only a cap; by default a generous one.
+            concurrency: args
+                .concurrency
+                .unwrap_or(if args.rate.is_some() { 1024 } else { 1 }),
             rate: args.rate,
             requests: args.requests.or(if args.duration.is_some() {
                 None
@@ -628,6 +667,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                 Some(100)
             }),
             duration: args.duration,
+            think_time: args.think_time,
             prompt_tokens: args.prompt_tokens,
             max_tokens: args.max_tokens,
             shared_prefix_tokens: args.shared_prefix_tokens,

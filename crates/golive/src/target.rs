@@ -47,6 +47,11 @@ pub struct TargetArgs {
     /// Timeout to connect.
     #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
+    /// Close a pooled keep-alive connection after it was idle this long. Below the common
+    /// server-side idle timeouts (uvicorn and llama.cpp's httplib: 5 s), so golive never
+    /// reuses a connection the server is about to close.
+    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+    pub pool_idle_timeout: Duration,
 }
 
 /// One OpenAI-compatible server.
@@ -58,6 +63,8 @@ pub struct Target {
     pub model: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// How long an idle pooled connection is kept (see [`TargetArgs::pool_idle_timeout`]).
+    pub pool_idle_timeout: Duration,
 }
 
 impl Target {
@@ -77,6 +84,7 @@ impl Target {
             model: args.model.clone(),
             request_timeout: args.request_timeout,
             connect_timeout: args.connect_timeout,
+            pool_idle_timeout: args.pool_idle_timeout,
         })
     }
 
@@ -85,8 +93,19 @@ impl Target {
         format!("{}{}", self.base_url, path)
     }
 
-    /// A client with the key as a default header and timeouts on connect and on the whole request.
+    /// A client with the key as a default header and timeouts on connect and on the whole
+    /// request; idle connections are pooled for `pool_idle_timeout`.
     pub fn http_client(&self) -> anyhow::Result<reqwest::Client> {
+        self.build_client(1024)
+    }
+
+    /// A client that keeps no idle connection, so every request opens a fresh one: for
+    /// the one retry after a pooled connection was closed under a request.
+    pub fn fresh_connection_client(&self) -> anyhow::Result<reqwest::Client> {
+        self.build_client(0)
+    }
+
+    fn build_client(&self, max_idle_per_host: usize) -> anyhow::Result<reqwest::Client> {
         let mut headers = reqwest::header::HeaderMap::new();
         if let Some(key) = self.api_key.expose() {
             let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
@@ -98,7 +117,8 @@ impl Target {
             .default_headers(headers)
             .connect_timeout(self.connect_timeout)
             .timeout(self.request_timeout)
-            .pool_max_idle_per_host(1024)
+            .pool_max_idle_per_host(max_idle_per_host)
+            .pool_idle_timeout(self.pool_idle_timeout)
             .tcp_nodelay(true)
             .build()
             .context("cannot build the HTTP client")
@@ -146,6 +166,7 @@ mod tests {
             model: None,
             request_timeout: Duration::from_secs(1),
             connect_timeout: Duration::from_secs(1),
+            pool_idle_timeout: Duration::from_secs(3),
         };
         let t = Target::new("http://127.0.0.1:8000/v1/", &args).unwrap();
         assert_eq!(t.url("/v1/models"), "http://127.0.0.1:8000/v1/models");

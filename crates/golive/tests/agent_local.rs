@@ -21,6 +21,7 @@ fn target(url: &str) -> Target {
         model: None,
         request_timeout: Duration::from_secs(300),
         connect_timeout: Duration::from_secs(5),
+        pool_idle_timeout: Duration::from_secs(3),
     };
     Target::new(url, &args).unwrap()
 }

@@ -45,6 +45,7 @@ async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
         model: None,
         request_timeout: Duration::from_secs(300),
         connect_timeout: Duration::from_secs(5),
+        pool_idle_timeout: Duration::from_secs(3),
     };
     let mut t = Target::new(url, &args).unwrap();
     let client = t.http_client().unwrap();

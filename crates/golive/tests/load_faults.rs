@@ -17,6 +17,7 @@ fn client(url: &str, timeout_ms: u64) -> OpenAiClient {
         model: Some("fault-model".into()),
         request_timeout: Duration::from_millis(timeout_ms),
         connect_timeout: Duration::from_millis(500),
+        pool_idle_timeout: Duration::from_secs(3),
     };
     OpenAiClient::new(&Target::new(url, &args).unwrap()).unwrap()
 }

@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, ServerInfo};
 use super::Node;
+use crate::client::{ErrorClass, ErrorKind};
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
 use crate::report::{Check, Impact, Owner, RampStep, Stage, Status};
 
@@ -126,6 +127,7 @@ pub async fn run(
         boundary: None,
     };
     let mut level_ok: std::collections::BTreeMap<u32, (bool, Option<f64>)> = Default::default();
+    let mut transport = TransportTally::default();
     let mut stopped_at: Option<usize> = None;
     for (i, p) in plans.iter().enumerate() {
         let mut plan = LoadPlan::new(model);
@@ -173,13 +175,43 @@ pub async fn run(
             p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context;
         let mut status = Status::Pass;
         let mut why = Vec::new();
-        if s.errors > 0 {
+        // Only evidence of capacity fails a step on capacity: timeouts and 429/503/504,
+        // a preemption storm, the latency objectives. Error answers fail it on the
+        // server; a lost connection is a transport finding of its own (below).
+        let mut capacity_evidence = false;
+        let (capacity_errors, server_errors, transport_errors) = (
+            s.errors_of(ErrorClass::Capacity),
+            s.errors_of(ErrorClass::Server),
+            s.errors_of(ErrorClass::Transport),
+        );
+        if capacity_errors > 0 {
             status = Status::Fail;
-            why.push(format!("{} of {} requests failed", s.errors, s.requests));
+            capacity_evidence = true;
+            why.push(format!(
+                "{capacity_errors} of {} requests failed under load (timeouts, 429/503/504)",
+                s.requests
+            ));
+        }
+        if server_errors > 0 {
+            status = Status::Fail;
+            why.push(format!(
+                "{server_errors} of {} requests got an error answer or a malformed stream",
+                s.requests
+            ));
+        }
+        if transport_errors > 0 {
+            if status == Status::Pass {
+                status = Status::Warn;
+            }
+            why.push(format!(
+                "{transport_errors} of {} requests lost to the connection (not capacity)",
+                s.requests
+            ));
         }
         if let Some(pre) = preemptions.filter(|v| *v > 0.0) {
             if pre >= s.requests as f64 {
                 status = Status::Fail;
+                capacity_evidence = true;
                 why.push(format!(
                     "preemption storm: {pre:.0} preemptions for {} requests",
                     s.requests
@@ -195,6 +227,7 @@ pub async fn run(
             .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
         {
             status = Status::Fail;
+            capacity_evidence = true;
             why.push(format!(
                 "TTFT p95 {:.0} ms above the SLO {slo:.0} ms",
                 ttft.p95
@@ -205,6 +238,7 @@ pub async fn run(
             .filter(|slo| itl.count > 0 && itl.p95 > *slo)
         {
             status = Status::Fail;
+            capacity_evidence = true;
             why.push(format!(
                 "ITL p95 {:.1} ms above the SLO {slo:.1} ms",
                 itl.p95
@@ -218,6 +252,8 @@ pub async fn run(
             requests: s.requests,
             errors: s.errors,
             errors_by_kind: s.errors_by_kind.clone(),
+            errors_by_class: s.errors_by_class.clone(),
+            reconnects: s.reconnects,
             ttft_ms: ttft,
             itl_ms: itl,
             tpot_ms: s.tpot_ms(),
@@ -265,7 +301,13 @@ pub async fn run(
             .collect::<Vec<_>>()
             .join("\n");
         c.data = serde_json::to_value(&step).unwrap_or_default();
-        if status == Status::Fail {
+        if status == Status::Fail && !capacity_evidence {
+            // Error answers without any sign of load: the server or its parser is wrong,
+            // and more GPUs would not help.
+            c.impact = Impact::Info;
+            c.owner = Some(Owner::Server);
+            c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
+        } else if status == Status::Fail {
             c.impact = if beyond_expected {
                 Impact::Limit
             } else {
@@ -314,6 +356,7 @@ pub async fn run(
         if p.label.contains("short") {
             entry.1 = Some(result.request_rate());
         }
+        transport.add(s);
         on_step(&step, &c);
         outcome.steps.push(step);
         outcome.checks.push(c);
@@ -335,6 +378,9 @@ pub async fn run(
             outcome.checks.push(c);
         }
     }
+    if let Some(c) = transport.check(&node.client.base_url) {
+        outcome.checks.push(c);
+    }
     // Accepted: the highest level (within the expected load) whose steps all passed,
     // with every lower level passing too.
     for (c, (ok, rate)) in &level_ok {
@@ -349,6 +395,77 @@ pub async fn run(
         }
     }
     outcome
+}
+
+/// Connections lost over the whole ramp: one finding of their own, never capacity.
+#[derive(Default)]
+struct TransportTally {
+    requests: u64,
+    errors: u64,
+    reconnects: u64,
+    by_kind: std::collections::BTreeMap<String, u64>,
+    examples: Vec<String>,
+}
+
+impl TransportTally {
+    fn add(&mut self, s: &crate::client::LatencyStats) {
+        self.requests += s.requests;
+        self.errors += s.errors_of(ErrorClass::Transport);
+        self.reconnects += s.reconnects;
+        for kind in [ErrorKind::Connect, ErrorKind::EarlyClose] {
+            if let Some(n) = s.errors_by_kind.get(kind.as_str()) {
+                *self.by_kind.entry(kind.as_str().to_string()).or_default() += n;
+            }
+            if let Some(e) = s.error_examples.get(kind.as_str()) {
+                if self.examples.len() < 4 {
+                    self.examples.push(format!("{}: {e}", kind.as_str()));
+                }
+            }
+        }
+    }
+
+    /// `transport`: warn when requests were lost to the connection; pass with the count
+    /// when golive only had to reconnect; none when neither happened.
+    fn check(&self, url: &str) -> Option<Check> {
+        if self.errors == 0 && self.reconnects == 0 {
+            return None;
+        }
+        let status = if self.errors > 0 {
+            Status::Warn
+        } else {
+            Status::Pass
+        };
+        let mut c = Check::new(
+            "transport",
+            Stage::Ramp,
+            status,
+            "every ramp request reaches the server over a working connection",
+        );
+        c.url = Some(url.to_string());
+        let kinds: Vec<String> = self
+            .by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        c.measurement = format!(
+            "{} of {} requests lost to the connection{}; {} sent again on a fresh connection after a keep-alive race",
+            self.errors,
+            self.requests,
+            if kinds.is_empty() { String::new() } else { format!(" ({})", kinds.join(", ")) },
+            self.reconnects
+        );
+        c.evidence = self.examples.join("\n");
+        c.data = json!({
+            "requests": self.requests, "errors": self.errors, "reconnects": self.reconnects,
+            "errors_by_kind": self.by_kind,
+        });
+        c.impact = Impact::Info;
+        if self.errors > 0 {
+            c.owner = Some(Owner::Gateway);
+            c.next_step = "connections closed or refused, not capacity: compare the idle/keep-alive timeouts of server, gateway and load balancer, and look for restarts".into();
+        }
+        Some(c)
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
 use super::Node;
-use crate::client::LatencyStats;
+use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
 use crate::report::{Check, Impact, Owner, SoakSample, Stage, Status};
 
@@ -210,20 +210,42 @@ pub async fn run(
         c.status = Status::Fail;
         why.push("no request completed".to_string());
     }
-    if stats.error_rate() > MAX_ERROR_RATE {
+    // Only capacity errors (timeouts, 429/503/504) count against the sustainable load;
+    // error answers are the server's, lost connections the transport's (a warning).
+    let rate_of = |n: u64| n as f64 / stats.requests.max(1) as f64;
+    let (capacity_errors, server_errors, transport_errors) = (
+        stats.errors_of(ErrorClass::Capacity),
+        stats.errors_of(ErrorClass::Server),
+        stats.errors_of(ErrorClass::Transport),
+    );
+    let mut capacity_evidence = false;
+    if rate_of(capacity_errors) > MAX_ERROR_RATE {
         c.status = Status::Fail;
+        capacity_evidence = true;
         why.push(format!(
-            "error rate {:.1}% ({} of {})",
-            stats.error_rate() * 100.0,
-            stats.errors,
+            "capacity error rate {:.1}% ({} of {}: timeouts, 429/503/504)",
+            rate_of(capacity_errors) * 100.0,
+            capacity_errors,
             stats.requests
         ));
-    } else if stats.errors > 0 && c.status == Status::Pass {
+    }
+    if rate_of(server_errors) > MAX_ERROR_RATE {
+        c.status = Status::Fail;
+        why.push(format!(
+            "{server_errors} of {} requests got an error answer or a malformed stream",
+            stats.requests
+        ));
+    }
+    if stats.errors > 0 && c.status == Status::Pass {
         c.status = Status::Warn;
-        why.push(format!("{} errors", stats.errors));
+        why.push(format!(
+            "{} errors ({} lost to the connection)",
+            stats.errors, transport_errors
+        ));
     }
     if queue_grows {
         c.status = Status::Fail;
+        capacity_evidence = true;
         why.push(format!(
             "queue grows at a steady rate: {q_first:.1} -> {q_last:.1}"
         ));
@@ -249,11 +271,16 @@ pub async fn run(
         .join("\n");
     c.data = json!({
         "requests": stats.requests, "errors": stats.errors, "errors_by_kind": stats.errors_by_kind,
+        "errors_by_class": stats.errors_by_class, "reconnects": stats.reconnects,
         "request_rate": request_rate, "queue_first_third": q_first, "queue_last_third": q_last,
         "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
         "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
     });
-    if c.status == Status::Fail {
+    if c.status == Status::Fail && !capacity_evidence {
+        c.impact = Impact::Info;
+        c.owner = Some(Owner::Server);
+        c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
+    } else if c.status == Status::Fail {
         c.impact = Impact::Capacity;
         c.owner = Some(Owner::Server);
         c.next_step = "the accepted load is not sustainable: lower the load target, or expand (more replicas/GPUs)".into();

@@ -198,6 +198,12 @@ pub struct RampStep {
     pub errors: u64,
     #[serde(default)]
     pub errors_by_kind: BTreeMap<String, u64>,
+    /// Failed requests by what they are evidence of: `capacity`, `transport`, `server`.
+    #[serde(default)]
+    pub errors_by_class: BTreeMap<String, u64>,
+    /// Requests sent again on a fresh connection after a keep-alive race (not errors).
+    #[serde(default)]
+    pub reconnects: u64,
     pub ttft_ms: Percentiles,
     pub itl_ms: Percentiles,
     pub tpot_ms: Percentiles,

@@ -25,6 +25,17 @@ pub enum Fault {
     Http500,
     /// Headers, then one byte every 300 ms, forever.
     SlowDrip,
+    /// A keep-alive race on every reuse: the first completion on a connection is a proper
+    /// stream of `tokens` chunks; a later one on the same connection is read and the
+    /// connection closed without an answer, as when the server's idle timeout fires just
+    /// as the client reuses the connection.
+    DropReused { tokens: u32 },
+    /// At capacity: more than `max_in_flight` completions at once get HTTP 503, and
+    /// `vllm:num_requests_waiting` counts every rejected request (a growing queue).
+    Overloaded { max_in_flight: u64 },
+    /// Every `every`-th completion is cut mid-stream (a lost connection a retry cannot
+    /// undo); the others are proper streams.
+    Flaky { every: u64 },
     /// A vLLM-like engine: `/version`, `vllm:` metrics with prefix-cache counters in
     /// tokens, `/tokenize` with `messages`. Words are tokens. With `caching`, a prompt's
     /// hits are its longest common prefix with an earlier prompt, in whole 16-token
@@ -47,6 +58,8 @@ struct VllmState {
     prefill_s: f64,
     prefill_n: u64,
     nonce: u64,
+    in_flight: u64,
+    rejected: u64,
 }
 
 pub struct FaultServer {
@@ -210,7 +223,31 @@ async fn serve(
     state: Arc<std::sync::Mutex<VllmState>>,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
+    let mut served_here = 0u64;
     while let Some(req) = read_request(&mut sock, &mut buf).await {
+        served_here += 1;
+        if let Fault::DropReused { .. } = fault {
+            if served_here > 1 && req.path.ends_with("/completions") {
+                counter.fetch_add(1, Ordering::Relaxed);
+                return Ok(()); // closed under the request: nothing comes back
+            }
+        }
+        if let Fault::Overloaded { .. } = fault {
+            if req.path == "/metrics" {
+                let waiting = state.lock().unwrap().rejected;
+                let text = format!(
+                    "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{engine=\"0\",model_name=\"fault-model\"}} {waiting}.0\n"
+                );
+                respond(
+                    &mut sock,
+                    "200 OK",
+                    "text/plain; version=0.0.4",
+                    text.as_bytes(),
+                )
+                .await?;
+                continue;
+            }
+        }
         if let Fault::Vllm {
             caching,
             retention,
@@ -331,27 +368,61 @@ async fn serve(
                         )
                         .await?
                     }
+                    Fault::Overloaded { max_in_flight } => {
+                        let admitted = {
+                            let mut st = state.lock().unwrap();
+                            if st.in_flight >= max_in_flight {
+                                st.rejected += 1;
+                                false
+                            } else {
+                                st.in_flight += 1;
+                                true
+                            }
+                        };
+                        if !admitted {
+                            respond(
+                                &mut sock,
+                                "503 Service Unavailable",
+                                "application/json",
+                                br#"{"error":{"message":"The server is overloaded (scripted)","type":"ServiceUnavailableError","code":503}}"#,
+                            )
+                            .await?;
+                            continue;
+                        }
+                        let served = if stream {
+                            ok_stream(&mut sock, 8, 40).await
+                        } else {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            json_answer(&mut sock, 8).await
+                        };
+                        state.lock().unwrap().in_flight -= 1;
+                        served?;
+                    }
                     Fault::Ok { tokens, delay_ms } if !stream => {
-                        let text = "ok ".repeat(tokens as usize);
-                        let body = format!(
-                            r#"{{"id":"c1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":10,"completion_tokens":{tokens},"total_tokens":{}}}}}"#,
-                            tokens + 10
-                        );
                         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                        respond(&mut sock, "200 OK", "application/json", body.as_bytes()).await?
+                        json_answer(&mut sock, tokens).await?
+                    }
+                    Fault::DropReused { tokens } if !stream => json_answer(&mut sock, tokens).await?,
+                    Fault::Flaky { every } => {
+                        let n = counter.load(Ordering::Relaxed);
+                        if !stream {
+                            json_answer(&mut sock, 4).await?
+                        } else if n.is_multiple_of(every) {
+                            sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
+                            chunk(&mut sock, &content_event("a")).await?;
+                            return Ok(()); // dropped: the chunked body never ends
+                        } else {
+                            ok_stream(&mut sock, 4, 2).await?
+                        }
                     }
                     _ => {
                         sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
                         match fault {
                             Fault::Ok { tokens, delay_ms } => {
-                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n").await?;
-                                for i in 0..tokens {
-                                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                                    chunk(&mut sock, &content_event(&format!("t{i}"))).await?;
-                                }
-                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n").await?;
-                                chunk(&mut sock, &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", tokens + 10)).await?;
-                                sock.write_all(b"0\r\n\r\n").await?;
+                                stream_body(&mut sock, tokens, delay_ms).await?;
+                            }
+                            Fault::DropReused { tokens } => {
+                                stream_body(&mut sock, tokens, 5).await?;
                             }
                             Fault::CloseMidStream => {
                                 chunk(&mut sock, &content_event("a")).await?;
@@ -376,7 +447,11 @@ async fn serve(
                                     }
                                 }
                             }
-                            Fault::HangBeforeFirstByte | Fault::Http500 | Fault::Vllm { .. } => {
+                            Fault::HangBeforeFirstByte
+                            | Fault::Http500
+                            | Fault::Vllm { .. }
+                            | Fault::Overloaded { .. }
+                            | Fault::Flaky { .. } => {
                                 unreachable!()
                             }
                         }
@@ -395,4 +470,39 @@ async fn serve(
         }
     }
     Ok(())
+}
+
+/// Headers and a proper stream of `tokens` chunks `delay_ms` apart.
+async fn ok_stream(sock: &mut TcpStream, tokens: u32, delay_ms: u64) -> std::io::Result<()> {
+    sock.write_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n",
+    )
+    .await?;
+    stream_body(sock, tokens, delay_ms).await
+}
+
+/// The body of a proper stream: role, `tokens` content chunks, finish, usage, `[DONE]`.
+async fn stream_body(sock: &mut TcpStream, tokens: u32, delay_ms: u64) -> std::io::Result<()> {
+    chunk(sock, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n").await?;
+    for i in 0..tokens {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        chunk(sock, &content_event(&format!("t{i}"))).await?;
+    }
+    chunk(
+        sock,
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+    )
+    .await?;
+    chunk(sock, &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", tokens + 10)).await?;
+    sock.write_all(b"0\r\n\r\n").await
+}
+
+/// A whole (non-streamed) chat answer of `tokens` words.
+async fn json_answer(sock: &mut TcpStream, tokens: u32) -> std::io::Result<()> {
+    let text = "ok ".repeat(tokens as usize);
+    let body = format!(
+        r#"{{"id":"c1","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":"{text}"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":10,"completion_tokens":{tokens},"total_tokens":{}}}}}"#,
+        tokens + 10
+    );
+    respond(sock, "200 OK", "application/json", body.as_bytes()).await
 }
