@@ -643,6 +643,7 @@ fn phase_of(class: Class) -> &'static str {
         Class::PrefixCache => "prefix cache",
         Class::Nccl => "multi-node communication (NCCL init)",
         Class::ToolParser => "tool/reasoning parser",
+        Class::GpuFault => "GPU fault while running (Xid, ECC, illegal memory access)",
         Class::Unknown => "unknown",
     }
 }
@@ -1274,7 +1275,7 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
         "cuda_layers",
         "gpus_visible",
     ]);
-    if has(&[Class::Driver, Class::Container]) {
+    if has(&[Class::Driver, Class::Container, Class::GpuFault]) {
         host.push("failure_phase".into());
     }
     rules.push((host, "host or image first: fix the host driver, the image or GPU access before changing any model parameter"));

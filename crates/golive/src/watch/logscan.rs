@@ -39,7 +39,9 @@ pub struct LogHit {
 pub fn kind_of_class(class: Class) -> Option<LogKind> {
     match class {
         Class::OomRuntime | Class::OomStartup | Class::OomTopology => Some(LogKind::Oom),
-        Class::Driver | Class::Nccl | Class::Container => Some(LogKind::DriverNccl),
+        Class::Driver | Class::Nccl | Class::Container | Class::GpuFault => {
+            Some(LogKind::DriverNccl)
+        }
         Class::ToolParser => Some(LogKind::ToolSchema),
         _ => None,
     }
