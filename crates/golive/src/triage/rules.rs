@@ -277,7 +277,8 @@ impl RuleSet {
                 next_step_when: None,
                 why_when: None,
                 class_when: None,
-                generic: false,
+                // Frames say less than a specific message on a nearby line.
+                generic: true,
                 frame_path: Some(re),
                 next_step: f.next_step,
                 why: f.why,
