@@ -302,6 +302,19 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
     Ok(decide(&rules, results, notes))
 }
 
+/// Triage of one log held in memory, with rules already loaded (for tools that triage many
+/// small logs, e.g. the coverage measurement over an engine's own messages).
+pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
+    match scan::scan_reader(rules, text.as_bytes(), 0) {
+        Ok(res) => decide(rules, vec![(name.to_string(), res)], Vec::new()),
+        Err(e) => TriageReport {
+            schema_version: SCHEMA_VERSION,
+            notes: vec![format!("{name}: unreadable ({e})")],
+            ..Default::default()
+        },
+    }
+}
+
 /// Chooses the primary cause and the secondary findings from all files.
 fn decide(
     rules: &RuleSet,
