@@ -126,6 +126,9 @@ fn render(m: &Msg) -> String {
     }
 }
 
+/// Messages, covered, and the uncovered ones per file.
+type GroupCount = (usize, usize, BTreeMap<String, usize>);
+
 #[test]
 fn engine_messages_are_named_as_causes_with_a_class() {
     let Some(roots) = roots() else {
@@ -153,8 +156,7 @@ fn engine_messages_are_named_as_causes_with_a_class() {
     );
     let rules = RuleSet::load(&[] as &[&str]).unwrap();
     // (engine, group) -> (n, covered, uncovered by file)
-    let mut per: BTreeMap<(String, String), (usize, usize, BTreeMap<String, usize>)> =
-        BTreeMap::new();
+    let mut per: BTreeMap<(String, String), GroupCount> = BTreeMap::new();
     let mut samples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for m in &msgs {
         let rep = analyze_text(&rules, "msg.log", &render(m));
