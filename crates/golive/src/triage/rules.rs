@@ -408,20 +408,38 @@ impl RuleSet {
             })
     }
 
+    /// The built-in rules, compiled once per process (for `watch` and `check`, which read
+    /// log lines with the same rules as `triage`).
+    pub fn builtin() -> &'static RuleSet {
+        static R: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+        R.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("the built-in rules compile"))
+    }
+
     /// The first cause rule whose literals and regex match `text` (one line, no traceback);
     /// specific rules before generic ones. For lines that quote an error ("Worker failed with
     /// error '...'") and for other tools that read logs line by line (watch, check).
     pub fn classify_text(&self, text: &str) -> Option<usize> {
         let mut cand = Vec::new();
         self.candidates(text.as_bytes(), &mut cand);
+        let pl = super::line::parse(text.as_bytes());
+        let level = pl.level.as_deref().unwrap_or("");
+        if matches!(level, "INFO" | "DEBUG") || text.contains(" NCCL INFO ") {
+            return None;
+        }
+        let warning = matches!(level, "WARNING" | "WARN");
         let mut generic = None;
         for ri in cand {
             let r = &self.rules[ri];
-            if r.kind != RuleKind::Cause || r.frames.is_some() {
+            if r.kind != RuleKind::Cause || r.frames.is_some() || (warning && !r.on_warning) {
                 continue;
             }
             if let Some(re) = &r.regex {
-                if !re.is_match(text) {
+                let hay = if re.as_str().starts_with('^') {
+                    pl.msg()
+                } else {
+                    pl.text.as_str()
+                };
+                if !re.is_match(hay) {
                     continue;
                 }
             }
