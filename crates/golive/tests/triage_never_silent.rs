@@ -307,6 +307,16 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
             );
         }
     }
+    // What an orderly stop explains: the teardown tracebacks after it.
+    let teardown = "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.
+(APIServer pid=1) Traceback (most recent call last):
+(APIServer pid=1)   File \"/usr/lib/python3.12/asyncio/base_events.py\", line 691, in run_until_complete
+(APIServer pid=1)     self._check_closed()
+(APIServer pid=1) RuntimeError: Event loop is closed
+(APIServer pid=1) KeyboardInterrupt
+";
+    let rep = triage_text(teardown);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
     for (id, quiet, failure) in cases {
         // The quiet line alone is quiet ...
         let rep = triage_text(quiet);

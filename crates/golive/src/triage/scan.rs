@@ -741,8 +741,12 @@ impl Scanner<'_> {
     }
 
     fn record(&mut self, mut f: RawFinding, line_no: u64) {
-        // Collective errors during an orderly shutdown are teardown noise.
-        if f.during_shutdown && f.kind == RuleKind::Cause && f.class == Class::Nccl {
+        // Collective errors, and errors of no known class, during an orderly shutdown are
+        // teardown noise (a GPU fault or an OOM then is still a cause).
+        if f.during_shutdown
+            && f.kind == RuleKind::Cause
+            && matches!(f.class, Class::Nccl | Class::Unknown)
+        {
             f.kind = RuleKind::Consequence;
         }
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
