@@ -295,6 +295,36 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
     Ok(decide(&rules, results, notes))
 }
 
+/// Fuzz entry: the line reader on every line of `data`.
+#[doc(hidden)]
+pub fn fuzz_lines(data: &[u8]) {
+    for raw in data.split(|&b| b == b'\n') {
+        let pl = line::parse(raw);
+        let msg = pl.msg();
+        let _ = line::is_frame(msg);
+        let _ = line::is_exception_line(msg);
+        let _ = line::is_traceback_header(msg);
+        assert!(pl.msg_start <= pl.text.len());
+    }
+}
+
+/// Fuzz entry: the whole scanner and the decision on `data` as one log.
+#[doc(hidden)]
+pub fn fuzz_scan(data: &[u8]) {
+    static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("built-in rules"));
+    let res = scan::scan_reader(rules, data, 3).expect("reading a slice cannot fail");
+    for f in &res.findings {
+        assert!(
+            f.line >= 1 && f.line <= res.lines,
+            "finding at line {} of {}",
+            f.line,
+            res.lines
+        );
+    }
+    let _ = decide(rules, vec![("-".to_string(), res)], Vec::new());
+}
+
 /// Chooses the primary cause and the secondary findings from all files.
 fn decide(
     rules: &RuleSet,
