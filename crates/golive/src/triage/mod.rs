@@ -6,6 +6,7 @@
 //! server), then by time (timestamps across files) and line order.
 
 mod line;
+mod readahead;
 pub mod rules;
 mod scan;
 
@@ -100,6 +101,17 @@ pub struct Finding {
     /// `cause`, `consequence` or `hint`.
     #[serde(default)]
     pub kind: String,
+    /// How many times the same failure (same rule and message, timestamps and pids aside)
+    /// occurred in this file, e.g. in a crash loop; `line` is the first occurrence.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// Line of the last occurrence, when `count` > 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_line: Option<u64>,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// The result of a triage run.
@@ -241,8 +253,9 @@ fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
                 std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
             let gz = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
             if gz {
-                Ok(Box::new(flate2::read::MultiGzDecoder::new(
-                    io::BufReader::with_capacity(1 << 20, f),
+                // Decompressed on its own thread: the scanner runs beside it.
+                Ok(Box::new(readahead::ReadAhead::new(
+                    flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, f)),
                 )))
             } else {
                 Ok(Box::new(f))
@@ -424,6 +437,8 @@ fn decide(
                 _ => "other",
             }
             .to_string(),
+            count: f.count,
+            last_line: (f.count > 1).then_some(f.last_line),
         }
     };
     let mut primary_finding = primary.map(|(fi, f)| make(fi, f, true));
@@ -633,6 +648,13 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
         writeln!(out, "  {:>7} | {}", first + i as u64, c)?;
     }
     writeln!(out, "> {:>7} | {}", p.line, p.text)?;
+    if let Some(last) = p.last_line {
+        writeln!(
+            out,
+            "  (the same failure {} times in this file; the last at line {last})",
+            p.count
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "class:     {}", p.class.as_str())?;
     writeln!(out, "rule:      {}", p.rule)?;
