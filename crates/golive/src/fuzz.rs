@@ -532,7 +532,7 @@ impl Rng {
     pub fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -542,7 +542,7 @@ impl Rng {
     }
     /// A number below `n` (`n` > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 }
 
@@ -577,7 +577,7 @@ pub fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], dict: &[&str], out: &mut Vec<u8>
             }
             1 if len > 0 => {
                 let i = rng.below(len);
-                out[i] = rng.next() as u8;
+                out[i] = rng.next_u64() as u8;
             }
             2 | 3 if !dict.is_empty() => {
                 let tok = dict[rng.below(dict.len())].as_bytes();
