@@ -176,7 +176,7 @@ fn main() {
             );
             std::process::exit(1);
         }
-        if done % 1_000_000 == 0 {
+        if done.is_multiple_of(1_000_000) {
             eprintln!(
                 "fuzz {name}: {done} inputs, {:.0}/s",
                 done as f64 / t0.elapsed().as_secs_f64()
