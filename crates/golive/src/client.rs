@@ -836,6 +836,14 @@ fn apply_usage(
     }
 }
 
+/// Fuzz entry: both event scanners on one `data:` payload. They may disagree on crafted
+/// chunks (the fast one looks for output keys without parsing), but neither may panic.
+#[doc(hidden)]
+pub fn fuzz_scan_event(data: &[u8]) {
+    let _ = scan_event_fast(data, &mut RequestRecord::default());
+    let _ = scan_event_full(data, &mut RequestRecord::default());
+}
+
 /// Slow path: full (borrowed) parse of one chunk; keeps the text in collect mode.
 fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorKind, String)> {
     let chunk: StreamChunk<'_> = serde_json::from_slice(data).map_err(|e| {

@@ -11,6 +11,8 @@ pub mod collect;
 pub mod diff;
 pub mod envparse;
 pub mod exit;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod load;
 pub mod metrics;
 pub mod profile;

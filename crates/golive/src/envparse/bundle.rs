@@ -341,6 +341,15 @@ impl Bundle {
     }
 }
 
+/// Fuzz entry: the text readers a bundle runs on its raw files.
+#[doc(hidden)]
+pub fn fuzz_texts(text: &str) {
+    let cmd = pod_spec_command(text);
+    let _ = launch::parse_launch(&cmd);
+    let _ = parse_docker_inspect(text);
+    let _ = parse_env(text);
+}
+
 /// The container command of a rendered pod spec (YAML), as one shell line.
 fn pod_spec_command(text: &str) -> String {
     let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {

@@ -163,12 +163,22 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         let rest = &text[pos..];
         let rest_trim = rest.trim_start_matches(' ');
         let skipped = rest.len() - rest_trim.len();
-        if let Some(c) = p.iso_ts.captures(rest) {
+        // Each pattern is tried only when the first byte can start it (most lines in a
+        // traceback have none of these prefixes; a failed regex search costs far more).
+        let first = rest.as_bytes().first().copied().unwrap_or(0);
+        let first_trim = rest_trim.as_bytes().first().copied().unwrap_or(0);
+        if let Some(c) = may_be_digit(first)
+            .then(|| p.iso_ts.captures(rest))
+            .flatten()
+        {
             ts = Some(captured_ts(&c, 2));
             pos += c.get(0).unwrap().end();
             continue;
         }
-        if let Some(c) = p.proc_label.captures(rest_trim) {
+        if let Some(c) = (first_trim == b'(')
+            .then(|| p.proc_label.captures(rest_trim))
+            .flatten()
+        {
             let name = c.get(1).unwrap().as_str();
             let r = c.get(2).map(|m| m.as_str()).unwrap_or("");
             let ip = c.get(4).map(|m| m.as_str());
@@ -183,7 +193,10 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             pos += skipped + c.get(0).unwrap().end();
             continue;
         }
-        if let Some(c) = p.torch_rank.captures(rest_trim) {
+        if let Some(c) = (first_trim == b'[')
+            .then(|| p.torch_rank.captures(rest_trim))
+            .flatten()
+        {
             let label = c.get(1).unwrap().as_str().to_string();
             stream.push_str(&label);
             stream.push('|');
@@ -203,7 +216,10 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             continue;
         }
         if stream.is_empty() && rank.is_none() {
-            if let Some(c) = p.compose.captures(rest) {
+            if let Some(c) = (first.is_ascii_alphanumeric() && rest.contains("| "))
+                .then(|| p.compose.captures(rest))
+                .flatten()
+            {
                 stream.push_str(c.get(1).unwrap().as_str());
                 stream.push('|');
                 pos += c.get(0).unwrap().end();
@@ -213,20 +229,28 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         break;
     }
     let rest = &text[pos..];
-    if let Some(c) = p.vllm_header.captures(rest) {
+    let first = rest.as_bytes().first().copied().unwrap_or(0);
+    if let Some(c) = matches!(first, b'D' | b'I' | b'W' | b'E' | b'C')
+        .then(|| p.vllm_header.captures(rest))
+        .flatten()
+    {
         level = Some(c.get(1).unwrap().as_str().to_string());
         ts = ts.or(Some(captured_ts(&c, 2)));
         pos += c.get(0).unwrap().end();
         // vLLM logs a traceback once through its logger and once raw: keep them apart.
         stream.push_str("log|");
     } else if ts.is_none() {
-        if let Some(c) = p
-            .py_logging_ts
-            .captures(rest)
-            .or_else(|| p.ray_ts.captures(rest))
-        {
+        let py_or_ray = match first {
+            b'[' => p.ray_ts.captures(rest),
+            b if may_be_digit(b) => p.py_logging_ts.captures(rest),
+            _ => None,
+        };
+        if let Some(c) = py_or_ray {
             ts = Some(captured_ts(&c, 2));
-        } else if let Some(c) = p.glog_ts.captures(rest) {
+        } else if let Some(c) = matches!(first, b'E' | b'W' | b'I' | b'F')
+            .then(|| p.glog_ts.captures(rest))
+            .flatten()
+        {
             level = Some(
                 match rest.as_bytes()[0] {
                     b'I' => "INFO",
@@ -241,7 +265,11 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
     // A wrapper logger's own prefix (after docker/compose prefixes): the level counts, and
     // the message starts after its last field, so tracebacks inside are seen as such.
     if level.is_none() {
-        if let Some(c) = p.wrapped_level.captures(&text[pos..]) {
+        // The pattern needs one of the level words.
+        if let Some(c) = has_level_word(&text[pos..])
+            .then(|| p.wrapped_level.captures(&text[pos..]))
+            .flatten()
+        {
             // Only behind a timestamp (its own or a docker one): a bare `ERROR: ...` is a message.
             if c.get(1).is_some() || ts.is_some() {
                 level = Some(c.get(2).unwrap().as_str().to_string());
@@ -262,7 +290,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         }
     }
     // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
-    if level.is_none() && p.py_warning.is_match(&text[pos..]) {
+    if level.is_none() && text[pos..].contains("Warning: ") && p.py_warning.is_match(&text[pos..]) {
         level = Some("WARNING".to_string());
     }
     ParsedLine {
@@ -273,6 +301,21 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         ts,
         level,
     }
+}
+
+/// Whether a line starting with this byte can start with `\d` (Unicode digits included).
+fn may_be_digit(b: u8) -> bool {
+    b.is_ascii_digit() || b >= 0x80
+}
+
+/// Whether `s` holds a level word (`DEBUG` ... `CRITICAL`), the part every wrapper logger
+/// prefix needs.
+fn has_level_word(s: &str) -> bool {
+    static F: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
+    F.get_or_init(|| {
+        aho_corasick::AhoCorasick::new(["DEBUG", "INFO", "WARN", "ERROR", "CRITICAL"]).unwrap()
+    })
+    .is_match(s)
 }
 
 fn exception_re() -> &'static Regex {

@@ -7,6 +7,7 @@
 
 mod line;
 mod phase;
+mod readahead;
 pub mod rules;
 mod scan;
 
@@ -104,6 +105,17 @@ pub struct Finding {
     /// `cause`, `consequence` or `hint`.
     #[serde(default)]
     pub kind: String,
+    /// How many times the same failure (same rule and message, timestamps and pids aside)
+    /// occurred in this file, e.g. in a crash loop; `line` is the first occurrence.
+    #[serde(default = "one")]
+    pub count: u64,
+    /// Line of the last occurrence, when `count` > 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_line: Option<u64>,
+}
+
+fn one() -> u64 {
+    1
 }
 
 /// The result of a triage run.
@@ -248,8 +260,9 @@ fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
                 std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
             let gz = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
             if gz {
-                Ok(Box::new(flate2::read::MultiGzDecoder::new(
-                    io::BufReader::with_capacity(1 << 20, f),
+                // Decompressed on its own thread: the scanner runs beside it.
+                Ok(Box::new(readahead::ReadAhead::new(
+                    flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, f)),
                 )))
             } else {
                 Ok(Box::new(f))
@@ -313,6 +326,36 @@ pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
             ..Default::default()
         },
     }
+}
+
+/// Fuzz entry: the line reader on every line of `data`.
+#[doc(hidden)]
+pub fn fuzz_lines(data: &[u8]) {
+    for raw in data.split(|&b| b == b'\n') {
+        let pl = line::parse(raw);
+        let msg = pl.msg();
+        let _ = line::is_frame(msg);
+        let _ = line::is_exception_line(msg);
+        let _ = line::is_traceback_header(msg);
+        assert!(pl.msg_start <= pl.text.len());
+    }
+}
+
+/// Fuzz entry: the whole scanner and the decision on `data` as one log.
+#[doc(hidden)]
+pub fn fuzz_scan(data: &[u8]) {
+    static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+    let rules = RULES.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("built-in rules"));
+    let res = scan::scan_reader(rules, data, 3).expect("reading a slice cannot fail");
+    for f in &res.findings {
+        assert!(
+            f.line >= 1 && f.line <= res.lines,
+            "finding at line {} of {}",
+            f.line,
+            res.lines
+        );
+    }
+    let _ = decide(rules, vec![("-".to_string(), res)], Vec::new());
 }
 
 /// Chooses the primary cause and the secondary findings from all files.
@@ -456,6 +499,8 @@ fn decide(
                 _ => "other",
             }
             .to_string(),
+            count: f.count,
+            last_line: (f.count > 1).then_some(f.last_line),
         }
     };
     let mut primary_finding = primary.map(|(fi, f)| make(fi, f, true));
@@ -679,6 +724,13 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
         writeln!(out, "  {:>7} | {}", first + i as u64, c)?;
     }
     writeln!(out, "> {:>7} | {}", p.line, p.text)?;
+    if let Some(last) = p.last_line {
+        writeln!(
+            out,
+            "  (the same failure {} times in this file; the last at line {last})",
+            p.count
+        )?;
+    }
     writeln!(out)?;
     writeln!(out, "class:     {}", p.class.as_str())?;
     writeln!(out, "rule:      {}", p.rule)?;

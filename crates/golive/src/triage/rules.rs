@@ -356,6 +356,8 @@ impl RuleSet {
         };
         let overlap = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)
+            // Run on every handled line: a DFA is several times faster than the default NFA.
+            .kind(Some(AhoCorasickKind::DFA))
             .build(&literals)
             .context("cannot build the rule matcher")?;
         let exception_rules = rules

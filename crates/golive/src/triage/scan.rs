@@ -53,6 +53,44 @@ pub struct RawFinding {
     served: bool,
     /// Found on a WARNING line: a cause only when nothing fatal of another class follows.
     pub soft: bool,
+    /// Occurrences of the same failure (crash loops): this one is the first.
+    pub count: u64,
+    /// Line and timestamp of the last occurrence (when `count` > 1).
+    pub last_line: u64,
+    pub last_ts: Option<u64>,
+    /// Hash of the message without its prefixes (timestamps, pids): what makes two
+    /// occurrences "the same failure".
+    msg_hash: u64,
+    /// Merged into an earlier occurrence (dropped at the end).
+    merged: bool,
+}
+
+fn msg_hash(msg: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    msg.hash(&mut h);
+    h.finish()
+}
+
+/// What makes two findings the same failure: rule, kind, class, phase of the server, rank
+/// and message.
+type FindingKey = (usize, u8, Class, bool, bool, Option<String>, u64);
+
+fn finding_key(f: &RawFinding) -> FindingKey {
+    (
+        f.rule,
+        f.kind as u8,
+        f.class,
+        f.during_shutdown,
+        f.served,
+        f.rank.as_ref().map(|r| strip_pid(r).to_string()),
+        f.msg_hash,
+    )
+}
+
+/// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
+fn strip_pid(label: &str) -> &str {
+    label.split(" pid=").next().unwrap_or(label)
 }
 
 /// What one file yielded.
@@ -94,6 +132,10 @@ struct Scanner<'a> {
     cand: Vec<usize>,
     /// Streams whose next traceback Python announced as ignored.
     ignore_next_tb: HashSet<String>,
+    /// First occurrence (index in `res.findings`) of each settled failure.
+    seen: HashMap<FindingKey, usize>,
+    /// Findings whose out-of-memory phase is not decided yet (evidence still coming).
+    unsettled: Vec<usize>,
 }
 
 /// Scans one input stream.
@@ -111,6 +153,8 @@ pub fn scan_reader<R: Read>(
         force_slow_until: 0,
         cand: Vec::new(),
         ignore_next_tb: HashSet::new(),
+        seen: HashMap::new(),
+        unsettled: Vec::new(),
     };
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + 64 * 1024);
     // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
@@ -133,23 +177,25 @@ pub fn scan_reader<R: Read>(
             start -= keep_from;
             counted -= keep_from;
         }
-        // Fill.
+        // Fill (into spare capacity: no zeroing of the buffer before each read).
         let target = buf.len() + CHUNK;
+        buf.reserve(target - buf.len());
         while buf.len() < target && !eof {
             let old = buf.len();
-            buf.resize(target, 0);
-            match reader.read(&mut buf[old..]) {
-                Ok(0) => {
-                    buf.truncate(old);
-                    eof = true;
-                }
+            match reader
+                .by_ref()
+                .take((target - old) as u64)
+                .read_to_end(&mut buf)
+            {
                 Ok(n) => {
-                    buf.truncate(old + n);
                     sc.res.bytes += n as u64;
+                    if buf.len() < target {
+                        eof = true;
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
                 Err(e) => {
-                    buf.truncate(old);
+                    // Bytes read before the error are kept.
+                    sc.res.bytes += (buf.len() - old) as u64;
                     eof = true;
                     if sc.res.bytes == 0 && old == 0 {
                         return Err(e);
@@ -278,6 +324,10 @@ impl Scanner<'_> {
         // automaton directly).
         let cands = self.candidates_in(buf, a, b);
         let mut ci = 0usize;
+        // Next serving marker at or after `pos` (`usize::MAX`: none before `b`), searched
+        // lazily and only while the server is not serving: once it serves, the request log
+        // lines that carry these markers are no candidates at all.
+        let mut serving_next: Option<usize> = None;
         while pos < b {
             // Line number of the line starting at `pos`.
             if *counted < pos {
@@ -286,7 +336,26 @@ impl Scanner<'_> {
             }
             if self.slow_mode(*newlines + 1) {
                 let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
-                self.handle_line(buf, cur_ls, e, *newlines + 1, buf_at_line_start);
+                // Whether any literal (other than a serving marker) occurs on the line: rule
+                // matching of traceback source lines is skipped without one.
+                // (Terminal codes and `\r` are removed before rules match: such a line may
+                // hold a literal the raw bytes split.)
+                let has_literal = match &cands {
+                    Some(c) => {
+                        let k = c.partition_point(|&x| x < cur_ls);
+                        c.get(k).is_some_and(|&x| x < e)
+                            || memchr::memchr2(0x1b, b'\r', &buf[cur_ls..e]).is_some()
+                    }
+                    None => true,
+                };
+                self.handle_line(
+                    buf,
+                    cur_ls,
+                    e,
+                    *newlines + 1,
+                    buf_at_line_start,
+                    has_literal,
+                );
                 pos = e + 1;
                 cur_ls = pos;
                 continue;
@@ -301,12 +370,32 @@ impl Scanner<'_> {
                     while ci < c.len() && c[ci] < pos {
                         ci += 1;
                     }
-                    let Some(&p) = c.get(ci) else {
+                    let mut p = c.get(ci).copied().unwrap_or(usize::MAX);
+                    if self.res.serving_line.is_none() {
+                        if let Some(sv) = &self.rules.packed_serving {
+                            let q = match serving_next {
+                                Some(q) if q >= pos => q,
+                                _ => {
+                                    let q = sv
+                                        .find_in(&buf[..b], aho_corasick::Span::from(pos..b))
+                                        .map_or(usize::MAX, |m| m.start());
+                                    serving_next = Some(q);
+                                    q
+                                }
+                            };
+                            p = p.min(q);
+                        }
+                    }
+                    if p == usize::MAX {
                         break;
-                    };
+                    }
                     // Check the candidate's line (from `pos`) with the full automaton.
                     let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
                     let from = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
+                    // No literal starts in [from, p), so no pattern occurrence starts more than
+                    // its length before p: the search starts there, not at the line start (the
+                    // same leftmost match, without reading the whole of a long line).
+                    let from = from.max(p.saturating_sub(ac.max_pattern_len().saturating_sub(1)));
                     match ac.find(Input::new(&buf[..le]).range(from..le)) {
                         Some(m) => m,
                         None => {
@@ -341,7 +430,7 @@ impl Scanner<'_> {
                 *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
                 *counted = ls;
             }
-            self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start);
+            self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, true);
             pos = le + 1;
             cur_ls = pos;
         }
@@ -356,12 +445,8 @@ impl Scanner<'_> {
     /// by two threads (half of the searchers each).
     fn candidates_in(&self, buf: &[u8], a: usize, b: usize) -> Option<Vec<usize>> {
         let packed = self.rules.packed.as_ref()?;
-        let mut searchers: Vec<&aho_corasick::packed::Searcher> = packed.iter().collect();
-        if self.res.serving_line.is_none() {
-            if let Some(s) = &self.rules.packed_serving {
-                searchers.push(s);
-            }
-        }
+        // Serving markers are searched lazily by the caller.
+        let searchers: Vec<&aho_corasick::packed::Searcher> = packed.iter().collect();
         let hay = &buf[..b];
         let collect = |group: &[&aho_corasick::packed::Searcher]| {
             let mut out = Vec::new();
@@ -464,6 +549,11 @@ impl Scanner<'_> {
             during_shutdown: self.shutdown,
             served: self.res.serving_line.is_some(),
             soft: matches!(pl.level.as_deref(), Some("WARNING" | "WARN")),
+            count: 1,
+            last_line: line_no,
+            last_ts: pl.ts,
+            msg_hash: msg_hash(pl.msg()),
+            merged: false,
         }
     }
 
@@ -538,14 +628,25 @@ impl Scanner<'_> {
         found
     }
 
-    fn handle_line(&mut self, buf: &[u8], ls: usize, le: usize, line_no: u64, at_start: bool) {
+    /// `has_literal`: false only when no rule literal occurs on the line (then traceback
+    /// source lines need no rule matching).
+    fn handle_line(
+        &mut self,
+        buf: &[u8],
+        ls: usize,
+        le: usize,
+        line_no: u64,
+        at_start: bool,
+        has_literal: bool,
+    ) {
         let raw = &buf[ls..le.min(ls + MAX_LINE)];
         let pl = line::parse(raw);
         let msg = pl.msg();
 
         // Phase evidence for recent out-of-memory findings.
         if line_no <= self.force_slow_until {
-            for f in self.res.findings.iter_mut() {
+            for &i in &self.unsettled {
+                let f = &mut self.res.findings[i];
                 if f.phase_open_until >= line_no && f.evidence.len() < 16 << 10 {
                     f.evidence.push('\n');
                     f.evidence.push_str(msg);
@@ -614,7 +715,7 @@ impl Scanner<'_> {
                     tb.frames.push('\n');
                 }
                 let has_pending = tb.pending.is_some();
-                if !has_pending {
+                if !has_pending && has_literal {
                     if let Some(ri) = self.match_rule(&pl, None, true) {
                         let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
                         if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
@@ -629,6 +730,9 @@ impl Scanner<'_> {
         } else if !in_tb && indented && trimmed.starts_with("raise ") {
             // A fragment that starts inside a traceback: treat it as one.
             self.open_traceback(&pl, line_no);
+            if !has_literal {
+                return;
+            }
             if let Some(ri) = self.match_rule(&pl, None, true) {
                 let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
                 if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
@@ -664,8 +768,11 @@ impl Scanner<'_> {
                     (Some(mut p), _, _) => {
                         // The exception line states the cause the source line pointed at.
                         p.line = line_no;
+                        p.last_line = line_no;
+                        p.msg_hash = msg_hash(pl.msg());
                         p.text = cut(&pl.text);
                         p.ts = pl.ts.or(p.ts);
+                        p.last_ts = p.ts;
                         p.context = self.context_before(buf, ls, at_start);
                         Some(p)
                     }
@@ -749,13 +856,69 @@ impl Scanner<'_> {
         {
             f.kind = RuleKind::Consequence;
         }
+        self.settle(line_no);
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
             f.evidence.push('\n');
             f.evidence.push_str(&f.text);
             f.phase_open_until = line_no + LOOKAHEAD;
             self.force_slow_until = self.force_slow_until.max(line_no + LOOKAHEAD);
+            self.unsettled.push(self.res.findings.len());
+            self.res.findings.push(f);
+            return;
         }
         self.res.findings.push(f);
+        self.merge_last_into_first(self.res.findings.len() - 1);
+    }
+
+    /// Decides the phase of out-of-memory findings whose evidence is complete (before line
+    /// `line_no`, or all with `u64::MAX`) and merges repeats.
+    fn settle(&mut self, line_no: u64) {
+        if self.unsettled.is_empty() {
+            return;
+        }
+        let due: Vec<usize>;
+        (due, self.unsettled) = std::mem::take(&mut self.unsettled)
+            .into_iter()
+            .partition(|&i| self.res.findings[i].phase_open_until < line_no);
+        for i in due {
+            let f = &mut self.res.findings[i];
+            f.class = super::phase::oom_class(&f.evidence, f.served);
+            f.evidence = String::new();
+            self.merge_last_into_first(i);
+        }
+    }
+
+    /// Merges finding `i` into an earlier occurrence of the same failure, if any: the
+    /// repeats of a crash loop become one finding with a count and the last occurrence.
+    fn merge_last_into_first(&mut self, i: usize) {
+        let key = finding_key(&self.res.findings[i]);
+        match self.seen.get(&key) {
+            None => {
+                self.seen.insert(key, i);
+            }
+            Some(&j) => {
+                let (first, other) = if self.res.findings[i].line < self.res.findings[j].line {
+                    (i, j)
+                } else {
+                    (j, i)
+                };
+                let (count, last_line, last_ts) = {
+                    let (a, b) = (&self.res.findings[i], &self.res.findings[j]);
+                    let last = if a.last_line >= b.last_line { a } else { b };
+                    (a.count + b.count, last.last_line, last.last_ts)
+                };
+                let f = &mut self.res.findings[first];
+                f.count = count;
+                f.last_line = last_line;
+                f.last_ts = last_ts;
+                let o = &mut self.res.findings[other];
+                o.merged = true;
+                o.context = Vec::new();
+                o.text = String::new();
+                o.evidence = String::new();
+                self.seen.insert(key, first);
+            }
+        }
     }
 
     /// The ERROR line right before a traceback header on the same stream, when it is a
@@ -826,13 +989,9 @@ impl Scanner<'_> {
         for k in keys {
             self.close_traceback(&k);
         }
-        // Decide the phase of out-of-memory findings.
-        for f in self.res.findings.iter_mut() {
-            if f.rule == usize::MAX || !self.rules.rules[f.rule].phase {
-                continue;
-            }
-            f.class = super::phase::oom_class(&f.evidence, f.served);
-        }
+        // Decide the phase of the out-of-memory findings left, merge repeats.
+        self.settle(u64::MAX);
+        self.res.findings.retain(|f| !f.merged);
         self.res.findings.sort_by_key(|f| f.line);
     }
 }
