@@ -112,7 +112,21 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     let server = vllm(TOOLS);
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("accepted");
-    let o = accept(&server.url, &run, &[]);
+    // A strict tool: vLLM 0.32 constrains a call's arguments only for strict tools (or
+    // with --tool-strict-level parameter); a non-strict schema lets the 270M model echo
+    // the schema until max_tokens (golive then names the cut, not the parser).
+    let tools = tmp.path().join("tools.json");
+    std::fs::write(
+        &tools,
+        r#"[{"type": "function", "function": {"name": "get_weather", "strict": true,
+            "description": "Current weather for a city",
+            "parameters": {"type": "object", "additionalProperties": false,
+              "required": ["city", "unit"],
+              "properties": {"city": {"type": "string", "description": "City name, e.g. Berlin"},
+                             "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}}}]"#,
+    )
+    .unwrap();
+    let o = accept(&server.url, &run, &["--tools", tools.to_str().unwrap()]);
     let r = report(&run);
     let text = common::text(&o);
     assert_eq!(r["complete"], true, "{text}");

@@ -182,6 +182,19 @@ fn has_call_markup(content: &str) -> bool {
     t.starts_with('{') && t.contains("\"name\"") && t.contains("\"arguments\"")
 }
 
+/// A tool call opened in the text and never closed: the answer ended inside it.
+/// Markups with an explicit end (`</tool_call>`, `<|tool_call_end|>`) are counted; a
+/// bare JSON call is open while its braces do not balance.
+fn has_open_call(content: &str) -> bool {
+    let opened =
+        |open: &str, close: &str| content.matches(open).count() > content.matches(close).count();
+    if opened("<tool_call>", "</tool_call>") || opened("<|tool_call_begin|>", "<|tool_call_end|>") {
+        return true;
+    }
+    let t = content.trim();
+    t.starts_with('{') && serde_json::from_str::<Value>(t).is_err()
+}
+
 /// Reads a non-streamed chat completion body.
 pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
     let mut problems = Vec::new();
@@ -723,7 +736,19 @@ fn judge_reply(request: &Value, answer: &Answer, reply: &Reply, problems: &mut V
     // Text that a parser should have handled.
     let content = reply.content.as_deref().unwrap_or("");
     let markup_in_content = !tools.is_empty() && calls.is_empty() && has_call_markup(content);
-    if markup_in_content {
+    if markup_in_content && finish == Some("length") && has_open_call(content) {
+        // Seen on vLLM 0.32 with `tool_choice: "required"`: the server constrains the call's
+        // envelope but not its arguments (unless the tool is strict), and a small model
+        // writes until max_tokens. No parser can return a call that never closed.
+        problems.push(Problem::warn(
+            Owner::Model,
+            "tool_call_cut_by_max_tokens",
+            format!(
+                "the tool call was still open when max_tokens ended the answer (finish_reason \"length\"): raise max_tokens, or mark the tool `strict` so the server constrains its arguments: {}",
+                quote(content, 160)
+            ),
+        ));
+    } else if markup_in_content {
         problems.push(Problem::fail(
             Owner::Parser,
             "tool_call_markup_in_content",
@@ -1172,6 +1197,30 @@ mod tests {
             &markup,
         );
         assert_eq!(codes(&p), vec!["tool_call_markup_in_content"]);
+        // The same markup cut off by max_tokens (vLLM 0.32, a non-strict tool): the model's,
+        // not the parser's; a closed call with finish "length" stays the parser's.
+        let cut = completion(
+            json!({"role": "assistant", "content": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\n  \"properties\": {\"city\""}),
+            "length",
+        );
+        let tool = Answer::Tool {
+            name: None,
+            args: None,
+        };
+        let pc = run(&req, &tool, &cut);
+        assert!(
+            codes(&pc).contains(&"tool_call_cut_by_max_tokens"),
+            "{pc:?}"
+        );
+        assert!(
+            !codes(&pc).contains(&"tool_call_markup_in_content"),
+            "{pc:?}"
+        );
+        let closed = completion(
+            json!({"role": "assistant", "content": "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"A\"}}\n</tool_call>"}),
+            "length",
+        );
+        assert!(codes(&run(&req, &tool, &closed)).contains(&"tool_call_markup_in_content"));
         assert_eq!(p[0].owner, Owner::Parser);
     }
 
