@@ -23,17 +23,13 @@ impl Drop for Sshd {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start_sshd(dir: &Path) -> Option<Sshd> {
     let out = Command::new(common::repo_root().join("scripts/sshd-test.sh"))
-        .args(["start", dir.to_str().unwrap(), &free_port().to_string()])
+        .args([
+            "start",
+            dir.to_str().unwrap(),
+            &common::free_port().to_string(),
+        ])
         .output()
         .ok()?;
     if !out.status.success() {

@@ -293,16 +293,7 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
     assert!(wtext.contains("(llama.cpp): quiet over"), "{wtext}");
 
     // The same baseline gives alerting rules with its numbers in them.
-    let rules = tmp.path().join("rules.yml");
-    let g = Command::new(common::golive_bin())
-        .args(["rules", "--baseline"])
-        .arg(&run)
-        .arg("-o")
-        .arg(&rules)
-        .output()
-        .unwrap();
-    assert!(g.status.success(), "{}", stderr(&g));
-    let yaml = std::fs::read_to_string(&rules).unwrap();
+    let (rules, yaml) = common::rules_from_baseline(&run, tmp.path());
     let parsed: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
     assert!(
         parsed["groups"][0]["rules"]

@@ -194,15 +194,6 @@ fn a_server_at_capacity_still_means_expand() {
 
 // ---------------------------------------------------------------- real servers
 
-/// A free loopback port (bound and released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A child process killed when dropped.
 struct Proc(Child);
 impl Drop for Proc {
@@ -285,7 +276,7 @@ fn nginx_with_a_short_keepalive_timeout_loses_no_request() {
         r#"{"object":"list","data":[{"id":"canned","object":"model"}]}"#,
     )
     .unwrap();
-    let port = free_port();
+    let port = common::free_port();
     // keepalive_timeout 1s: idle connections close while golive's streams think for 1 s.
     let conf = format!(
         r#"worker_processes 1; daemon off; pid nginx.pid; error_log logs/error.log warn;
@@ -371,7 +362,7 @@ fn uvicorn_with_its_default_keepalive_loses_no_request() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("app.py"), ASGI_APP).unwrap();
     std::fs::write(dir.path().join("sse.txt"), sse_body(4)).unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let log = dir.path().join("uvicorn.log");
     let _server = Proc(
         Command::new("python3")

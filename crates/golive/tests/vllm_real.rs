@@ -199,16 +199,7 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     assert!(valid["status"].is_string(), "{valid:#}");
 
     // The baseline feeds `rules`, and promtool accepts them.
-    let rules = tmp.path().join("rules.yml");
-    let g = Command::new(common::golive_bin())
-        .args(["rules", "--baseline"])
-        .arg(&run)
-        .arg("-o")
-        .arg(&rules)
-        .output()
-        .unwrap();
-    assert!(g.status.success(), "{}", common::text(&g));
-    let yaml = std::fs::read_to_string(&rules).unwrap();
+    let (rules, yaml) = common::rules_from_baseline(&run, tmp.path());
     assert!(yaml.contains("vllm:"), "rules use vLLM's names: {yaml}");
     assert!(!yaml.contains("gpu_cache_usage_perc"), "{yaml}");
     if common::promtool_installed("skipping promtool part") {

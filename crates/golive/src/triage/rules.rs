@@ -123,6 +123,20 @@ pub struct Rule {
     pub on_exceptions: bool,
 }
 
+impl Rule {
+    /// The rule's regex, if it has one, matches the line: an anchored regex (`^...`) the
+    /// message after the prefixes, any other the whole line.
+    pub fn regex_matches(&self, pl: &super::line::ParsedLine) -> bool {
+        self.regex.as_ref().is_none_or(|re| {
+            re.is_match(if re.as_str().starts_with('^') {
+                pl.msg()
+            } else {
+                pl.text.as_str()
+            })
+        })
+    }
+}
+
 /// All rules with their literal prefilters.
 #[derive(Debug)]
 pub struct RuleSet {
@@ -435,15 +449,8 @@ impl RuleSet {
             if r.kind != RuleKind::Cause || r.frames.is_some() || (warning && !r.on_warning) {
                 continue;
             }
-            if let Some(re) = &r.regex {
-                let hay = if re.as_str().starts_with('^') {
-                    pl.msg()
-                } else {
-                    pl.text.as_str()
-                };
-                if !re.is_match(hay) {
-                    continue;
-                }
+            if !r.regex_matches(&pl) {
+                continue;
             }
             if r.generic {
                 generic = generic.or(Some(ri));

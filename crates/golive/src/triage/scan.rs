@@ -606,15 +606,8 @@ impl Scanner<'_> {
                     _ => continue,
                 }
             }
-            if let Some(re) = &r.regex {
-                let hay = if re.as_str().starts_with('^') {
-                    pl.msg()
-                } else {
-                    pl.text.as_str()
-                };
-                if !re.is_match(hay) {
-                    continue;
-                }
+            if !r.regex_matches(pl) {
+                continue;
             }
             // A generic rule ("AttributeError: ", "not supported") yields to a specific one.
             if r.generic {

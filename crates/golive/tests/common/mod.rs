@@ -157,3 +157,27 @@ pub fn promtool_installed(skipping: &str) -> bool {
     }
     ok
 }
+
+/// A free loopback port (bound and released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `golive rules --baseline RUN -o DIR/rules.yml`; returns the rules file's text.
+pub fn rules_from_baseline(run: &Path, dir: &Path) -> (PathBuf, String) {
+    let rules = dir.join("rules.yml");
+    let g = Command::new(golive_bin())
+        .args(["rules", "--baseline"])
+        .arg(run)
+        .arg("-o")
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert!(g.status.success(), "{}", text(&g));
+    let yaml = std::fs::read_to_string(&rules).unwrap();
+    (rules, yaml)
+}
