@@ -63,45 +63,28 @@ pub fn check_bundles(bundles: &[PathBuf], profile: Option<&str>) -> anyhow::Resu
     Ok(judge(&loaded, &profile))
 }
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct CheckArgs {
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
     /// Bundle directories (one per node).
-    #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
     /// Built-in profile name (`kimi-k3`, `vllm`) or a profile file.
-    #[arg(long)]
     pub profile: Option<String>,
     /// A recipe YAML in the format of vllm-project/recipes (models/<org>/<model>.yaml).
-    #[arg(long, conflicts_with = "profile")]
     pub recipe: Option<PathBuf>,
-    /// Count `unknown` items as failures for the exit code.
-    #[arg(long)]
-    pub strict: bool,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::OutputFormat,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
-    let profile = match &args.recipe {
+/// Judges the bundles against the profile or recipe of `opts`.
+pub fn check(opts: &CheckOptions) -> anyhow::Result<CheckReport> {
+    let profile = match &opts.recipe {
         Some(r) => Profile::load_recipe(r)?,
-        None => Profile::load(args.profile.as_deref().unwrap_or("vllm"))?,
+        None => Profile::load(opts.profile.as_deref().unwrap_or("vllm"))?,
     };
-    let loaded = args
+    let loaded = opts
         .bundles
         .iter()
         .map(|b| Bundle::load(b))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let report = judge(&loaded, &profile);
-    match args.format {
-        crate::report::OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        _ => print!("{}", render_text(&report)),
-    }
-    let unknown = report.items.iter().any(|i| i.status == Status::Unknown);
-    Ok(if report.any_fail() || (args.strict && unknown) {
-        crate::exit::FOUND
-    } else {
-        crate::exit::OK
-    })
+    Ok(judge(&loaded, &profile))
 }
 
 /// The report for people: the repair direction first, then every item.

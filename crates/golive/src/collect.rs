@@ -26,45 +26,35 @@ use crate::envparse::bundle::names;
 use crate::envparse::is_relevant_env;
 use crate::redact::{is_secret_name, redact_args, redact_env_line, REDACTED};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct CollectArgs {
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
     /// Directory that receives `<host>-<UTC timestamp>/` bundles.
-    #[arg(long, default_value = "golive-bundles")]
     pub out: PathBuf,
     /// Docker container running vLLM: docker inspect, image inspect, logs, exec nvidia-smi.
-    #[arg(long, conflicts_with = "pod")]
     pub container: Option<String>,
     /// Kubernetes pod running vLLM: the rendered pod spec, logs, exec nvidia-smi.
-    #[arg(long)]
     pub pod: Option<String>,
     /// Namespace of --pod.
-    #[arg(short = 'n', long, requires = "pod")]
     pub namespace: Option<String>,
     /// PID of the serving process (default: the first `vllm serve` /
     /// `python -m vllm.entrypoints...` process found in /proc).
-    #[arg(long)]
     pub pid: Option<u32>,
     /// Image to test GPU visibility with: `docker run --rm --gpus all IMAGE nvidia-smi`.
-    #[arg(long)]
     pub probe_image: Option<String>,
     /// A startup log to keep as raw/startup.log (when no container logs are reachable).
-    #[arg(long)]
     pub log: Option<PathBuf>,
     /// Seconds each probe may run.
-    #[arg(long, default_value_t = 30)]
     pub timeout: u64,
     /// Also collect on these hosts over SSH (comma-separated, `user@host` allowed).
-    #[arg(long, value_delimiter = ',')]
     pub ssh: Vec<String>,
     /// Extra OpenSSH option for ssh and scp, as `-o` takes it (`Port=2222`); repeatable.
-    #[arg(long = "ssh-option")]
     pub ssh_options: Vec<String>,
     /// Run this golive command on the remote hosts instead of copying this binary over.
-    #[arg(long)]
     pub remote_golive: Option<String>,
     /// With --ssh: do not collect on this host.
-    #[arg(long)]
     pub no_local: bool,
+    /// The command line that asked for this collection, recorded (redacted) in the manifest.
+    pub command_line: Vec<String>,
 }
 
 /// One probe as recorded in the manifest.
@@ -559,7 +549,7 @@ fn hostname() -> String {
 }
 
 /// Collects this host's bundle under `out`; returns the bundle directory.
-pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> {
+pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
     let host = hostname();
     let now = chrono::Utc::now();
     std::fs::create_dir_all(&args.out)
@@ -849,8 +839,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
         c.file("startup log", log, names::STARTUP_LOG);
     }
 
-    let mut options: Vec<String> = std::env::args().skip(1).collect();
-    options = redact_args(&options);
+    let options = redact_args(&args.command_line);
     let manifest = Manifest {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "golive".into(),
@@ -864,6 +853,60 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
     let json = serde_json::to_string_pretty(&manifest)? + "\n";
     crate::report::write_atomic(&dir.join("manifest.json"), json.as_bytes())?;
     Ok((dir, manifest))
+}
+
+/// One bundle that `collect` made, or why it could not.
+pub struct Collected {
+    /// `local`, or the SSH host.
+    pub host: String,
+    /// The bundle directory and its manifest (`None` when a copied bundle's manifest
+    /// could not be read back).
+    pub result: anyhow::Result<(PathBuf, Option<Manifest>)>,
+}
+
+/// Collects on this host (unless `no_local` with `ssh` hosts), then on every SSH host
+/// in parallel; results in that order. An error on this host ends the collection.
+pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+    let mut done = Vec::new();
+    if !args.no_local || args.ssh.is_empty() {
+        let (dir, manifest) = collect_local(args)?;
+        done.push(Collected {
+            host: "local".into(),
+            result: Ok((dir, Some(manifest))),
+        });
+    }
+    let hosts: Vec<&str> = args
+        .ssh
+        .iter()
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .collect();
+    let remote = std::thread::scope(|scope| {
+        let workers: Vec<_> = hosts
+            .iter()
+            .map(|host| scope.spawn(move || collect_remote(host, args)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the collection thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (host, result) in hosts.into_iter().zip(remote) {
+        let result = result.map(|dir| {
+            let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+            (dir, manifest)
+        });
+        done.push(Collected {
+            host: host.to_string(),
+            result,
+        });
+    }
+    Ok(done)
 }
 
 fn ssh_base(opts: &[String]) -> Vec<String> {
@@ -881,7 +924,7 @@ fn ssh_base(opts: &[String]) -> Vec<String> {
 }
 
 /// Collects on `host` over ssh and copies the bundle into `out`.
-fn collect_remote(host: &str, args: &CollectArgs) -> anyhow::Result<PathBuf> {
+pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathBuf> {
     let opts = ssh_base(&args.ssh_options);
     let long = Duration::from_secs(args.timeout.max(1) * 20 + 60);
     let stamp = format!(
@@ -1009,55 +1052,6 @@ fn collect_remote(host: &str, args: &CollectArgs) -> anyhow::Result<PathBuf> {
     })();
     cleanup(false);
     result
-}
-
-/// Prints which probes were unavailable or failed, to stderr.
-fn print_summary(dir: &Path, m: &Manifest) {
-    let ok = m.probes.iter().filter(|p| p.ok()).count();
-    eprintln!(
-        "golive collect: {} ({} of {} probes ok)",
-        dir.display(),
-        ok,
-        m.probes.len()
-    );
-    for p in m.probes.iter().filter(|p| !p.ok()) {
-        eprintln!(
-            "  {:<12} {:<26} {}",
-            p.outcome(),
-            p.name,
-            p.error.clone().unwrap_or_default()
-        );
-    }
-}
-
-pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
-    let mut failed = 0;
-    if !args.no_local || args.ssh.is_empty() {
-        let (dir, manifest) = collect_local(&args)?;
-        print_summary(&dir, &manifest);
-        println!("{}", dir.display());
-    }
-    for host in args.ssh.iter().filter(|h| !h.trim().is_empty()) {
-        match collect_remote(host.trim(), &args) {
-            Ok(dir) => {
-                if let Ok(t) = std::fs::read_to_string(dir.join("manifest.json")) {
-                    if let Ok(m) = serde_json::from_str::<Manifest>(&t) {
-                        print_summary(&dir, &m);
-                    }
-                }
-                println!("{}", dir.display());
-            }
-            Err(e) => {
-                eprintln!("golive collect: {host}: {e:#}");
-                failed += 1;
-            }
-        }
-    }
-    Ok(if failed > 0 {
-        crate::exit::FOUND
-    } else {
-        crate::exit::OK
-    })
 }
 
 #[cfg(test)]

@@ -574,13 +574,3 @@ mod tests {
         assert_eq!(back.verdict, Some(Verdict::Release));
     }
 }
-
-/// `--format` of the commands that print a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// For people.
-    #[default]
-    Text,
-    /// For machines.
-    Json,
-}
