@@ -41,7 +41,10 @@ pub fn code_for(err: &anyhow::Error) -> Option<u8> {
     if io_kind == Some(ErrorKind::BrokenPipe) {
         return None;
     }
-    if err.chain().any(|c| c.is::<OutputFailed>()) {
+    if err
+        .chain()
+        .any(|c| c.is::<OutputFailed>() || c.is::<golive::report::WriteFailed>())
+    {
         return Some(INTERNAL);
     }
     Some(USAGE)

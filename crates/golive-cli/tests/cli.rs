@@ -282,8 +282,8 @@ fn a_load_shows_the_live_line() {
     // The last live line is the one printed at the end.
     let line = err
         .lines()
-        .filter(|l| l.starts_with("golive: load: "))
-        .last()
+        .rev()
+        .find(|l| l.starts_with("golive: load: "))
         .unwrap_or_else(|| panic!("no live line in: {err}"));
     assert!(line.contains("3 requests"), "{line}");
     assert!(line.contains("req/s"), "{line}");

@@ -103,6 +103,8 @@ pub struct Manifest {
     pub schema_version: u32,
     pub tool: String,
     pub tool_version: String,
+    /// The git commit golive was built from.
+    pub tool_commit: String,
     pub host: String,
     /// UTC, RFC 3339.
     pub time: String,
@@ -844,6 +846,7 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "golive".into(),
         tool_version: crate::TOOL_VERSION.into(),
+        tool_commit: crate::GIT_COMMIT.into(),
         host,
         time: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         options,

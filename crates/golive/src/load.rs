@@ -441,6 +441,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
 /// The JSON summary of `golive load`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadSummary {
+    pub tool_version: String,
+    /// The git commit golive was built from.
+    pub tool_commit: String,
     pub url: String,
     pub model: String,
     pub api: Api,
@@ -476,6 +479,8 @@ impl LoadSummary {
         let s = &result.stats;
         let secs = result.elapsed.as_secs_f64().max(1e-9);
         LoadSummary {
+            tool_version: crate::TOOL_VERSION.to_string(),
+            tool_commit: crate::GIT_COMMIT.to_string(),
             url: url.to_string(),
             model: plan.model.clone(),
             api: plan.api,
@@ -604,8 +609,8 @@ pub enum LoadOutcome {
     /// The server did not answer `/v1/models` (or the model could not be resolved).
     Unreachable(anyhow::Error),
     Done {
-        summary: LoadSummary,
-        result: LoadResult,
+        summary: Box<LoadSummary>,
+        result: Box<LoadResult>,
     },
 }
 
@@ -669,7 +674,10 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
         )
         .await;
         let summary = LoadSummary::new(&target.base_url, &plan, &result);
-        Ok(LoadOutcome::Done { summary, result })
+        Ok(LoadOutcome::Done {
+            summary: Box::new(summary),
+            result: Box::new(result),
+        })
     })
 }
 

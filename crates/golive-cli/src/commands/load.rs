@@ -6,7 +6,6 @@ use std::time::Duration;
 use golive::load::{self, LoadOptions, LoadOutcome};
 
 use crate::args::{ApiArg, OutputFormat, TargetArgs};
-use crate::exit::OutputFailed;
 use crate::progress::Live;
 use crate::{exit, out};
 
@@ -99,18 +98,11 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
         LoadOutcome::Done { summary, result } => (summary, result),
     };
-    let written = |path: &PathBuf, r: anyhow::Result<()>| {
-        r.map_err(|source| OutputFailed {
-            what: path.display().to_string(),
-            source,
-        })
-    };
     if let Some(path) = &args.json {
-        let json = serde_json::to_vec_pretty(&summary)?;
-        written(path, golive::report::write_atomic(path, &json).map(drop))?;
+        golive::report::write_atomic(path, &serde_json::to_vec_pretty(&summary)?)?;
     }
     if let Some(path) = &args.csv {
-        written(path, load::write_csv(path, &result.records))?;
+        load::write_csv(path, &result.records)?;
     }
     match args.format {
         OutputFormat::Json => out::json_pretty(&summary)?,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use golive::watch::rules::{self, RulesOptions};
 
-use crate::exit::{OutputFailed, OK};
+use crate::exit::OK;
 use crate::out;
 
 #[derive(Debug, Clone, clap::Args)]
@@ -46,10 +46,7 @@ pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
     let (yaml, left_out) = rules::rules_yaml(&RulesOptions::from(&args))?;
     match &args.output {
         Some(p) => {
-            golive::report::write_atomic(p, yaml.as_bytes()).map_err(|source| OutputFailed {
-                what: p.display().to_string(),
-                source,
-            })?;
+            golive::report::write_atomic(p, yaml.as_bytes())?;
             for l in &left_out {
                 out::note("rules", format!("left out {l}"));
             }

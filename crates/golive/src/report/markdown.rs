@@ -78,8 +78,10 @@ pub fn render(report: &Report) -> String {
         report.reviewer.as_deref().unwrap_or("–")
     ));
     md.push_str(&format!(
-        "| golive | {} (schema {}) |\n\n",
-        report.tool_version, report.schema_version
+        "| golive | {} commit {} (schema {}) |\n\n",
+        report.tool_version,
+        or_unknown(&report.tool_commit),
+        report.schema_version
     ));
 
     let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
@@ -210,6 +212,15 @@ pub fn render(report: &Report) -> String {
         }
     }
     md
+}
+
+/// A value absent from an older report.
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "unknown"
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]
