@@ -15,16 +15,14 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-use crate::envparse::bundle::names;
+use crate::bundle_format::{names, MANIFEST, RAW_DIR};
+pub use crate::bundle_format::{Manifest, ProbeRecord};
 use crate::envparse::is_relevant_env;
-use crate::redact::{is_secret_name, redact_args, redact_env_line, REDACTED};
+use crate::redact::{redact_args, redact_env_line, redact_text};
 
 #[derive(Debug, Clone)]
 pub struct CollectOptions {
@@ -55,64 +53,6 @@ pub struct CollectOptions {
     pub no_local: bool,
     /// The command line that asked for this collection, recorded (redacted) in the manifest.
     pub command_line: Vec<String>,
-}
-
-/// One probe as recorded in the manifest.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ProbeRecord {
-    pub name: String,
-    /// The command line or file read (`read /proc/modules`).
-    pub command: String,
-    /// False when the tool or file does not exist on this host.
-    pub available: bool,
-    pub exit_status: Option<i32>,
-    pub duration_ms: u64,
-    pub timed_out: bool,
-    /// File under raw/ the output went to.
-    pub output: Option<String>,
-    /// Why it did not give a result, in words (first line of stderr, error).
-    pub error: Option<String>,
-}
-
-impl ProbeRecord {
-    pub fn ok(&self) -> bool {
-        self.available && !self.timed_out && self.exit_status == Some(0)
-    }
-    /// One word for people: ok, unavailable, failed, timed out.
-    pub fn outcome(&self) -> String {
-        if !self.available {
-            "unavailable".into()
-        } else if self.timed_out {
-            "timed out".into()
-        } else if self.exit_status == Some(0) {
-            "ok".into()
-        } else {
-            format!(
-                "failed (exit {})",
-                self.exit_status.map_or("?".into(), |s| s.to_string())
-            )
-        }
-    }
-}
-
-/// `manifest.json` of a bundle.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Manifest {
-    pub schema_version: u32,
-    pub tool: String,
-    pub tool_version: String,
-    /// The git commit golive was built from.
-    pub tool_commit: String,
-    pub host: String,
-    /// UTC, RFC 3339.
-    pub time: String,
-    /// The collect options (redacted).
-    pub options: Vec<String>,
-    /// PID of the serving process read (never compared by diff).
-    pub serving_pid: Option<u32>,
-    pub probes: Vec<ProbeRecord>,
 }
 
 struct CmdOutput {
@@ -203,135 +143,6 @@ fn run_command(argv: &[String], timeout: Duration) -> CmdOutput {
         timed_out,
         error: timed_out.then(|| format!("timed out after {}s", timeout.as_secs())),
     }
-}
-
-// ------------------------------------------------------------------ redaction
-
-static QUOTED_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)(['"]?\s*[=:]\s*)(['"])([^'"]+)(['"])"#).unwrap()
-});
-static BARE_ASSIGN_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)=([^\s"',;}\]]+)"#).unwrap());
-static YAML_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_]*):[ \t]+([^\s'\x22].*)$").unwrap()
-});
-static YAML_NAME_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"^\s*-?\s*name:\s*['"]?([A-Za-z_][A-Za-z0-9_]*)"#).unwrap());
-static YAML_VALUE_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(\s*value:\s*)(\S.*)$").unwrap());
-static FLAG_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(--api-key|--hf-token|--token|--password)(=|\s+)([^\s"']+)"#).unwrap()
-});
-static BEARER_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+").unwrap());
-
-fn redact_json(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::Array(a) => {
-            if a.iter().all(|x| x.is_string()) {
-                let args: Vec<String> = a
-                    .iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect();
-                let red = redact_args(&args);
-                *a = red
-                    .into_iter()
-                    .map(|s| Value::String(redact_env_line(&s)))
-                    .collect();
-            } else {
-                a.iter_mut().for_each(redact_json);
-            }
-        }
-        Value::Object(o) => {
-            for (k, val) in o.iter_mut() {
-                if is_secret_name(k) && val.as_str().is_some_and(|s| !s.is_empty()) {
-                    *val = Value::String(REDACTED.into());
-                } else {
-                    redact_json(val);
-                }
-            }
-        }
-        Value::String(s) => {
-            let r = redact_text(s);
-            if r != *s {
-                *s = r;
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Replaces secret values anywhere in a text: `NAME=value` and `NAME: value` with a
-/// secret-looking NAME, quoted `'api_key': '...'` (vLLM's args dump), secret flags,
-/// Bearer tokens, and `name: X` / `value: ...` pairs of a pod spec. JSON is walked
-/// structurally (argument lists keep `--api-key X` pairs together) and only rewritten
-/// when a secret was found; otherwise the text stays verbatim.
-pub fn redact_text(text: &str) -> String {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) {
-            let before = v.clone();
-            redact_json(&mut v);
-            if v == before {
-                return text.to_string();
-            }
-            return serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-        }
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut secret_name_pending = false;
-    for line in text.split_inclusive('\n') {
-        let mut l = line.to_string();
-        if secret_name_pending {
-            if let Some(c) = YAML_VALUE_RE.captures(l.trim_end_matches('\n')) {
-                let eol = if l.ends_with('\n') { "\n" } else { "" };
-                l = format!("{}{REDACTED}{eol}", &c[1]);
-            }
-            secret_name_pending = false;
-        }
-        if let Some(c) = YAML_NAME_RE.captures(&l) {
-            secret_name_pending = is_secret_name(&c[1]);
-        }
-        l = QUOTED_SECRET_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if is_secret_name(&c[1]) && &c[4] != REDACTED && &c[4] != "None" {
-                    format!("{}{}{}{REDACTED}{}", &c[1], &c[2], &c[3], &c[5])
-                } else {
-                    c[0].to_string()
-                }
-            })
-            .into_owned();
-        l = BARE_ASSIGN_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if is_secret_name(&c[1]) && &c[2] != REDACTED {
-                    format!("{}={REDACTED}", &c[1])
-                } else {
-                    c[0].to_string()
-                }
-            })
-            .into_owned();
-        if let Some(c) = YAML_SECRET_RE.captures(l.trim_end_matches('\n')) {
-            if is_secret_name(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
-                let eol = if l.ends_with('\n') { "\n" } else { "" };
-                l = format!("{}{}: {REDACTED}{eol}", &c[1], &c[2]);
-            }
-        }
-        l = FLAG_SECRET_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if &c[3] == REDACTED {
-                    c[0].to_string()
-                } else {
-                    format!("{}{}{REDACTED}", &c[1], &c[2])
-                }
-            })
-            .into_owned();
-        l = BEARER_RE
-            .replace_all(&l, format!("${{1}}{REDACTED}"))
-            .into_owned();
-        out.push_str(&l);
-    }
-    out
 }
 
 // ---------------------------------------------------------------- collection
@@ -563,7 +374,7 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         dir = args.out.join(format!("{base}-{n}"));
         n += 1;
     }
-    let raw = dir.join("raw");
+    let raw = dir.join(RAW_DIR);
     std::fs::create_dir_all(&raw).with_context(|| format!("cannot create {}", raw.display()))?;
     let mut c = Collector {
         raw,
@@ -854,7 +665,7 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         probes: c.probes,
     };
     let json = serde_json::to_string_pretty(&manifest)? + "\n";
-    crate::report::write_atomic(&dir.join("manifest.json"), json.as_bytes())?;
+    crate::report::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
     Ok((dir, manifest))
 }
 
@@ -899,7 +710,7 @@ pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
     });
     for (host, result) in hosts.into_iter().zip(remote) {
         let result = result.map(|dir| {
-            let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+            let manifest = std::fs::read_to_string(dir.join(MANIFEST))
                 .ok()
                 .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
             (dir, manifest)
@@ -1047,7 +858,7 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
             long,
         )?;
         anyhow::ensure!(
-            local.join("manifest.json").is_file(),
+            local.join(MANIFEST).is_file(),
             "copied bundle {} has no manifest.json",
             local.display()
         );
@@ -1060,27 +871,6 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_all_forms() {
-        let t = "HF_TOKEN=hf_abc NCCL_DEBUG=INFO\n'api_key': 'sk-1', 'model': 'm'\nvllm serve m --api-key sk-2\nAuthorization: Bearer abc.def\n  - name: HF_TOKEN\n    value: hf_xyz\n";
-        let r = redact_text(t);
-        for s in ["hf_abc", "sk-1", "sk-2", "abc.def", "hf_xyz"] {
-            assert!(!r.contains(s), "{s} leaked: {r}");
-        }
-        assert!(r.contains("NCCL_DEBUG=INFO"));
-        assert!(r.contains("'model': 'm'"));
-    }
-
-    #[test]
-    fn redacts_json_args_pairs() {
-        let t = r#"[{"Path": "vllm", "Args": ["serve", "m", "--api-key", "sk-3"], "Config": {"Env": ["VLLM_API_KEY=sk-4", "A=b"]}}]"#;
-        let r = redact_text(t);
-        assert!(!r.contains("sk-3") && !r.contains("sk-4"), "{r}");
-        assert!(r.contains("A=b"));
-        let clean = "[\n    {\"Path\": \"vllm\"}\n]";
-        assert_eq!(redact_text(clean), clean);
-    }
 
     #[test]
     fn finds_vllm_argv() {

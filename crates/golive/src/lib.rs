@@ -7,6 +7,7 @@
 
 pub mod accept;
 pub mod agent;
+pub mod bundle_format;
 pub mod check;
 pub mod client;
 pub mod collect;
