@@ -10,6 +10,25 @@ mod progress;
 
 use std::process::ExitCode;
 
+use cli::{Cli, Command};
+
+/// Runs the subcommand; returns its exit code.
+fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    match cli.command {
+        Command::Triage(a) => commands::triage::run(a),
+        Command::Collect(a) => commands::collect::run(a),
+        Command::Check(a) => commands::check::run(a),
+        Command::Diff(a) => commands::diff::run(a),
+        Command::Accept(a) => commands::accept::run(*a),
+        Command::Load(a) => commands::load::run(a),
+        Command::Replay(a) => commands::replay::run(a),
+        Command::Watch(a) => commands::watch::run(a),
+        Command::Rules(a) => commands::rules::run(a),
+        Command::Signoff(a) => commands::signoff::run(a),
+        Command::Completions(a) => commands::completions::run(a, cli::command()),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = match cli::parse() {
         Ok(cli) => cli,
@@ -22,7 +41,7 @@ fn main() -> ExitCode {
             });
         }
     };
-    let result = std::panic::catch_unwind(|| commands::run(cli));
+    let result = std::panic::catch_unwind(|| dispatch(cli));
     match result {
         Ok(Ok(code)) => ExitCode::from(code),
         Ok(Err(e)) => match exit::code_for(&e) {

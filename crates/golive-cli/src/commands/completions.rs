@@ -6,14 +6,10 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
-pub fn run(args: CompletionsArgs) -> anyhow::Result<u8> {
+/// Prints the script for `command` (the whole golive command line).
+pub fn run(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<u8> {
     let mut script = Vec::new();
-    clap_complete::generate(
-        args.shell,
-        &mut crate::cli::command(),
-        "golive",
-        &mut script,
-    );
+    clap_complete::generate(args.shell, &mut command, "golive", &mut script);
     crate::out::text(&String::from_utf8_lossy(&script))?;
     Ok(crate::exit::OK)
 }
