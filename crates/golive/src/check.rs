@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::envparse::{cmp_versions, native_cuda_for_driver, version_parts, Bundle};
 use crate::profile::Profile;
 use crate::report::Status;
+use crate::text::truncate;
 use crate::triage::Class;
 
 /// One checklist item.
@@ -813,14 +814,6 @@ fn parse_len(v: &str) -> Option<u64> {
         return m.parse::<u64>().ok().map(|n| n * 1024 * 1024);
     }
     v.parse().ok()
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
 }
 
 fn backend_kind(backend: &str) -> &'static str {

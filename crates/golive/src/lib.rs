@@ -22,6 +22,7 @@ pub mod report;
 pub mod signoff;
 pub mod sse;
 pub mod target;
+pub mod text;
 pub mod triage;
 pub mod watch;
 

@@ -4,11 +4,7 @@ use super::{Percentiles, Report, Status};
 fn cell(s: &str) -> String {
     // One table row per check: no newlines or pipes inside a cell.
     let one_line = s.replace(['\n', '\r'], " ").replace('|', "\\|");
-    if one_line.chars().count() > 240 {
-        format!("{}…", one_line.chars().take(240).collect::<String>())
-    } else {
-        one_line
-    }
+    crate::text::truncate(&one_line, 240)
 }
 
 fn status_word(s: Status) -> &'static str {
