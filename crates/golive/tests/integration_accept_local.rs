@@ -303,7 +303,7 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
         .unwrap();
     assert!(g.status.success(), "{}", stderr(&g));
     let yaml = std::fs::read_to_string(&rules).unwrap();
-    let parsed: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+    let parsed: serde_norway::Value = serde_norway::from_str(&yaml).unwrap();
     assert!(
         parsed["groups"][0]["rules"]
             .as_sequence()

@@ -319,7 +319,7 @@ impl Bundle {
 
 /// The container command of a rendered pod spec (YAML), as one shell line.
 fn pod_spec_command(text: &str) -> String {
-    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+    let Ok(value) = serde_norway::from_str::<serde_norway::Value>(text) else {
         return String::new();
     };
     let container = value

@@ -364,7 +364,7 @@ pub fn render_yaml(file: &RuleFile, source: &str, left_out: &[String]) -> anyhow
     for l in left_out {
         out.push_str(&format!("# Left out: {l}\n"));
     }
-    out.push_str(&serde_yaml::to_string(file)?);
+    out.push_str(&serde_norway::to_string(file)?);
     Ok(out)
 }
 
