@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::envparse::{cmp_versions, native_cuda_for_driver, version_parts, Bundle};
+use crate::envparse::{cmp_pep440, cmp_versions, native_cuda_for_driver, version_parts, Bundle};
 use crate::profile::Profile;
 use crate::report::Status;
 use crate::text::truncate;
@@ -371,7 +371,7 @@ fn check_vllm(c: &Ctx) -> CheckItem {
             Some((v, src)) => {
                 let ok = min
                     .as_ref()
-                    .is_none_or(|m| cmp_versions(&v, m) != std::cmp::Ordering::Less);
+                    .is_none_or(|m| cmp_pep440(&v, m) != std::cmp::Ordering::Less);
                 let verdict = match &min {
                     Some(m) if !ok => format!(" < required {m}"),
                     Some(m) => format!(" >= {m}"),

@@ -42,6 +42,18 @@ pub fn version_parts(v: &str) -> Vec<u64> {
         .collect()
 }
 
+/// Compares two Python package versions by PEP 440: `0.11.0rc2` < `0.11.0` <
+/// `0.11.0.post1`, `0.27` == `0.27.0`. Versions that are not PEP 440 (a vLLM dev build's
+/// odd tag) are compared as dotted numbers.
+pub fn cmp_pep440(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::str::FromStr;
+    let parse = |v: &str| pep440_rs::Version::from_str(v.trim().trim_start_matches('v')).ok();
+    match (parse(a), parse(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        _ => cmp_versions(a, b),
+    }
+}
+
 /// Compares two dotted versions numerically; missing parts count as 0.
 pub fn cmp_versions(a: &str, b: &str) -> std::cmp::Ordering {
     let (pa, pb) = (version_parts(a), version_parts(b));
@@ -117,6 +129,17 @@ mod tests {
         );
         assert_eq!(cmp_versions("575.51.03", "580"), std::cmp::Ordering::Less);
         assert_eq!(cmp_versions("0.27.0", "0.27"), std::cmp::Ordering::Equal);
+    }
+
+    #[test]
+    fn python_versions_order_pre_releases_before_the_release() {
+        use std::cmp::Ordering::*;
+        assert_eq!(cmp_pep440("0.11.0rc2", "0.11.0"), Less);
+        assert_eq!(cmp_pep440("0.11.0", "0.11.0rc2"), Greater);
+        assert_eq!(cmp_pep440("0.11.0.dev3", "0.11.0rc1"), Less);
+        assert_eq!(cmp_pep440("0.11.0.post1", "0.11.0"), Greater);
+        assert_eq!(cmp_pep440("0.27", "0.27.0"), Equal);
+        assert_eq!(cmp_pep440("0.27.1+cu130", "0.27.0"), Greater);
         assert_eq!(native_cuda_for_driver("535.129.03"), Some((12, 2)));
         assert_eq!(native_cuda_for_driver("580.95.05"), Some((13, 0)));
         assert_eq!(native_cuda_for_driver("580.20"), Some((12, 9)));
