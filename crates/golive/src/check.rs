@@ -15,6 +15,7 @@ use crate::envparse::{cmp_pep440, cmp_versions, native_cuda_for_driver, version_
 use crate::profile::Profile;
 use crate::report::Status;
 use crate::text::truncate;
+use crate::triage::rules::RuleKind;
 use crate::triage::Class;
 
 /// One checklist item.
@@ -627,6 +628,7 @@ fn phase_of(class: Class) -> &'static str {
         Class::PrefixCache => "prefix cache",
         Class::Nccl => "multi-node communication (NCCL init)",
         Class::ToolParser => "tool/reasoning parser",
+        Class::GpuFault => "GPU fault while running (Xid, ECC, illegal memory access)",
         Class::Unknown => "unknown",
     }
 }
@@ -690,12 +692,12 @@ fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
             st.push(Status::Fail);
             continue;
         }
-        let started = [
-            "Application startup complete",
-            "Starting vLLM API server",
-            "Uvicorn running on",
-        ];
-        if let Some(l) = text.lines().find(|l| started.iter().any(|s| l.contains(s))) {
+        // Serving markers are triage's `serving` rules (vLLM, SGLang, llama.cpp, ...).
+        let rules = crate::triage::rules::RuleSet::builtin();
+        if let Some(l) = text
+            .lines()
+            .find(|l| rules.first_of_kind(l, RuleKind::Serving).is_some())
+        {
             ev.push(c.tag(b, format!("no failure; started: {}", l.trim())));
             st.push(Status::Pass);
         } else {
@@ -718,12 +720,16 @@ fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
     )
 }
 
+/// The first line triage's NCCL hints name (the DMA-BUF registration failing with errno
+/// 524), read with triage's rules.
 fn errno524_line(text: &str) -> Option<(usize, String)> {
+    let rules = crate::triage::rules::RuleSet::builtin();
     text.lines()
         .enumerate()
         .find(|(_, l)| {
-            l.contains("mlx5dv_reg_dmabuf_mr")
-                && (l.contains("524") || l.contains("Unknown error 524"))
+            rules
+                .first_of_kind(l, RuleKind::Hint)
+                .is_some_and(|ri| rules.rules[ri].class == Class::Nccl)
         })
         .map(|(i, l)| (i + 1, l.trim().chars().take(300).collect()))
 }
@@ -1250,7 +1256,7 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
         "cuda_layers",
         "gpus_visible",
     ]);
-    if has(&[Class::Driver, Class::Container]) {
+    if has(&[Class::Driver, Class::Container, Class::GpuFault]) {
         host.push("failure_phase".into());
     }
     rules.push((host, "host or image first: fix the host driver, the image or GPU access before changing any model parameter"));

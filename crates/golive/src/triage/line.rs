@@ -71,6 +71,8 @@ struct Patterns {
     ray_ts: Regex,
     py_warning: Regex,
     wrapped_level: Regex,
+    sglang: Regex,
+    py_default: Regex,
 }
 
 fn patterns() -> &'static Patterns {
@@ -102,6 +104,13 @@ fn patterns() -> &'static Patterns {
         // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
         ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
         py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
+        // SGLang: `[2025-03-07 10:04:13 TP0] `, `[2025-03-07 10:04:13 DP1 TP3] `, `[2025-03-07 10:04:13] `
+        sglang: Regex::new(
+            r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?((?: (?:DP|PP|TP|EP|CP|ATTN_DP|ATTN_CP|MOE_DP)\d+)*)\] ",
+        )
+        .unwrap(),
+        // Python's default logging format: `WARNING:torchao:msg`, `ERROR:root:msg`
+        py_default: Regex::new(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:").unwrap(),
         // Wrapper loggers that put a timestamp, a level and a few fields in front of each
         // line: `2024-01-22 14:32:27 | ERROR | stderr | `, `[2024-04-17 20:07:13,727] [ERROR]
         // [MainThread] [asyncio] >>> `, `2025-06-20 20:02:32,812 - name - ERROR - `.
@@ -182,6 +191,17 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
             pos += skipped + c.get(0).unwrap().end();
             continue;
         }
+        if let Some(c) = p.sglang.captures(rest_trim) {
+            ts = Some(captured_ts(&c, 2));
+            let label = c.get(8).map_or("", |m| m.as_str()).trim();
+            if !label.is_empty() {
+                stream.push_str(label);
+                stream.push('|');
+                rank = Some(label.to_string());
+            }
+            pos += skipped + c.get(0).unwrap().end();
+            continue;
+        }
         if stream.is_empty() && rank.is_none() {
             if let Some(c) = p.compose.captures(rest) {
                 stream.push_str(c.get(1).unwrap().as_str());
@@ -233,6 +253,12 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
                     pos += v.get(0).unwrap().end();
                 }
             }
+        }
+    }
+    if level.is_none() {
+        if let Some(c) = p.py_default.captures(&text[pos..]) {
+            level = Some(c.get(1).unwrap().as_str().to_string());
+            pos += c.get(0).unwrap().end();
         }
     }
     // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
@@ -328,6 +354,20 @@ mod tests {
         assert_eq!(l.rank.as_deref(), Some("rank3"));
         assert_eq!(l.msg(), "RuntimeError: NCCL error");
         assert!(l.ts.is_some());
+    }
+
+    #[test]
+    fn sglang_and_python_default_prefixes() {
+        let l = parse(b"[2025-03-07 10:04:13 DP1 TP3] Scheduler hit an exception: Traceback");
+        assert_eq!(l.rank.as_deref(), Some("DP1 TP3"));
+        assert_eq!(l.msg(), "Scheduler hit an exception: Traceback");
+        assert!(l.ts.is_some());
+        let l = parse(b"[2025-03-07 10:04:13] The server is fired up and ready to roll!");
+        assert_eq!(l.rank, None);
+        assert_eq!(l.msg(), "The server is fired up and ready to roll!");
+        let l = parse(b"WARNING:torchao:Skipping import of cpp extensions");
+        assert_eq!(l.level.as_deref(), Some("WARNING"));
+        assert_eq!(l.msg(), "Skipping import of cpp extensions");
     }
 
     #[test]

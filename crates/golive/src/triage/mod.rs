@@ -6,6 +6,7 @@
 //! server), then by time (timestamps across files) and line order.
 
 mod line;
+mod phase;
 pub mod rules;
 mod scan;
 
@@ -36,6 +37,8 @@ pub enum Class {
     PrefixCache,
     Nccl,
     ToolParser,
+    /// A GPU fault at run time: illegal memory access, unspecified launch failure, Xid, ECC.
+    GpuFault,
     Unknown,
 }
 
@@ -46,7 +49,7 @@ impl Class {
             Class::Container | Class::Driver => 0,
             Class::Dependency => 1,
             Class::Config => 2,
-            Class::OomStartup | Class::OomRuntime | Class::OomTopology => 3,
+            Class::OomStartup | Class::OomRuntime | Class::OomTopology | Class::GpuFault => 3,
             Class::PrefixCache => 4,
             Class::Nccl => 5,
             Class::ToolParser => 6,
@@ -66,6 +69,7 @@ impl Class {
             Class::PrefixCache => "prefix_cache",
             Class::Nccl => "nccl",
             Class::ToolParser => "tool_parser",
+            Class::GpuFault => "gpu_fault",
             Class::Unknown => "unknown",
         }
     }
@@ -132,6 +136,9 @@ pub struct TriageOptions {
     /// Extra rule files.
     pub rules: Vec<PathBuf>,
 }
+
+/// Version of the triage JSON: 2 added the class `gpu_fault`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// At most this many secondary findings are reported.
 const MAX_SECONDARY: usize = 25;
@@ -295,6 +302,19 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
     Ok(decide(&rules, results, notes))
 }
 
+/// Triage of one log held in memory, with rules already loaded (for tools that triage many
+/// small logs, e.g. the coverage measurement over an engine's own messages).
+pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
+    match scan::scan_reader(rules, text.as_bytes(), 0) {
+        Ok(res) => decide(rules, vec![(name.to_string(), res)], Vec::new()),
+        Err(e) => TriageReport {
+            schema_version: SCHEMA_VERSION,
+            notes: vec![format!("{name}: unreadable ({e})")],
+            ..Default::default()
+        },
+    }
+}
+
 /// Chooses the primary cause and the secondary findings from all files.
 fn decide(
     rules: &RuleSet,
@@ -306,6 +326,19 @@ fn decide(
         .iter()
         .flat_map(|(_, r)| r.facts.iter().cloned())
         .collect();
+    // Platform facts: a rule's class can depend on them (a CUDA library missing on a ROCm
+    // host is a wrong build, not a container without the NVIDIA runtime).
+    for (_, r) in results.iter_mut() {
+        for f in r.findings.iter_mut() {
+            if let Some(rule) = rules.rules.get(f.rule) {
+                if let (Some(w), Some(c)) = (&rule.when, rule.class_when) {
+                    if facts.contains(w) {
+                        f.class = c;
+                    }
+                }
+            }
+        }
+    }
     let mut all: Vec<(usize, &RawFinding)> = Vec::new();
     for (fi, (_, r)) in results.iter().enumerate() {
         for f in &r.findings {
@@ -334,6 +367,35 @@ fn decide(
         .filter(|(_, f)| f.kind == RuleKind::Cause)
         .collect();
     causes.sort_by(by_runbook);
+    // Severity: a cause stated by a warning wins only when nothing fatal of another
+    // (known) class follows it in the same file.
+    let fatal_after = |(fi, w): (usize, &RawFinding)| {
+        causes.iter().any(|(gi, g)| {
+            *gi == fi
+                && !g.soft
+                && g.line > w.line
+                && g.class != w.class
+                && g.class != Class::Unknown
+        })
+    };
+    let hard: Vec<(usize, &RawFinding)> = causes
+        .iter()
+        .copied()
+        .filter(|&c| !(c.1.soft && fatal_after(c)))
+        .collect();
+    // A generic line (pydantic's `1 validation error for X`, a bare exception type) followed
+    // within a few lines by a specific cause in the same file: the specific line says why.
+    let is_generic = |f: &RawFinding| f.rule == usize::MAX || rules.rules[f.rule].generic;
+    let causes: Vec<(usize, &RawFinding)> = hard
+        .iter()
+        .copied()
+        .filter(|(fi, g)| {
+            !(is_generic(g)
+                && hard.iter().any(|(hi, h)| {
+                    hi == fi && !is_generic(h) && h.line > g.line && h.line <= g.line + 3
+                }))
+        })
+        .collect();
     let primary = causes.first().copied().or_else(|| {
         // No cause at all: a fatal consequence (engine did not start) is still a failure.
         all.iter()
@@ -397,6 +459,20 @@ fn decide(
         }
     };
     let mut primary_finding = primary.map(|(fi, f)| make(fi, f, true));
+    // A lone consequence that quotes its error ("Worker failed with error 'CUDA error: an
+    // illegal memory access ...'"): the quoted text names the class and the next step.
+    if let Some(p) = primary_finding.as_mut() {
+        if p.kind == "consequence" && p.class == Class::Unknown {
+            if let Some(ri) = rules.classify_text(&p.text) {
+                let r = &rules.rules[ri];
+                if r.class != Class::Unknown {
+                    p.class = r.class;
+                    p.why = format!("{} The line quotes the error: {}", p.why, r.why);
+                    p.next_step = r.next_step.clone();
+                }
+            }
+        }
+    }
     // Hints refine the next step of a primary of their class (e.g. the DMA-BUF errno 524
     // recipe for an NCCL unhandled system error).
     if let Some(p) = primary_finding.as_mut() {
@@ -451,7 +527,7 @@ fn decide(
         }
     }
     TriageReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+        schema_version: SCHEMA_VERSION,
         primary: primary_finding,
         secondary,
         inputs: results

@@ -59,6 +59,10 @@ struct RuleDef {
     #[serde(default)]
     why_when: Option<String>,
     #[serde(default)]
+    class_when: Option<Class>,
+    #[serde(default)]
+    generic: bool,
+    #[serde(default)]
     next_step: String,
     #[serde(default)]
     why: String,
@@ -69,6 +73,21 @@ struct RuleDef {
 struct RuleFile {
     #[serde(default)]
     rule: Vec<RuleDef>,
+    #[serde(default)]
+    frame: Vec<FrameDef>,
+}
+
+/// One entry of the frame-path -> class map: a traceback whose innermost matching frame is
+/// in such a file names the class when the exception's message alone does not.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FrameDef {
+    id: String,
+    class: Class,
+    /// Regex over one frame line (`File "path", line N, in func`).
+    path: String,
+    why: String,
+    next_step: String,
 }
 
 /// One compiled rule.
@@ -90,6 +109,14 @@ pub struct Rule {
     pub unless: Option<String>,
     pub next_step_when: Option<String>,
     pub why_when: Option<String>,
+    /// The class when the `when` fact was seen (e.g. a CUDA library missing on a ROCm host is
+    /// a wrong build, not a container problem).
+    pub class_when: Option<Class>,
+    /// The message names only a kind of failure (an exception type, "not supported"): a
+    /// specific rule on the same line, a source line or the traceback's frames say more.
+    pub generic: bool,
+    /// Frame-map entries: regex over one frame line.
+    pub frame_path: Option<Regex>,
     pub next_step: String,
     pub why: String,
     /// Tried on every exception line that ends a traceback (no literal patterns).
@@ -112,6 +139,8 @@ pub struct RuleSet {
     pub packed_serving: Option<aho_corasick::packed::Searcher>,
     /// Rules without literals, tried on every exception line.
     pub exception_rules: Vec<usize>,
+    /// The frame-path -> class map (rule indices, in file order).
+    pub frame_rules: Vec<usize>,
     /// Pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR` for
     /// worker prefixes).
     pub pattern_rule: Vec<Option<usize>>,
@@ -149,6 +178,7 @@ impl RuleSet {
     /// The built-in rules plus each user file (user rules are tried first).
     pub fn load(user_files: &[impl AsRef<Path>]) -> anyhow::Result<Self> {
         let mut defs = Vec::new();
+        let mut frames = Vec::new();
         for f in user_files {
             let f = f.as_ref();
             let text = std::fs::read_to_string(f)
@@ -156,14 +186,16 @@ impl RuleSet {
             let parsed: RuleFile = toml::from_str(&text)
                 .with_context(|| format!("invalid rule file {}", f.display()))?;
             defs.extend(parsed.rule);
+            frames.extend(parsed.frame);
         }
         let builtin: RuleFile =
             toml::from_str(DEFAULT_RULES).context("the built-in rule file is invalid")?;
         defs.extend(builtin.rule);
-        Self::compile(defs)
+        frames.extend(builtin.frame);
+        Self::compile(defs, frames)
     }
 
-    fn compile(defs: Vec<RuleDef>) -> anyhow::Result<Self> {
+    fn compile(defs: Vec<RuleDef>, frame_defs: Vec<FrameDef>) -> anyhow::Result<Self> {
         let mut rules = Vec::with_capacity(defs.len());
         let mut literals = Vec::new();
         let mut literal_rule = Vec::new();
@@ -218,8 +250,39 @@ impl RuleSet {
                 unless: d.unless,
                 next_step_when: d.next_step_when,
                 why_when: d.why_when,
+                class_when: d.class_when,
+                generic: d.generic,
+                frame_path: None,
                 next_step: d.next_step,
                 why: d.why,
+            });
+        }
+        let mut frame_rules = Vec::new();
+        for f in frame_defs {
+            let re = Regex::new(&f.path)
+                .with_context(|| format!("frame {}: invalid path regex", f.id))?;
+            frame_rules.push(rules.len());
+            rules.push(Rule {
+                id: f.id,
+                kind: RuleKind::Cause,
+                class: f.class,
+                regex: None,
+                frames: None,
+                phase: false,
+                alone: false,
+                on_warning: false,
+                fact: None,
+                when: None,
+                unless: None,
+                next_step_when: None,
+                why_when: None,
+                class_when: None,
+                // Frames say less than a specific message on a nearby line.
+                generic: true,
+                frame_path: Some(re),
+                next_step: f.next_step,
+                why: f.why,
+                on_exceptions: false,
             });
         }
         let build = |skip_serving: bool| -> anyhow::Result<(AhoCorasick, Vec<Option<usize>>)> {
@@ -302,6 +365,7 @@ impl RuleSet {
             .map(|(i, _)| i)
             .collect();
         Ok(Self {
+            frame_rules,
             packed,
             packed_serving,
             exception_rules,
@@ -325,6 +389,77 @@ impl RuleSet {
             .filter(|(_, &ri)| Some(ri) == idx)
             .map(|(l, _)| l.clone())
             .collect()
+    }
+
+    /// The frame-map entry of a traceback: the innermost frame (last in `frames`) that some
+    /// entry matches decides; entries are tried in file order on that frame.
+    pub fn frame_rule(&self, frames: &str) -> Option<usize> {
+        frames
+            .lines()
+            .rev()
+            .filter(|l| l.starts_with("File \""))
+            .find_map(|l| {
+                self.frame_rules.iter().copied().find(|&ri| {
+                    self.rules[ri]
+                        .frame_path
+                        .as_ref()
+                        .is_some_and(|re| re.is_match(l))
+                })
+            })
+    }
+
+    /// The built-in rules, compiled once per process (for `watch` and `check`, which read
+    /// log lines with the same rules as `triage`).
+    pub fn builtin() -> &'static RuleSet {
+        static R: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+        R.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("the built-in rules compile"))
+    }
+
+    /// The first cause rule whose literals and regex match `text` (one line, no traceback);
+    /// specific rules before generic ones. For lines that quote an error ("Worker failed with
+    /// error '...'") and for other tools that read logs line by line (watch, check).
+    pub fn classify_text(&self, text: &str) -> Option<usize> {
+        let mut cand = Vec::new();
+        self.candidates(text.as_bytes(), &mut cand);
+        let pl = super::line::parse(text.as_bytes());
+        let level = pl.level.as_deref().unwrap_or("");
+        if matches!(level, "INFO" | "DEBUG") || text.contains(" NCCL INFO ") {
+            return None;
+        }
+        let warning = matches!(level, "WARNING" | "WARN");
+        let mut generic = None;
+        for ri in cand {
+            let r = &self.rules[ri];
+            if r.kind != RuleKind::Cause || r.frames.is_some() || (warning && !r.on_warning) {
+                continue;
+            }
+            if let Some(re) = &r.regex {
+                let hay = if re.as_str().starts_with('^') {
+                    pl.msg()
+                } else {
+                    pl.text.as_str()
+                };
+                if !re.is_match(hay) {
+                    continue;
+                }
+            }
+            if r.generic {
+                generic = generic.or(Some(ri));
+                continue;
+            }
+            return Some(ri);
+        }
+        generic
+    }
+
+    /// The first rule of `kind` whose literals (and regex) occur in `text`.
+    pub fn first_of_kind(&self, text: &str, kind: RuleKind) -> Option<usize> {
+        let mut cand = Vec::new();
+        self.candidates(text.as_bytes(), &mut cand);
+        cand.into_iter().find(|&ri| {
+            let r = &self.rules[ri];
+            r.kind == kind && r.regex.as_ref().is_none_or(|re| re.is_match(text))
+        })
     }
 
     /// Rules whose literals occur in `line` (sorted by rule order, deduplicated).

@@ -6,12 +6,10 @@ use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::sync::OnceLock;
 
-use aho_corasick::Input;
-use regex::Regex;
-
 use super::line::{self, ParsedLine};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
+use aho_corasick::Input;
 
 const CHUNK: usize = 8 << 20;
 /// Bytes of already scanned text kept in front of the buffer for context lines.
@@ -53,6 +51,8 @@ pub struct RawFinding {
     pub during_shutdown: bool,
     /// The server had served (since its last start) when this line was logged.
     served: bool,
+    /// Found on a WARNING line: a cause only when nothing fatal of another class follows.
+    pub soft: bool,
 }
 
 /// What one file yielded.
@@ -79,6 +79,9 @@ struct Traceback {
     frames: String,
     after_frame: bool,
     pending: Option<RawFinding>,
+    /// An ERROR line just before the header (line, text, message): a one-line summary of
+    /// the exception when the exception line repeats it.
+    summary: Option<(u64, String, String)>,
 }
 
 struct Scanner<'a> {
@@ -240,22 +243,6 @@ pub fn scan_reader<R: Read>(
         ));
     }
     Ok(sc.res)
-}
-
-fn startup_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"profile_run|_dummy_run|_dummy_sampler_run|capture_model|_capture_cudagraphs|determine_available_memory|initialize_kv_cache|_initialize_kv_caches|init_device|compile_or_warm_up_model|load_model|load_weights|process_weights_after_loading|[Ww]arming up|warmup|repack|EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|init_worker|from_engine_args|initialize_from_config|Loading model|Failed to load model")
-            .unwrap()
-    })
-}
-
-fn runtime_re() -> &'static Regex {
-    static R: OnceLock<Regex> = OnceLock::new();
-    R.get_or_init(|| {
-        Regex::new(r"execute_model|output_handler|Request failed|during generation|prefill|decode_step|wake_up|run_busy_loop|step_with_batch_queue|EngineDeadError|encountered a fatal error|Prefill encountered|Decode encountered")
-            .unwrap()
-    })
 }
 
 fn cut(s: &str) -> String {
@@ -476,6 +463,7 @@ impl Scanner<'_> {
             phase_open_until: 0,
             during_shutdown: self.shutdown,
             served: self.res.serving_line.is_some(),
+            soft: matches!(pl.level.as_deref(), Some("WARNING" | "WARN")),
         }
     }
 
@@ -504,6 +492,17 @@ impl Scanner<'_> {
             if causes_only && r.kind != RuleKind::Cause {
                 continue;
             }
+            // A fact never hides a cause on the same line (`HIP out of memory` is both).
+            if r.kind == RuleKind::Fact {
+                if r.regex.as_ref().is_none_or(|re| re.is_match(&pl.text)) {
+                    if let Some(f) = &r.fact {
+                        if !self.res.facts.contains(f) {
+                            self.res.facts.insert(f.clone());
+                        }
+                    }
+                }
+                continue;
+            }
             if matches!(
                 r.kind,
                 RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint
@@ -526,6 +525,11 @@ impl Scanner<'_> {
                 if !re.is_match(hay) {
                     continue;
                 }
+            }
+            // A generic rule ("AttributeError: ", "not supported") yields to a specific one.
+            if r.generic {
+                found = found.or(Some(ri));
+                continue;
             }
             found = Some(ri);
             break;
@@ -572,6 +576,11 @@ impl Scanner<'_> {
         if line::is_traceback_header(msg) {
             self.close_traceback(&pl.stream);
             self.open_traceback(&pl, line_no);
+            if let Some(sum) = self.summary_before(buf, ls, line_no, &pl, at_start) {
+                if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+                    tb.summary = Some(sum);
+                }
+            }
             return;
         }
         if line::is_frame(msg) {
@@ -637,14 +646,22 @@ impl Scanner<'_> {
             let matched = self.match_rule(&pl, Some(&tb.frames), false);
             let level = pl.level.as_deref().unwrap_or("");
             let quiet_level = matches!(level, "INFO" | "DEBUG" | "WARNING" | "WARN");
-            let finding = match matched.map(|ri| (ri, self.rules.rules[ri].kind)) {
+            let generic = matched.filter(|&ri| self.rules.rules[ri].generic);
+            let specific = matched.filter(|&ri| !self.rules.rules[ri].generic);
+            // The frame-path map names the class when the message alone does not.
+            let frame = if quiet_level {
+                None
+            } else {
+                self.rules.frame_rule(&tb.frames)
+            };
+            let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
                 Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
                     Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
                 }
                 // A known harmless exception (e.g. a client's request was invalid).
                 Some((_, RuleKind::Benign)) => None,
-                _ => match tb.pending {
-                    Some(mut p) => {
+                _ => match (tb.pending, frame, generic) {
+                    (Some(mut p), _, _) => {
                         // The exception line states the cause the source line pointed at.
                         p.line = line_no;
                         p.text = cut(&pl.text);
@@ -652,16 +669,27 @@ impl Scanner<'_> {
                         p.context = self.context_before(buf, ls, at_start);
                         Some(p)
                     }
-                    None if !self.shutdown && !quiet_level => {
+                    (None, Some(ri), _) | (None, None, Some(ri)) => {
+                        Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
+                    }
+                    (None, None, None) if !self.shutdown && !quiet_level => {
                         // An exception no rule knows: a cause of class unknown.
                         let mut f = self.new_finding(usize::MAX, &pl, line_no, buf, ls, at_start);
                         f.kind = RuleKind::Cause;
                         f.class = Class::Unknown;
                         Some(f)
                     }
-                    None => None,
+                    (None, None, None) => None,
                 },
             };
+            // vLLM V0 (and others) log the exception's message once before its traceback:
+            // that first line is the cause line.
+            if let (Some(f), Some((sl, stext, smsg))) = (finding.as_mut(), tb.summary.as_ref()) {
+                if summary_states(smsg, msg) {
+                    f.line = *sl;
+                    f.text = cut(stext);
+                }
+            }
             if let Some(f) = &finding {
                 if f.kind == RuleKind::Cause && !matches!(f.class, Class::Nccl | Class::Unknown) {
                     self.mark_failed(tb.rank.as_deref());
@@ -713,8 +741,12 @@ impl Scanner<'_> {
     }
 
     fn record(&mut self, mut f: RawFinding, line_no: u64) {
-        // Collective errors during an orderly shutdown are teardown noise.
-        if f.during_shutdown && f.kind == RuleKind::Cause && f.class == Class::Nccl {
+        // Collective errors, and errors of no known class, during an orderly shutdown are
+        // teardown noise (a GPU fault or an OOM then is still a cause).
+        if f.during_shutdown
+            && f.kind == RuleKind::Cause
+            && matches!(f.class, Class::Nccl | Class::Unknown)
+        {
             f.kind = RuleKind::Consequence;
         }
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
@@ -724,6 +756,35 @@ impl Scanner<'_> {
             self.force_slow_until = self.force_slow_until.max(line_no + LOOKAHEAD);
         }
         self.res.findings.push(f);
+    }
+
+    /// The ERROR line right before a traceback header on the same stream, when it is a
+    /// message (not itself part of a traceback).
+    fn summary_before(
+        &self,
+        buf: &[u8],
+        ls: usize,
+        line_no: u64,
+        pl: &ParsedLine,
+        at_start: bool,
+    ) -> Option<(u64, String, String)> {
+        if ls == 0 || line_no < 2 {
+            return None;
+        }
+        let s = memchr::memrchr(b'\n', &buf[..ls - 1]).map_or(0, |i| i + 1);
+        if s == 0 && !at_start {
+            return None;
+        }
+        let prev = line::parse(&buf[s..(ls - 1).min(s + MAX_LINE)]);
+        let m = prev.msg().trim();
+        let error_level = matches!(prev.level.as_deref(), Some("ERROR" | "CRITICAL"));
+        // vLLM V0 logs the summary through its logger and the traceback raw after it.
+        let same_stream = prev.stream == pl.stream
+            || prev.stream.strip_suffix("log|") == Some(pl.stream.as_str());
+        if !error_level || !same_stream || m.len() < 12 || line::is_frame(m) {
+            return None;
+        }
+        Some((line_no - 1, prev.text.clone(), m.to_string()))
     }
 
     fn open_traceback(&mut self, pl: &ParsedLine, line_no: u64) {
@@ -770,17 +831,23 @@ impl Scanner<'_> {
             if f.rule == usize::MAX || !self.rules.rules[f.rule].phase {
                 continue;
             }
-            let served_before = f.served;
-            f.class = if startup_re().is_match(&f.evidence) && !served_before {
-                Class::OomStartup
-            } else if served_before || runtime_re().is_match(&f.evidence) {
-                Class::OomRuntime
-            } else {
-                Class::OomStartup
-            };
+            f.class = super::phase::oom_class(&f.evidence, f.served);
         }
         self.res.findings.sort_by_key(|f| f.line);
     }
+}
+
+/// Whether a summary line (`msg` of the line before a traceback) states the exception that
+/// ends it (`exc`, e.g. `RuntimeError: CUDA error: ...`): the summary is the message or its
+/// `repr`.
+fn summary_states(summary: &str, exc: &str) -> bool {
+    let exc = exc.trim();
+    let m = exc.split_once(": ").map_or("", |(_, m)| m.trim());
+    if m.len() < 12 {
+        return false;
+    }
+    let head: String = m.chars().take(60).collect();
+    summary.contains(&head) || m.starts_with(summary.trim_end_matches("...").trim())
 }
 
 /// Labels of tensor/pipeline-parallel workers (not the API server or a lone engine core).
@@ -790,4 +857,6 @@ pub fn is_worker_label(label: &str) -> bool {
         || label.contains("_PP")
         || label.starts_with("RayWorkerWrapper")
         || label.starts_with("VllmWorker")
+        || label.starts_with("TP")
+        || label.contains(" TP")
 }

@@ -1,16 +1,14 @@
 //! Following a server log: new lines since the last poll, and the lines among them
 //! that bear on a rollback trigger (OOM, driver/NCCL, tool-call/schema failures).
 //!
-//! The triage engine ([`crate::triage::analyze_paths`]) judges the new lines first;
-//! a short list of trigger texts of our own catches what it does not classify.
+//! The triage engine ([`crate::triage::analyze_paths`]) judges the new lines first; the
+//! same rules, line by line, catch what it does not report (e.g. a line it counts as a
+//! consequence of an earlier cause).
 
+use crate::triage::rules::RuleSet;
+use crate::triage::{self, Class};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-use regex::Regex;
-
-use crate::triage::{self, Class};
 
 /// Which rollback trigger a log line feeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -29,7 +27,7 @@ pub struct LogHit {
     /// when the file was not read from its start).
     pub line: u64,
     pub text: String,
-    /// `triage:<rule>` or `watch:<pattern name>`.
+    /// `triage:<rule>` (the triage report) or `watch:<rule>` (the same rules, line by line).
     pub source: String,
     /// Seconds into the watch when the line was read.
     pub t: f64,
@@ -39,56 +37,30 @@ pub struct LogHit {
 pub fn kind_of_class(class: Class) -> Option<LogKind> {
     match class {
         Class::OomRuntime | Class::OomStartup | Class::OomTopology => Some(LogKind::Oom),
-        Class::Driver | Class::Nccl | Class::Container => Some(LogKind::DriverNccl),
+        Class::Driver | Class::Nccl | Class::Container | Class::GpuFault => {
+            Some(LogKind::DriverNccl)
+        }
         Class::ToolParser => Some(LogKind::ToolSchema),
         _ => None,
     }
 }
 
-struct Pattern {
-    kind: LogKind,
-    name: &'static str,
-    re: Regex,
-}
-
-/// Trigger texts from the serving-facts reference (PyTorch, CUDA, NCCL, vLLM,
-/// llama.cpp), matched case-insensitively.
-fn patterns() -> &'static [Pattern] {
-    static P: OnceLock<Vec<Pattern>> = OnceLock::new();
-    P.get_or_init(|| {
-        let list: &[(LogKind, &str, &str)] = &[
-            (LogKind::Oom, "cuda_oom", r"CUDA out of memory|OutOfMemoryError|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED"),
-            (LogKind::Oom, "kv_cache_blocks", r"No available memory for the cache blocks"),
-            (LogKind::Oom, "llamacpp_alloc", r"(?:failed to allocate|unable to allocate).*(?:buffer|memory)|ggml_backend_\w*alloc\w*:.*failed"),
-            (LogKind::Oom, "oom_killer", r"Out of memory: Killed process|oom-kill|OOMKilled"),
-            (LogKind::DriverNccl, "nccl_error", r"NCCL error|ncclCommInitRank.*(?:fail|error)|ncclSystemError|ncclInternalError|ncclUnhandledCudaError|ncclRemoteError|NCCL WARN|Watchdog caught collective operation timeout"),
-            (LogKind::DriverNccl, "driver_too_old", r"NVIDIA driver on your system is too old|CUDA driver version is insufficient|no kernel image is available for execution|Unexpected error from cudaGetDeviceCount"),
-            (LogKind::DriverNccl, "xid", r"NVRM: Xid|\bXid \(PCI"),
-            (LogKind::DriverNccl, "container_cli", r"nvidia-container-cli: .*error"),
-            (LogKind::DriverNccl, "cuda_fatal", r"CUDA error: (?:unspecified launch failure|uncorrectable ECC error|an illegal memory access)|cudaErrorNoDevice|CUDA driver error"),
-            (LogKind::ToolSchema, "tool_parse", r"Error in extracting tool call|(?:failed|unable|could not) (?:to )?parse (?:the )?tool[ _-]?call|tool[ _-]?call\w* pars\w* (?:failed|error)|invalid tool[ _-]?call|HarmonyError"),
-            (LogKind::ToolSchema, "schema", r"(?:does not|doesn't) (?:match|conform to) (?:the )?(?:json )?schema|schema validation (?:failed|error)|failed to parse (?:json|grammar) (?:schema|output)|Grammar error: "),
-        ];
-        list.iter()
-            .map(|(kind, name, re)| Pattern {
-                kind: *kind,
-                name,
-                re: Regex::new(&format!("(?i){re}")).expect("built-in pattern compiles"),
-            })
-            .collect()
-    })
-}
-
-/// Trigger hits among `lines` (`(line number, text)`) found by our own patterns.
+/// Trigger hits among `lines` (`(line number, text)`), line by line with triage's own rules
+/// (one home for log patterns: `triage/rules.toml`).
 pub fn scan_lines(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {
+    let rules = RuleSet::builtin();
     let mut hits = Vec::new();
     for (no, text) in lines {
-        if let Some(p) = patterns().iter().find(|p| p.re.is_match(text)) {
+        let Some(ri) = rules.classify_text(text) else {
+            continue;
+        };
+        let r = &rules.rules[ri];
+        if let Some(kind) = kind_of_class(r.class) {
             hits.push(LogHit {
-                kind: p.kind,
+                kind,
                 line: *no,
                 text: text.clone(),
-                source: format!("watch:{}", p.name),
+                source: format!("watch:{}", r.id),
                 t,
             });
         }
@@ -293,6 +265,34 @@ mod tests {
         assert_eq!(
             kinds,
             vec![
+                (2, LogKind::Oom),
+                (3, LogKind::DriverNccl),
+                (4, LogKind::ToolSchema)
+            ]
+        );
+    }
+
+    #[test]
+    fn texts_watch_used_to_keep_apart_are_triage_rules_now() {
+        let lines: Vec<(u64, String)> = [
+            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory",
+            "[Tue Dec  1 10:00:00 2026] Out of memory: Killed process 4188 (python3) total-vm:81234567kB",
+            "[Tue Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=4188, GPU has fallen off the bus.",
+            "ERROR 12-01 10:00:00 [serving_chat.py:300] ValueError: Grammar error: Invalid type: notatype",
+            "INFO 12-01 10:00:00 [logger.py:40] Received request chatcmpl-1: prompt: 'out of memory'",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i as u64 + 1, l.to_string()))
+        .collect();
+        let kinds: Vec<(u64, LogKind)> = scan_lines(&lines, 0.0)
+            .iter()
+            .map(|h| (h.line, h.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                (1, LogKind::Oom),
                 (2, LogKind::Oom),
                 (3, LogKind::DriverNccl),
                 (4, LogKind::ToolSchema)

@@ -13,12 +13,17 @@ pub fn repo_root() -> PathBuf {
         .unwrap()
 }
 
-/// `../shared` beside the repository, when present (tests that read it skip otherwise).
+/// `../shared` beside the repository, when present (tests that read it skip otherwise;
+/// under `CI=true` a missing `../shared` fails instead of skipping).
 pub fn shared_dir() -> Option<PathBuf> {
     let dir = repo_root().join("../shared");
     if dir.is_dir() {
         Some(dir)
     } else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but ../shared is not present beside the repository: the tests that read it cannot run"
+        );
         eprintln!("skipping: ../shared is not present beside the repository");
         None
     }

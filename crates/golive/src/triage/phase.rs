@@ -1,0 +1,86 @@
+//! The phase of an out-of-memory: while starting (weights, profiling, CUDA graphs, KV cache)
+//! or while serving. Evidence is the traceback's frames, the line itself and the lines after
+//! it; the serving markers themselves (request lines, "server is fired up", ...) are rules of
+//! kind `serving` in `rules.toml`.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+use super::Class;
+
+/// Runtime by meaning, whatever else the evidence says: a decode step, a request that failed
+/// during generation, the engines' request loops.
+fn runtime_by_meaning() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(concat!(
+            // SGLang: `Decode out of memory. Try to lower your batch size.`, its scheduler
+            // loops and decode forward; TGI: `Request failed during generation`.
+            r"(?i:decode out of memory)|Request failed during generation|during generation|",
+            r"forward_decode|event_loop_normal|event_loop_overlap|run_batch\b|",
+            // vLLM V0's async engine loop and its step.
+            r"run_engine_loop|engine_step|step_async|",
+            // vLLM V1's busy loop running requests.
+            r"step_with_batch_queue|EngineDeadError",
+        ))
+        .unwrap()
+    })
+}
+
+fn startup_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"profile_run|_dummy_run|_dummy_sampler_run|capture_model|_capture_cudagraphs|determine_available_memory|determine_num_available_blocks|initialize_kv_cache|_initialize_kv_caches|init_device|compile_or_warm_up_model|load_model|load_weights|process_weights_after_loading|[Ww]arming up|warmup|repack|EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start|init_worker|from_engine_args|initialize_from_config|Loading model|Failed to load model|init_memory_pool|Not enough memory\. Please try to increase --mem-fraction-static")
+            .unwrap()
+    })
+}
+
+fn runtime_re() -> &'static Regex {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| {
+        Regex::new(r"execute_model|output_handler|Request failed|prefill|decode_step|wake_up|run_busy_loop|encountered a fatal error|Prefill encountered|Decode encountered|Prefill out of memory|generate_stream|chat_completion")
+            .unwrap()
+    })
+}
+
+/// `oom_startup` or `oom_runtime` for an out-of-memory with this evidence; `served`: the
+/// server had served since its last start when the line was logged.
+pub fn oom_class(evidence: &str, served: bool) -> Class {
+    if runtime_by_meaning().is_match(evidence) {
+        Class::OomRuntime
+    } else if startup_re().is_match(evidence) && !served {
+        Class::OomStartup
+    } else if served || runtime_re().is_match(evidence) {
+        Class::OomRuntime
+    } else {
+        Class::OomStartup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decode_oom_is_runtime_even_before_a_serving_marker() {
+        let sglang = "RuntimeError: Decode out of memory. Try to lower your batch size.\nTry to allocate 512 tokens.";
+        assert_eq!(oom_class(sglang, false), Class::OomRuntime);
+        let v0 = "File \"/vllm/engine/async_llm_engine.py\", line 872, in run_engine_loop\nFile \"/vllm/worker/model_runner.py\", line 1654, in execute_model\ntorch.OutOfMemoryError: CUDA out of memory.";
+        assert_eq!(oom_class(v0, false), Class::OomRuntime);
+    }
+
+    #[test]
+    fn profiling_oom_is_startup_and_served_is_runtime() {
+        let e = "File \"/vllm/v1/worker/gpu_worker.py\", line 1, in determine_available_memory\nFile \"x.py\", line 2, in profile_run\ntorch.OutOfMemoryError: CUDA out of memory.";
+        assert_eq!(oom_class(e, false), Class::OomStartup);
+        assert_eq!(
+            oom_class("torch.OutOfMemoryError: CUDA out of memory.", true),
+            Class::OomRuntime
+        );
+        assert_eq!(
+            oom_class("torch.OutOfMemoryError: CUDA out of memory.", false),
+            Class::OomStartup
+        );
+    }
+}

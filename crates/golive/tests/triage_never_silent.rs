@@ -1,0 +1,331 @@
+//! Never silent, narrow quieting, classes from frames/platform/severity, phase from more than
+//! vLLM V1's banner, and engines beyond vLLM V1. Each log below is written in the real line
+//! formats of the engine named (vLLM V1/V0, SGLang, Ray, NCCL, DeepEP, mistral.rs, TGI) with
+//! the engines' real message texts.
+
+use golive::triage::rules::{RuleKind, RuleSet};
+use golive::triage::{analyze_paths, Class, TriageOptions, TriageReport};
+
+fn triage_text(text: &str) -> TriageReport {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("server.log");
+    std::fs::write(&p, text).unwrap();
+    analyze_paths(
+        &[p],
+        &TriageOptions {
+            context: 3,
+            rules: Vec::new(),
+        },
+    )
+    .unwrap()
+}
+
+/// (class, line, rule) of the primary cause.
+fn primary(text: &str) -> (Class, u64, String) {
+    let rep = triage_text(text);
+    let p = rep
+        .primary
+        .unwrap_or_else(|| panic!("No failure found in:\n{text}"));
+    (p.class, p.line, p.rule)
+}
+
+const V1_START: &str = "(APIServer pid=700) INFO 05-02 10:00:00 [api_server.py:1896] vLLM API server version 0.11.0
+(EngineCore_DP0 pid=812) INFO 05-02 10:00:09 [core.py:93] Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-8B'
+";
+
+#[test]
+fn illegal_memory_access_and_worker_failed_with_error_are_a_gpu_fault() {
+    let log = format!("{V1_START}(APIServer pid=700) INFO 05-02 10:01:00 [launcher.py:37] Route: /v1/chat/completions, Methods: POST
+(APIServer pid=700) INFO:     10.0.0.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK
+(VllmWorker TP0 pid=901) ERROR 05-02 10:02:11 [multiproc_executor.py:671] CUDA error: an illegal memory access was encountered
+(VllmWorker TP0 pid=901) ERROR 05-02 10:02:11 [multiproc_executor.py:671] CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
+(EngineCore_DP0 pid=812) ERROR 05-02 10:02:11 [multiproc_executor.py:445] Worker failed with error 'CUDA error: an illegal memory access was encountered', please check the stack trace above for the root cause
+");
+    assert_eq!(
+        primary(&log),
+        (Class::GpuFault, 5, "gpu-fault-kernel".into())
+    );
+    // Only the executor's line survived: the error it quotes still names the class.
+    let only = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:11 [multiproc_executor.py:445] Worker failed with error 'CUDA error: an illegal memory access was encountered\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.', please check the stack trace above for the root cause
+");
+    let rep = triage_text(&only);
+    let p = rep
+        .primary
+        .expect("a lone 'Worker failed with error' is a failure");
+    assert_eq!((p.class, p.line), (Class::GpuFault, 3));
+    assert!(
+        p.next_step.contains("CUDA_LAUNCH_BLOCKING=1"),
+        "{}",
+        p.next_step
+    );
+    assert!(
+        p.next_step.contains("dmesg | grep -i xid"),
+        "{}",
+        p.next_step
+    );
+}
+
+#[test]
+fn nccl_error_after_shutting_down_ray_workers_is_found() {
+    let log = "INFO 11-11 09:36:20 ray_gpu_executor.py:132] Shutting down Ray workers ...
+(RayWorkerWrapper pid=221, ip=172.19.0.143) ERROR 11-11 09:36:27 worker_base.py:464] Error executing method init_device. This might cause deadlock in distributed execution.
+(RayWorkerWrapper pid=221, ip=172.19.0.143) ERROR 11-11 09:36:27 worker_base.py:464] Traceback (most recent call last):
+(RayWorkerWrapper pid=221, ip=172.19.0.143) ERROR 11-11 09:36:27 worker_base.py:464]   File \"/usr/local/lib/python3.10/dist-packages/vllm/distributed/device_communicators/pynccl.py\", line 99, in __init__
+(RayWorkerWrapper pid=221, ip=172.19.0.143) ERROR 11-11 09:36:27 worker_base.py:464]     self.comm: ncclComm_t = self.nccl.ncclCommInitRank(
+(RayWorkerWrapper pid=221, ip=172.19.0.143) ERROR 11-11 09:36:27 worker_base.py:464] RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)
+";
+    let (c, l, _) = primary(log);
+    assert_eq!((c, l), (Class::Nccl, 6));
+}
+
+#[test]
+fn errno_524_hint_needs_the_errno_not_a_pid_or_timestamp() {
+    let base = "gpu-node-b:5240:5241 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB
+(EngineCore_DP0 pid=5240) ERROR 11-30 12:05:24 [core.py:708] RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)
+";
+    let with_pid = format!("gpu-node-b:5240:5241 [0] NCCL WARN NET/IB : mlx5dv_reg_dmabuf_mr failed: Operation not supported (errno 95) at 12:05:24.524\n{base}");
+    let rep = triage_text(&with_pid);
+    let p = rep.primary.unwrap();
+    assert!(
+        !p.next_step.contains("NCCL_DMABUF_ENABLE=0"),
+        "{}",
+        p.next_step
+    );
+    let with_524 = format!("gpu-node-b:5240:5241 [0] NCCL WARN NET/IB : mlx5dv_reg_dmabuf_mr failed: Unknown error 524 (errno 524)\n{base}");
+    let p = triage_text(&with_524).primary.unwrap();
+    assert!(
+        p.next_step.contains("NCCL_DMABUF_ENABLE=0"),
+        "{}",
+        p.next_step
+    );
+}
+
+#[test]
+fn error_lines_panics_and_cuda_errors_no_rule_knows_are_still_found() {
+    // An ERROR logger line that states an exception, without a traceback.
+    let log = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:00:30 [core.py:712] ZeroDivisionError: integer division or modulo by zero
+");
+    assert_eq!(primary(&log).0, Class::Unknown);
+    assert_eq!(primary(&log).1, 3);
+    // A Rust router's panic (TGI, mistral.rs).
+    let log = "2024-07-17T09:01:02.123456Z  INFO text_generation_router: router/src/main.rs:317: Warming up model
+thread 'main' panicked at router/src/main.rs:389:10:
+called `Result::unwrap()` on an `Err` value: Warmup(Generation(\"unexpected end of stream\"))
+";
+    assert_eq!(primary(log).1, 2);
+    // A CUDA error string without an exception around it.
+    let log = "[rank0]: CUDA error: operation not permitted when stream is capturing\n";
+    assert_eq!(primary(log).1, 1);
+}
+
+#[test]
+fn tool_parser_frames_beat_the_exception_type() {
+    let log = "(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072] Error in chat completion stream generator.
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072] Traceback (most recent call last):
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072]   File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/serving_chat.py\", line 802, in chat_completion_stream_generator
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072]     delta_message = tool_parser.extract_tool_calls_streaming(
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072]   File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/tool_parsers/qwen3coder_tool_parser.py\", line 444, in extract_tool_calls_streaming
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072]     if self.current_tool_name_sent.startswith(\"<\"):
+(APIServer pid=941) ERROR 09-30 18:30:55 [serving_chat.py:1072] AttributeError: 'bool' object has no attribute 'startswith'
+";
+    assert_eq!(
+        primary(log),
+        (Class::ToolParser, 7, "frames-tool-parser".into())
+    );
+    // The same exception raised while importing a package stays a dependency problem.
+    let import = "Traceback (most recent call last):
+  File \"/usr/local/bin/vllm\", line 5, in <module>
+    from vllm.entrypoints.cli.main import main
+  File \"/usr/local/lib/python3.12/dist-packages/transformers/__init__.py\", line 26, in <module>
+    from . import dependency_versions_check
+AttributeError: module 'torch' has no attribute 'compiler'
+";
+    assert_eq!(primary(import).0, Class::Dependency);
+}
+
+#[test]
+fn xformers_missing_operator_is_a_dependency() {
+    let log = "Traceback (most recent call last):
+  File \"/usr/local/lib/python3.10/dist-packages/vllm/attention/backends/xformers.py\", line 714, in _run_memory_efficient_xformers_forward
+    out = xops.memory_efficient_attention_forward(
+  File \"/usr/local/lib/python3.10/dist-packages/xformers/ops/fmha/dispatch.py\", line 63, in _run_priority_list
+    raise NotImplementedError(msg)
+NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:
+     query       : shape=(1, 2048, 32, 128) (torch.float16)
+";
+    assert_eq!(
+        primary(log),
+        (Class::Dependency, 6, "dep-xformers-no-operator".into())
+    );
+}
+
+#[test]
+fn dev_shm_through_nccl_is_a_container_limit() {
+    let log = "3d3e22c3066f:168:168 [0] NCCL INFO Channel 00/02 :    0   1
+3d3e22c3066f:168:168 [0] misc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-UbzKZ9 to 9637892 bytes
+3d3e22c3066f:168:168 [0] misc/shmutils.cc:113 NCCL WARN Error while creating shared memory segment /dev/shm/nccl-UbzKZ9 (size 9637888)
+3d3e22c3066f:168:168 [0] NCCL INFO transport/shm.cc:114 -> 2
+(VllmWorker rank=0 pid=168) ERROR 03-01 10:00:00 [multiproc_executor.py:470] RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)
+";
+    let rep = triage_text(log);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Container, 2), "{p:?}");
+    assert!(p.next_step.contains("--shm-size") && p.next_step.contains("--ipc=host"));
+}
+
+#[test]
+fn a_cuda_library_missing_on_rocm_is_a_wrong_build() {
+    let rocm = "INFO 03-01 17:30:00 [__init__.py:239] Automatically detected platform rocm.
+ImportError: libcuda.so.1: cannot open shared object file: No such file or directory
+";
+    let (c, l, _) = primary(rocm);
+    assert_eq!((c, l), (Class::Dependency, 2));
+    let cuda = "INFO 03-01 17:30:00 [__init__.py:239] Automatically detected platform cuda.
+ImportError: libcuda.so.1: cannot open shared object file: No such file or directory
+";
+    assert_eq!(primary(cuda).0, Class::Container);
+}
+
+#[test]
+fn a_warning_beats_a_later_fatal_error_only_when_nothing_fatal_follows() {
+    let mut log = String::from("WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version 2.7.0+cu126 for torchao version 0.12.0: /usr/local/lib/python3.12/dist-packages/torchao/_C.abi3.so: undefined symbol: _ZN3c104cuda9SetDeviceEab\n");
+    for i in 0..85 {
+        log.push_str(&format!("(EngineCore_DP0 pid=9) INFO 08-01 10:00:{:02} [gpu_model_runner.py:1] Loading weights took {i} s\n", i % 60));
+    }
+    log.push_str("(EngineCore_DP0 pid=9) ERROR 08-01 10:01:30 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+    assert_eq!(primary(&log).0, Class::OomStartup);
+    assert_eq!(primary(&log).1, 87);
+    // vLLM's own extension warning, followed by what it causes: the warning stays first.
+    let ext = "WARNING 01-02 10:00:00 [_custom_ops.py:20] Failed to import from vllm._C with ImportError('undefined symbol: _ZN3c10')
+(EngineCore pid=1) ERROR 01-02 10:00:40 [core.py:700] AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'
+";
+    assert_eq!(
+        primary(ext),
+        (Class::Dependency, 1, "dep-vllm-ext-import".into())
+    );
+}
+
+#[test]
+fn decode_and_serving_ooms_of_other_engines_are_runtime() {
+    // SGLang: a decode batch ran out of KV cache (no serving marker before it).
+    let sglang = "[2025-03-07 10:04:13 TP0] Load weight end. type=Qwen2ForCausalLM, dtype=torch.bfloat16, avail mem=20.1 GB
+[2025-03-07 10:04:40 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 1999, in run_scheduler_process
+    scheduler.event_loop_overlap()
+  File \"/sgl-workspace/sglang/python/sglang/srt/mem_cache/allocation.py\", line 613, in alloc_for_decode
+    raise RuntimeError(error_msg)
+RuntimeError: Decode out of memory. Try to lower your batch size.
+";
+    let (c, l, _) = primary(sglang);
+    assert_eq!((c, l), (Class::OomRuntime, 7));
+    // mistral.rs: OOM after it serves.
+    let mistral = "2025-01-10T08:00:01.000000Z  INFO mistralrs_server: Serving on http://0.0.0.0:1234.
+2025-01-10T08:03:12.000000Z ERROR mistralrs_core::engine: prompt step - Model failed with error: Cuda(Cuda(DriverError(CUDA_ERROR_OUT_OF_MEMORY, \"out of memory\")))
+";
+    assert_eq!(primary(mistral).0, Class::OomRuntime);
+    // vLLM V0: an OOM raised in the async engine loop.
+    let v0 = "INFO 06-01 10:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: model='meta-llama/Llama-3.1-8B'
+ERROR 06-01 10:20:00 async_llm_engine.py:64] Engine background task failed
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py\", line 872, in run_engine_loop
+    result = task.result()
+  File \"/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py\", line 795, in engine_step
+    request_outputs = await self.engine.step_async(virtual_engine)
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.10 GiB.
+";
+    assert_eq!(primary(v0).0, Class::OomRuntime);
+}
+
+#[test]
+fn vllm_v0_block_manager_and_its_one_line_summary() {
+    let blocks = "ERROR 06-01 10:20:00 async_llm_engine.py:64] Engine background task failed
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.10/dist-packages/vllm/core/block/naive_block.py\", line 138, in _allocate_block_id
+    raise BlockAllocator.NoFreeBlocksError()
+vllm.core.block.interfaces.BlockAllocator.NoFreeBlocksError
+";
+    assert_eq!(primary(blocks).0, Class::PrefixCache);
+    // MQLLMEngine logs the message, then the traceback that ends with the same message.
+    let summary = "INFO 02-19 07:03:01 api_server.py:528] vLLM API server version 0.6.4
+ERROR 02-19 07:03:11 engine.py:389] Some tensor shape mismatch happened while compiling the graph of the model
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/vllm/engine/multiprocessing/engine.py\", line 380, in run_mp_engine
+    engine = MQLLMEngine.from_engine_args(engine_args=engine_args,
+RuntimeError: Some tensor shape mismatch happened while compiling the graph of the model
+";
+    assert_eq!(primary(summary).1, 2);
+}
+
+#[test]
+fn sglang_radix_cache_ray_compiled_graphs_and_deepep() {
+    let radix = "[2025-05-01 12:00:00 TP1] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 1500, in event_loop_normal
+    self.process_batch_result(batch, result)
+  File \"/sgl-workspace/sglang/python/sglang/srt/mem_cache/radix_cache.py\", line 301, in cache_finished_req
+    kv_indices = self.req_to_token_pool.req_to_token[req.req_pool_idx, :token_ids_len]
+TypeError: 'NoneType' object is not subscriptable
+";
+    let rep = triage_text(radix);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::PrefixCache, 6));
+    let cgraph = "(RayWorkerWrapper pid=3110, ip=10.0.0.3) INFO 07-01 10:00:00 [ray_utils.py:90] Ray compiled DAG enabled
+ERROR 07-01 10:10:00 [core.py:400] ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout which is currently 300 seconds. Otherwise, this may indicate that the execution is hanging.
+";
+    assert_eq!(
+        primary(cgraph),
+        (Class::Nccl, 2, "nccl-ray-compiled-graph".into())
+    );
+    let deepep = "(EngineCore_DP3 pid=611) DeepEP timeout check failed: rank = 3, thread = 5, value = 0)
+(EngineCore_DP3 pid=611) ERROR 11-30 12:30:00 [core.py:708] RuntimeError: CUDA error: unspecified launch failure
+";
+    // The timeout on this rank is what trapped the kernel.
+    assert_eq!(primary(deepep).0, Class::Nccl);
+    let nvshmem = "/dvs/p4/build/sw/rel/gpgpu/toolkit/r12.0/main_nvshmem/src/host/init/init.cu:840: non-zero status: 7 nvshmem detect topo failed
+";
+    assert_eq!(primary(nvshmem).0, Class::Nccl);
+}
+
+/// Each benign/shutdown rule, with a real failure next to the line it quiets: the failure is
+/// found. Every such rule in rules.toml must have a case here.
+#[test]
+fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
+    let oom = "(EngineCore_DP0 pid=9) ERROR 08-01 10:01:30 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n";
+    let cases: &[(&str, &str, &str)] = &[
+        ("nccl-benign-warn", "node:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n", "node:1:1 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer, Resource temporarily unavailable\n"),
+        ("benign-client-request", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] ValueError: This model's maximum context length is 4096 tokens. However, you requested 5000 tokens. Please reduce the length of the messages or completion.\n", oom),
+        ("benign-model-not-served", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] Error with model error=ErrorInfo(message='The model `gpt-4` does not exist.', type='NotFoundError', param=None, code=404)\n", "(APIServer pid=1) ERROR 08-01 10:02:00 [core.py:700] ValueError: The model `Qwen/Qwen3-8B` has no generation config and --generation-config is required\n"),
+        ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
+        ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
+    ];
+    let set = RuleSet::load(&[] as &[&str]).unwrap();
+    for r in &set.rules {
+        if matches!(r.kind, RuleKind::Benign | RuleKind::Shutdown) {
+            assert!(
+                cases.iter().any(|(id, _, _)| *id == r.id),
+                "rule {} quiets lines but has no case here with a real failure next to it",
+                r.id
+            );
+        }
+    }
+    // What an orderly stop explains: the teardown tracebacks after it.
+    let teardown = "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.
+(APIServer pid=1) Traceback (most recent call last):
+(APIServer pid=1)   File \"/usr/lib/python3.12/asyncio/base_events.py\", line 691, in run_until_complete
+(APIServer pid=1)     self._check_closed()
+(APIServer pid=1) RuntimeError: Event loop is closed
+(APIServer pid=1) KeyboardInterrupt
+";
+    let rep = triage_text(teardown);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    for (id, quiet, failure) in cases {
+        // The quiet line alone is quiet ...
+        let rep = triage_text(quiet);
+        assert!(rep.primary.is_none(), "{id}: {:?}", rep.primary);
+        // ... and the failure next to it is still found, on its line.
+        let rep = triage_text(&format!("{quiet}{failure}"));
+        let p = rep
+            .primary
+            .unwrap_or_else(|| panic!("{id}: the failure next to it was not found"));
+        assert_eq!(p.line, 2, "{id}: {p:?}");
+    }
+}
