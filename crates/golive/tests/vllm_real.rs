@@ -273,7 +273,10 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
     };
     // The running server is scraped, then restarted without prefix caching.
     let first = seen("quiet over", Duration::from_secs(120));
-    assert!(first.contains("(vLLM)") || first.contains("vllm"), "{first}");
+    assert!(
+        first.contains("(vLLM)") || first.contains("vllm"),
+        "{first}"
+    );
     drop(server);
     let server = vllm(&["--no-enable-prefix-caching"]);
     let after = seen("counter reset", Duration::from_secs(60));
