@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::client::RequestRecord;
 use crate::load::OnRecord;
-use crate::report::{Check, RampStep, Report, Stage};
+use crate::report::{Check, RampStep, Stage};
 use crate::watch::triggers::Evaluation;
 
 /// Something that happened during a run.
@@ -29,8 +29,6 @@ pub enum Event {
     Request(Box<RequestRecord>),
     /// The current load ended.
     LoadFinished { label: String },
-    /// accept: report.json was rewritten (partial results survive an interruption).
-    ReportSaved(Box<Report>),
     /// A remark for the operator that changes nothing (a clamped setting, a missing file).
     Notice(String),
     /// A warning: something could not be done, the run goes on.
