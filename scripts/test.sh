@@ -59,5 +59,7 @@ GOLIVE_TEST_URL="$(scripts/local-server.sh start)"
 export GOLIVE_TEST_URL
 trap 'scripts/local-server.sh stop; stop_test_servers' EXIT
 
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --all-targets
 cargo test --workspace -- --test-threads 2

@@ -11,9 +11,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::envparse::{cmp_versions, native_cuda_for_driver, version_parts, Bundle};
+use crate::envparse::{cmp_pep440, cmp_versions, native_cuda_for_driver, version_parts, Bundle};
 use crate::profile::Profile;
 use crate::report::Status;
+use crate::text::truncate;
 use crate::triage::rules::RuleKind;
 use crate::triage::Class;
 
@@ -64,45 +65,28 @@ pub fn check_bundles(bundles: &[PathBuf], profile: Option<&str>) -> anyhow::Resu
     Ok(judge(&loaded, &profile))
 }
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct CheckArgs {
+#[derive(Debug, Clone)]
+pub struct CheckOptions {
     /// Bundle directories (one per node).
-    #[arg(required = true)]
     pub bundles: Vec<PathBuf>,
     /// Built-in profile name (`kimi-k3`, `vllm`) or a profile file.
-    #[arg(long)]
     pub profile: Option<String>,
     /// A recipe YAML in the format of vllm-project/recipes (models/<org>/<model>.yaml).
-    #[arg(long, conflicts_with = "profile")]
     pub recipe: Option<PathBuf>,
-    /// Count `unknown` items as failures for the exit code.
-    #[arg(long)]
-    pub strict: bool,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::OutputFormat,
 }
 
-pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
-    let profile = match &args.recipe {
+/// Judges the bundles against the profile or recipe of `opts`.
+pub fn check(opts: &CheckOptions) -> anyhow::Result<CheckReport> {
+    let profile = match &opts.recipe {
         Some(r) => Profile::load_recipe(r)?,
-        None => Profile::load(args.profile.as_deref().unwrap_or("vllm"))?,
+        None => Profile::load(opts.profile.as_deref().unwrap_or("vllm"))?,
     };
-    let loaded = args
+    let loaded = opts
         .bundles
         .iter()
         .map(|b| Bundle::load(b))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let report = judge(&loaded, &profile);
-    match args.format {
-        crate::report::OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        _ => print!("{}", render_text(&report)),
-    }
-    let unknown = report.items.iter().any(|i| i.status == Status::Unknown);
-    Ok(if report.any_fail() || (args.strict && unknown) {
-        crate::exit::FOUND
-    } else {
-        crate::exit::OK
-    })
+    Ok(judge(&loaded, &profile))
 }
 
 /// The report for people: the repair direction first, then every item.
@@ -388,7 +372,7 @@ fn check_vllm(c: &Ctx) -> CheckItem {
             Some((v, src)) => {
                 let ok = min
                     .as_ref()
-                    .is_none_or(|m| cmp_versions(&v, m) != std::cmp::Ordering::Less);
+                    .is_none_or(|m| cmp_pep440(&v, m) != std::cmp::Ordering::Less);
                 let verdict = match &min {
                     Some(m) if !ok => format!(" < required {m}"),
                     Some(m) => format!(" >= {m}"),
@@ -836,14 +820,6 @@ fn parse_len(v: &str) -> Option<u64> {
         return m.parse::<u64>().ok().map(|n| n * 1024 * 1024);
     }
     v.parse().ok()
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}…", s.chars().take(n).collect::<String>())
-    }
 }
 
 fn backend_kind(backend: &str) -> &'static str {

@@ -22,7 +22,7 @@ use crate::sse::{SseDecoder, SseEvent};
 use crate::target::Target;
 
 /// Which OpenAI endpoint a request goes to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Api {
     /// `/v1/chat/completions`

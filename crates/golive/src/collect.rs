@@ -15,112 +15,44 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use regex::Regex;
-use serde::{Deserialize, Serialize};
 
-use crate::envparse::bundle::names;
+use crate::bundle_format::{names, MANIFEST, RAW_DIR};
+pub use crate::bundle_format::{Manifest, ProbeRecord};
 use crate::envparse::is_relevant_env;
-use crate::redact::{is_secret_name, redact_args, redact_env_line, REDACTED};
+use crate::redact::{redact_args, redact_env_line, redact_text};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct CollectArgs {
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
     /// Directory that receives `<host>-<UTC timestamp>/` bundles.
-    #[arg(long, default_value = "golive-bundles")]
     pub out: PathBuf,
     /// Docker container running vLLM: docker inspect, image inspect, logs, exec nvidia-smi.
-    #[arg(long, conflicts_with = "pod")]
     pub container: Option<String>,
     /// Kubernetes pod running vLLM: the rendered pod spec, logs, exec nvidia-smi.
-    #[arg(long)]
     pub pod: Option<String>,
     /// Namespace of --pod.
-    #[arg(short = 'n', long, requires = "pod")]
     pub namespace: Option<String>,
     /// PID of the serving process (default: the first `vllm serve` /
     /// `python -m vllm.entrypoints...` process found in /proc).
-    #[arg(long)]
     pub pid: Option<u32>,
     /// Image to test GPU visibility with: `docker run --rm --gpus all IMAGE nvidia-smi`.
-    #[arg(long)]
     pub probe_image: Option<String>,
     /// A startup log to keep as raw/startup.log (when no container logs are reachable).
-    #[arg(long)]
     pub log: Option<PathBuf>,
     /// Seconds each probe may run.
-    #[arg(long, default_value_t = 30)]
     pub timeout: u64,
     /// Also collect on these hosts over SSH (comma-separated, `user@host` allowed).
-    #[arg(long, value_delimiter = ',')]
     pub ssh: Vec<String>,
     /// Extra OpenSSH option for ssh and scp, as `-o` takes it (`Port=2222`); repeatable.
-    #[arg(long = "ssh-option")]
     pub ssh_options: Vec<String>,
     /// Run this golive command on the remote hosts instead of copying this binary over.
-    #[arg(long)]
     pub remote_golive: Option<String>,
     /// With --ssh: do not collect on this host.
-    #[arg(long)]
     pub no_local: bool,
-}
-
-/// One probe as recorded in the manifest.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct ProbeRecord {
-    pub name: String,
-    /// The command line or file read (`read /proc/modules`).
-    pub command: String,
-    /// False when the tool or file does not exist on this host.
-    pub available: bool,
-    pub exit_status: Option<i32>,
-    pub duration_ms: u64,
-    pub timed_out: bool,
-    /// File under raw/ the output went to.
-    pub output: Option<String>,
-    /// Why it did not give a result, in words (first line of stderr, error).
-    pub error: Option<String>,
-}
-
-impl ProbeRecord {
-    pub fn ok(&self) -> bool {
-        self.available && !self.timed_out && self.exit_status == Some(0)
-    }
-    /// One word for people: ok, unavailable, failed, timed out.
-    pub fn outcome(&self) -> String {
-        if !self.available {
-            "unavailable".into()
-        } else if self.timed_out {
-            "timed out".into()
-        } else if self.exit_status == Some(0) {
-            "ok".into()
-        } else {
-            format!(
-                "failed (exit {})",
-                self.exit_status.map_or("?".into(), |s| s.to_string())
-            )
-        }
-    }
-}
-
-/// `manifest.json` of a bundle.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Manifest {
-    pub schema_version: u32,
-    pub tool: String,
-    pub tool_version: String,
-    pub host: String,
-    /// UTC, RFC 3339.
-    pub time: String,
-    /// The collect options (redacted).
-    pub options: Vec<String>,
-    /// PID of the serving process read (never compared by diff).
-    pub serving_pid: Option<u32>,
-    pub probes: Vec<ProbeRecord>,
+    /// The command line that asked for this collection, recorded (redacted) in the manifest.
+    pub command_line: Vec<String>,
 }
 
 struct CmdOutput {
@@ -211,135 +143,6 @@ fn run_command(argv: &[String], timeout: Duration) -> CmdOutput {
         timed_out,
         error: timed_out.then(|| format!("timed out after {}s", timeout.as_secs())),
     }
-}
-
-// ------------------------------------------------------------------ redaction
-
-static QUOTED_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)(['"]?\s*[=:]\s*)(['"])([^'"]+)(['"])"#).unwrap()
-});
-static BARE_ASSIGN_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)=([^\s"',;}\]]+)"#).unwrap());
-static YAML_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_]*):[ \t]+([^\s'\x22].*)$").unwrap()
-});
-static YAML_NAME_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r#"^\s*-?\s*name:\s*['"]?([A-Za-z_][A-Za-z0-9_]*)"#).unwrap());
-static YAML_VALUE_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^(\s*value:\s*)(\S.*)$").unwrap());
-static FLAG_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(--api-key|--hf-token|--token|--password)(=|\s+)([^\s"']+)"#).unwrap()
-});
-static BEARER_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+").unwrap());
-
-fn redact_json(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::Array(a) => {
-            if a.iter().all(|x| x.is_string()) {
-                let args: Vec<String> = a
-                    .iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect();
-                let red = redact_args(&args);
-                *a = red
-                    .into_iter()
-                    .map(|s| Value::String(redact_env_line(&s)))
-                    .collect();
-            } else {
-                a.iter_mut().for_each(redact_json);
-            }
-        }
-        Value::Object(o) => {
-            for (k, val) in o.iter_mut() {
-                if is_secret_name(k) && val.as_str().is_some_and(|s| !s.is_empty()) {
-                    *val = Value::String(REDACTED.into());
-                } else {
-                    redact_json(val);
-                }
-            }
-        }
-        Value::String(s) => {
-            let r = redact_text(s);
-            if r != *s {
-                *s = r;
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Replaces secret values anywhere in a text: `NAME=value` and `NAME: value` with a
-/// secret-looking NAME, quoted `'api_key': '...'` (vLLM's args dump), secret flags,
-/// Bearer tokens, and `name: X` / `value: ...` pairs of a pod spec. JSON is walked
-/// structurally (argument lists keep `--api-key X` pairs together) and only rewritten
-/// when a secret was found; otherwise the text stays verbatim.
-pub fn redact_text(text: &str) -> String {
-    let trimmed = text.trim_start();
-    if trimmed.starts_with('[') || trimmed.starts_with('{') {
-        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) {
-            let before = v.clone();
-            redact_json(&mut v);
-            if v == before {
-                return text.to_string();
-            }
-            return serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
-        }
-    }
-    let mut out = String::with_capacity(text.len());
-    let mut secret_name_pending = false;
-    for line in text.split_inclusive('\n') {
-        let mut l = line.to_string();
-        if secret_name_pending {
-            if let Some(c) = YAML_VALUE_RE.captures(l.trim_end_matches('\n')) {
-                let eol = if l.ends_with('\n') { "\n" } else { "" };
-                l = format!("{}{REDACTED}{eol}", &c[1]);
-            }
-            secret_name_pending = false;
-        }
-        if let Some(c) = YAML_NAME_RE.captures(&l) {
-            secret_name_pending = is_secret_name(&c[1]);
-        }
-        l = QUOTED_SECRET_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if is_secret_name(&c[1]) && &c[4] != REDACTED && &c[4] != "None" {
-                    format!("{}{}{}{REDACTED}{}", &c[1], &c[2], &c[3], &c[5])
-                } else {
-                    c[0].to_string()
-                }
-            })
-            .into_owned();
-        l = BARE_ASSIGN_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if is_secret_name(&c[1]) && &c[2] != REDACTED {
-                    format!("{}={REDACTED}", &c[1])
-                } else {
-                    c[0].to_string()
-                }
-            })
-            .into_owned();
-        if let Some(c) = YAML_SECRET_RE.captures(l.trim_end_matches('\n')) {
-            if is_secret_name(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
-                let eol = if l.ends_with('\n') { "\n" } else { "" };
-                l = format!("{}{}: {REDACTED}{eol}", &c[1], &c[2]);
-            }
-        }
-        l = FLAG_SECRET_RE
-            .replace_all(&l, |c: &regex::Captures| {
-                if &c[3] == REDACTED {
-                    c[0].to_string()
-                } else {
-                    format!("{}{}{REDACTED}", &c[1], &c[2])
-                }
-            })
-            .into_owned();
-        l = BEARER_RE
-            .replace_all(&l, format!("${{1}}{REDACTED}"))
-            .into_owned();
-        out.push_str(&l);
-    }
-    out
 }
 
 // ---------------------------------------------------------------- collection
@@ -559,7 +362,7 @@ fn hostname() -> String {
 }
 
 /// Collects this host's bundle under `out`; returns the bundle directory.
-pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> {
+pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
     let host = hostname();
     let now = chrono::Utc::now();
     std::fs::create_dir_all(&args.out)
@@ -571,7 +374,7 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
         dir = args.out.join(format!("{base}-{n}"));
         n += 1;
     }
-    let raw = dir.join("raw");
+    let raw = dir.join(RAW_DIR);
     std::fs::create_dir_all(&raw).with_context(|| format!("cannot create {}", raw.display()))?;
     let mut c = Collector {
         raw,
@@ -849,12 +652,12 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
         c.file("startup log", log, names::STARTUP_LOG);
     }
 
-    let mut options: Vec<String> = std::env::args().skip(1).collect();
-    options = redact_args(&options);
+    let options = redact_args(&args.command_line);
     let manifest = Manifest {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: "golive".into(),
         tool_version: crate::TOOL_VERSION.into(),
+        tool_commit: crate::GIT_COMMIT.into(),
         host,
         time: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         options,
@@ -862,8 +665,62 @@ pub fn collect_local(args: &CollectArgs) -> anyhow::Result<(PathBuf, Manifest)> 
         probes: c.probes,
     };
     let json = serde_json::to_string_pretty(&manifest)? + "\n";
-    crate::report::write_atomic(&dir.join("manifest.json"), json.as_bytes())?;
+    crate::report::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
     Ok((dir, manifest))
+}
+
+/// One bundle that `collect` made, or why it could not.
+pub struct Collected {
+    /// `local`, or the SSH host.
+    pub host: String,
+    /// The bundle directory and its manifest (`None` when a copied bundle's manifest
+    /// could not be read back).
+    pub result: anyhow::Result<(PathBuf, Option<Manifest>)>,
+}
+
+/// Collects on this host (unless `no_local` with `ssh` hosts), then on every SSH host
+/// in parallel; results in that order. An error on this host ends the collection.
+pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+    let mut done = Vec::new();
+    if !args.no_local || args.ssh.is_empty() {
+        let (dir, manifest) = collect_local(args)?;
+        done.push(Collected {
+            host: "local".into(),
+            result: Ok((dir, Some(manifest))),
+        });
+    }
+    let hosts: Vec<&str> = args
+        .ssh
+        .iter()
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .collect();
+    let remote = std::thread::scope(|scope| {
+        let workers: Vec<_> = hosts
+            .iter()
+            .map(|host| scope.spawn(move || collect_remote(host, args)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the collection thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (host, result) in hosts.into_iter().zip(remote) {
+        let result = result.map(|dir| {
+            let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+            (dir, manifest)
+        });
+        done.push(Collected {
+            host: host.to_string(),
+            result,
+        });
+    }
+    Ok(done)
 }
 
 fn ssh_base(opts: &[String]) -> Vec<String> {
@@ -881,7 +738,7 @@ fn ssh_base(opts: &[String]) -> Vec<String> {
 }
 
 /// Collects on `host` over ssh and copies the bundle into `out`.
-fn collect_remote(host: &str, args: &CollectArgs) -> anyhow::Result<PathBuf> {
+pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathBuf> {
     let opts = ssh_base(&args.ssh_options);
     let long = Duration::from_secs(args.timeout.max(1) * 20 + 60);
     let stamp = format!(
@@ -1001,7 +858,7 @@ fn collect_remote(host: &str, args: &CollectArgs) -> anyhow::Result<PathBuf> {
             long,
         )?;
         anyhow::ensure!(
-            local.join("manifest.json").is_file(),
+            local.join(MANIFEST).is_file(),
             "copied bundle {} has no manifest.json",
             local.display()
         );
@@ -1011,79 +868,9 @@ fn collect_remote(host: &str, args: &CollectArgs) -> anyhow::Result<PathBuf> {
     result
 }
 
-/// Prints which probes were unavailable or failed, to stderr.
-fn print_summary(dir: &Path, m: &Manifest) {
-    let ok = m.probes.iter().filter(|p| p.ok()).count();
-    eprintln!(
-        "golive collect: {} ({} of {} probes ok)",
-        dir.display(),
-        ok,
-        m.probes.len()
-    );
-    for p in m.probes.iter().filter(|p| !p.ok()) {
-        eprintln!(
-            "  {:<12} {:<26} {}",
-            p.outcome(),
-            p.name,
-            p.error.clone().unwrap_or_default()
-        );
-    }
-}
-
-pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
-    let mut failed = 0;
-    if !args.no_local || args.ssh.is_empty() {
-        let (dir, manifest) = collect_local(&args)?;
-        print_summary(&dir, &manifest);
-        println!("{}", dir.display());
-    }
-    for host in args.ssh.iter().filter(|h| !h.trim().is_empty()) {
-        match collect_remote(host.trim(), &args) {
-            Ok(dir) => {
-                if let Ok(t) = std::fs::read_to_string(dir.join("manifest.json")) {
-                    if let Ok(m) = serde_json::from_str::<Manifest>(&t) {
-                        print_summary(&dir, &m);
-                    }
-                }
-                println!("{}", dir.display());
-            }
-            Err(e) => {
-                eprintln!("golive collect: {host}: {e:#}");
-                failed += 1;
-            }
-        }
-    }
-    Ok(if failed > 0 {
-        crate::exit::FOUND
-    } else {
-        crate::exit::OK
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_all_forms() {
-        let t = "HF_TOKEN=hf_abc NCCL_DEBUG=INFO\n'api_key': 'sk-1', 'model': 'm'\nvllm serve m --api-key sk-2\nAuthorization: Bearer abc.def\n  - name: HF_TOKEN\n    value: hf_xyz\n";
-        let r = redact_text(t);
-        for s in ["hf_abc", "sk-1", "sk-2", "abc.def", "hf_xyz"] {
-            assert!(!r.contains(s), "{s} leaked: {r}");
-        }
-        assert!(r.contains("NCCL_DEBUG=INFO"));
-        assert!(r.contains("'model': 'm'"));
-    }
-
-    #[test]
-    fn redacts_json_args_pairs() {
-        let t = r#"[{"Path": "vllm", "Args": ["serve", "m", "--api-key", "sk-3"], "Config": {"Env": ["VLLM_API_KEY=sk-4", "A=b"]}}]"#;
-        let r = redact_text(t);
-        assert!(!r.contains("sk-3") && !r.contains("sk-4"), "{r}");
-        assert!(r.contains("A=b"));
-        let clean = "[\n    {\"Path\": \"vllm\"}\n]";
-        assert_eq!(redact_text(clean), clean);
-    }
 
     #[test]
     fn finds_vllm_argv() {

@@ -10,12 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::envparse::Bundle;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct DiffArgs {
+#[derive(Debug, Clone)]
+pub struct DiffOptions {
     pub a: PathBuf,
     pub b: PathBuf,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::OutputFormat,
 }
 
 /// One change that matters.
@@ -242,18 +240,9 @@ pub fn render_text(r: &DiffReport) -> String {
     s
 }
 
-/// Exit 0 when nothing that matters changed, 1 when something did (like diff(1)).
-pub fn run(args: DiffArgs) -> anyhow::Result<u8> {
-    let a = Bundle::load(&args.a)?;
-    let b = Bundle::load(&args.b)?;
-    let r = diff_bundles(&a, &b);
-    match args.format {
-        crate::report::OutputFormat::Json => println!("{}", serde_json::to_string_pretty(&r)?),
-        _ => print!("{}", render_text(&r)),
-    }
-    Ok(if r.changes.is_empty() {
-        crate::exit::OK
-    } else {
-        crate::exit::FOUND
-    })
+/// Loads both bundles and compares them.
+pub fn diff(opts: &DiffOptions) -> anyhow::Result<DiffReport> {
+    let a = Bundle::load(&opts.a)?;
+    let b = Bundle::load(&opts.b)?;
+    Ok(diff_bundles(&a, &b))
 }

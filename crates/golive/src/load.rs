@@ -2,8 +2,6 @@
 //! fixed concurrency or a fixed request rate, prompt and output lengths, an optional
 //! shared prefix; results as text, JSON and per-request CSV.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,58 +13,49 @@ use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec}
 use crate::report::Percentiles;
 use crate::target::Target;
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct LoadArgs {
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
-    #[arg(long)]
     pub url: String,
     /// Requests in flight at once (closed loop, default 1); with --rate, the most in
     /// flight (default 1024).
-    #[arg(long)]
     pub concurrency: Option<u32>,
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
-    #[arg(long)]
     pub rate: Option<f64>,
     /// Number of requests (default 100 unless --duration is given).
-    #[arg(long)]
     pub requests: Option<u64>,
     /// Run for this long instead of a number of requests, e.g. 30s, 5m.
-    #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// Closed loop: each stream pauses this long between its requests, as a user or an
     /// agent loop does (connections then sit idle in the pool), e.g. 6s.
-    #[arg(long, value_parser = humantime::parse_duration)]
     pub think_time: Option<Duration>,
     /// Approximate prompt length in tokens.
-    #[arg(long, default_value_t = 128)]
     pub prompt_tokens: u32,
     /// Output limit (`max_tokens`).
-    #[arg(long, default_value_t = 128)]
     pub max_tokens: u32,
     /// Tokens of the prompt shared by every request (prefix-cache traffic); 0 = none.
-    #[arg(long, default_value_t = 0)]
     pub shared_prefix_tokens: u32,
     /// Ask the server to ignore end-of-sequence so every answer has `max_tokens` tokens.
-    #[arg(long)]
     pub ignore_eos: bool,
     /// Do not calibrate prompt lengths with a first one-token request (prompt lengths
     /// are then counted in words, about one token each).
-    #[arg(long)]
     pub no_calibrate: bool,
     /// Endpoint: chat or completions.
-    #[arg(long, value_enum, default_value = "chat")]
     pub api: Api,
-    /// Write the summary as JSON to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    /// Write one CSV row per request to this file.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-    /// Summary on stdout: text or json.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::OutputFormat,
-    #[command(flatten)]
-    pub target: crate::target::TargetArgs,
+    /// Keep every request's record in the result (for a per-request CSV).
+    pub keep_records: bool,
+    pub target: crate::target::TargetOptions,
+}
+
+impl LoadOptions {
+    /// How many requests the run sends, when that is known beforehand.
+    pub fn planned_requests(&self) -> Option<u64> {
+        self.requests.or(if self.duration.is_some() {
+            None
+        } else {
+            Some(100)
+        })
+    }
 }
 
 /// What to send, how much and how fast.
@@ -248,13 +237,16 @@ impl LoadResult {
     }
 }
 
+/// Called with every finished request, as it finishes (progress, live line, events).
+pub type OnRecord = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
+
 /// Runs the plan against the client; one worker task per concurrent stream (closed
 /// loop), or a scheduler that starts requests at their planned times (open loop).
 pub async fn run_load(
     client: Arc<OpenAiClient>,
     plan: Arc<LoadPlan>,
     counters: Arc<LoadCounters>,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Option<OnRecord>,
 ) -> LoadResult {
     let started = Instant::now();
     let deadline = plan.duration.map(|d| started + d);
@@ -283,7 +275,7 @@ async fn open_loop(
     client: Arc<OpenAiClient>,
     plan: Arc<LoadPlan>,
     counters: Arc<LoadCounters>,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Option<OnRecord>,
     rate: f64,
     limit: u64,
     deadline: Option<Instant>,
@@ -334,7 +326,7 @@ async fn open_loop(
         while let Some(rec) = rx.recv().await {
             stats.record(&rec);
             if let Some(p) = &progress {
-                p.inc(1);
+                p(&rec);
             }
             if plan.keep_records {
                 records.push(rec);
@@ -350,7 +342,7 @@ async fn closed_loop(
     client: Arc<OpenAiClient>,
     plan: Arc<LoadPlan>,
     counters: Arc<LoadCounters>,
-    progress: Option<indicatif::ProgressBar>,
+    progress: Option<OnRecord>,
     limit: u64,
     deadline: Option<Instant>,
 ) -> (LatencyStats, Vec<RequestRecord>) {
@@ -387,7 +379,7 @@ async fn closed_loop(
                 }
                 stats.record(&rec);
                 if let Some(p) = &progress {
-                    p.inc(1);
+                    p(&rec);
                 }
                 if plan.keep_records {
                     records.push(rec);
@@ -449,6 +441,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
 /// The JSON summary of `golive load`.
 #[derive(Debug, Clone, Serialize)]
 pub struct LoadSummary {
+    pub tool_version: String,
+    /// The git commit golive was built from.
+    pub tool_commit: String,
     pub url: String,
     pub model: String,
     pub api: Api,
@@ -484,6 +479,8 @@ impl LoadSummary {
         let s = &result.stats;
         let secs = result.elapsed.as_secs_f64().max(1e-9);
         LoadSummary {
+            tool_version: crate::TOOL_VERSION.to_string(),
+            tool_commit: crate::GIT_COMMIT.to_string(),
             url: url.to_string(),
             model: plan.model.clone(),
             api: plan.api,
@@ -607,26 +604,19 @@ pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::R
     Ok(())
 }
 
-/// A progress bar on stderr when it is a terminal, else none.
-pub fn progress_bar(len: Option<u64>, msg: &str) -> Option<indicatif::ProgressBar> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    let bar = match len {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
-    };
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{elapsed_precise}] {bar:30} {pos}/{len}")
-    {
-        bar.set_style(style);
-    }
-    bar.set_message(msg.to_string());
-    Some(bar)
+/// How `load` ended.
+pub enum LoadOutcome {
+    /// The server did not answer `/v1/models` (or the model could not be resolved).
+    Unreachable(anyhow::Error),
+    Done {
+        summary: Box<LoadSummary>,
+        result: Box<LoadResult>,
+    },
 }
 
-pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
+/// Checks the options, resolves the model, calibrates and runs the load; `on_record`
+/// sees every finished request.
+pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<LoadOutcome> {
     anyhow::ensure!(
         args.concurrency.is_none_or(|c| c >= 1),
         "--concurrency must be at least 1"
@@ -648,10 +638,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         let client = OpenAiClient::new(&target)?;
         let model = match target.resolve_model(&client.http).await {
             Ok(m) => m,
-            Err(e) => {
-                eprintln!("golive load: {e:#}");
-                return Ok(crate::exit::UNREACHABLE);
-            }
+            Err(e) => return Ok(LoadOutcome::Unreachable(e)),
         };
         let plan = LoadPlan {
             api: args.api,
@@ -661,18 +648,14 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                 .concurrency
                 .unwrap_or(if args.rate.is_some() { 1024 } else { 1 }),
             rate: args.rate,
-            requests: args.requests.or(if args.duration.is_some() {
-                None
-            } else {
-                Some(100)
-            }),
+            requests: args.planned_requests(),
             duration: args.duration,
             think_time: args.think_time,
             prompt_tokens: args.prompt_tokens,
             max_tokens: args.max_tokens,
             shared_prefix_tokens: args.shared_prefix_tokens,
             ignore_eos: args.ignore_eos,
-            keep_records: args.csv.is_some(),
+            keep_records: args.keep_records,
             run_tag: run_tag(),
             tokens_per_word: if args.no_calibrate {
                 1.0
@@ -682,43 +665,18 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
                     .unwrap_or(1.0)
             },
         };
-        let progress = progress_bar(plan.requests, "load");
         let plan = Arc::new(plan);
         let result = run_load(
             Arc::new(client),
             plan.clone(),
             Arc::new(LoadCounters::default()),
-            progress.clone(),
+            on_record,
         )
         .await;
-        if let Some(p) = progress {
-            p.finish_and_clear();
-        }
         let summary = LoadSummary::new(&target.base_url, &plan, &result);
-        if let Some(path) = &args.json {
-            crate::report::write_atomic(path, &serde_json::to_vec_pretty(&summary)?)?;
-        }
-        if let Some(path) = &args.csv {
-            write_csv(path, &result.records)?;
-        }
-        match args.format {
-            crate::report::OutputFormat::Json => {
-                println!("{}", serde_json::to_string_pretty(&summary)?)
-            }
-            crate::report::OutputFormat::Text => {
-                print!("{}", summary.to_text());
-                // One machine-readable line for benchmark harnesses.
-                println!(
-                    "completed={} duration={:.3}",
-                    summary.requests - summary.errors,
-                    summary.duration_s
-                );
-            }
-        }
-        Ok(if summary.errors == 0 && summary.requests > 0 {
-            crate::exit::OK
-        } else {
-            crate::exit::FOUND
+        Ok(LoadOutcome::Done {
+            summary: Box::new(summary),
+            result: Box::new(result),
         })
     })
 }

@@ -160,8 +160,8 @@ impl Profile {
     /// Reads a recipe YAML (`vllm-project/recipes` format: `meta`, `model`, `features`,
     /// `strategy_min_gpus`, `hardware_overrides`, `strategy_overrides`, `guide`).
     pub fn from_recipe(text: &str) -> anyhow::Result<Profile> {
-        use serde_yaml::Value;
-        let doc: Value = serde_yaml::from_str(text).context("invalid YAML")?;
+        use serde_norway::Value;
+        let doc: Value = serde_norway::from_str(text).context("invalid YAML")?;
         let model = doc.get("model").context("no `model:` section")?;
         let s = |v: Option<&Value>| v.and_then(|v| v.as_str()).map(String::from);
         let strs = |v: Option<&Value>| -> Vec<String> {

@@ -1,6 +1,10 @@
 //! Secret redaction: values of secret-looking names and of secret-bearing
 //! command-line flags never reach a bundle, a report or the terminal.
 
+use std::sync::LazyLock;
+
+use regex::Regex;
+
 /// Replacement text for a secret value.
 pub const REDACTED: &str = "<redacted>";
 
@@ -68,6 +72,133 @@ pub fn redact_command_line(line: &str) -> String {
     }
 }
 
+static QUOTED_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)(['"]?\s*[=:]\s*)(['"])([^'"]+)(['"])"#).unwrap()
+});
+static BARE_ASSIGN_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)=([^\s"',;}\]]+)"#).unwrap());
+static YAML_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_]*):[ \t]+([^\s'\x22].*)$").unwrap()
+});
+static YAML_NAME_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r#"^\s*-?\s*name:\s*['"]?([A-Za-z_][A-Za-z0-9_]*)"#).unwrap());
+static YAML_VALUE_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^(\s*value:\s*)(\S.*)$").unwrap());
+static FLAG_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(--api-key|--hf-token|--token|--password)(=|\s+)([^\s"']+)"#).unwrap()
+});
+static BEARER_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]+").unwrap());
+
+fn redact_json(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Array(a) => {
+            if a.iter().all(|x| x.is_string()) {
+                let args: Vec<String> = a
+                    .iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect();
+                let red = redact_args(&args);
+                *a = red
+                    .into_iter()
+                    .map(|s| Value::String(redact_env_line(&s)))
+                    .collect();
+            } else {
+                a.iter_mut().for_each(redact_json);
+            }
+        }
+        Value::Object(o) => {
+            for (k, val) in o.iter_mut() {
+                if is_secret_name(k) && val.as_str().is_some_and(|s| !s.is_empty()) {
+                    *val = Value::String(REDACTED.into());
+                } else {
+                    redact_json(val);
+                }
+            }
+        }
+        Value::String(s) => {
+            let r = redact_text(s);
+            if r != *s {
+                *s = r;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Replaces secret values anywhere in a text: `NAME=value` and `NAME: value` with a
+/// secret-looking NAME, quoted `'api_key': '...'` (vLLM's args dump), secret flags,
+/// Bearer tokens, and `name: X` / `value: ...` pairs of a pod spec. JSON is walked
+/// structurally (argument lists keep `--api-key X` pairs together) and only rewritten
+/// when a secret was found; otherwise the text stays verbatim.
+pub fn redact_text(text: &str) -> String {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(text) {
+            let before = v.clone();
+            redact_json(&mut v);
+            if v == before {
+                return text.to_string();
+            }
+            return serde_json::to_string_pretty(&v).unwrap_or_default() + "\n";
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut secret_name_pending = false;
+    for line in text.split_inclusive('\n') {
+        let mut l = line.to_string();
+        if secret_name_pending {
+            if let Some(c) = YAML_VALUE_RE.captures(l.trim_end_matches('\n')) {
+                let eol = if l.ends_with('\n') { "\n" } else { "" };
+                l = format!("{}{REDACTED}{eol}", &c[1]);
+            }
+            secret_name_pending = false;
+        }
+        if let Some(c) = YAML_NAME_RE.captures(&l) {
+            secret_name_pending = is_secret_name(&c[1]);
+        }
+        l = QUOTED_SECRET_RE
+            .replace_all(&l, |c: &regex::Captures| {
+                if is_secret_name(&c[1]) && &c[4] != REDACTED && &c[4] != "None" {
+                    format!("{}{}{}{REDACTED}{}", &c[1], &c[2], &c[3], &c[5])
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned();
+        l = BARE_ASSIGN_RE
+            .replace_all(&l, |c: &regex::Captures| {
+                if is_secret_name(&c[1]) && &c[2] != REDACTED {
+                    format!("{}={REDACTED}", &c[1])
+                } else {
+                    c[0].to_string()
+                }
+            })
+            .into_owned();
+        if let Some(c) = YAML_SECRET_RE.captures(l.trim_end_matches('\n')) {
+            if is_secret_name(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
+                let eol = if l.ends_with('\n') { "\n" } else { "" };
+                l = format!("{}{}: {REDACTED}{eol}", &c[1], &c[2]);
+            }
+        }
+        l = FLAG_SECRET_RE
+            .replace_all(&l, |c: &regex::Captures| {
+                if &c[3] == REDACTED {
+                    c[0].to_string()
+                } else {
+                    format!("{}{}{REDACTED}", &c[1], &c[2])
+                }
+            })
+            .into_owned();
+        l = BEARER_RE
+            .replace_all(&l, format!("${{1}}{REDACTED}"))
+            .into_owned();
+        out.push_str(&l);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +223,26 @@ mod tests {
         assert_eq!(red[4], REDACTED);
         assert_eq!(red[5], "--hf-token=<redacted>");
         assert!(!redact_command_line("vllm serve m --api-key sk-secret").contains("sk-secret"));
+    }
+
+    #[test]
+    fn redacts_all_forms() {
+        let t = "HF_TOKEN=hf_abc NCCL_DEBUG=INFO\n'api_key': 'sk-1', 'model': 'm'\nvllm serve m --api-key sk-2\nAuthorization: Bearer abc.def\n  - name: HF_TOKEN\n    value: hf_xyz\n";
+        let r = redact_text(t);
+        for s in ["hf_abc", "sk-1", "sk-2", "abc.def", "hf_xyz"] {
+            assert!(!r.contains(s), "{s} leaked: {r}");
+        }
+        assert!(r.contains("NCCL_DEBUG=INFO"));
+        assert!(r.contains("'model': 'm'"));
+    }
+
+    #[test]
+    fn redacts_json_args_pairs() {
+        let t = r#"[{"Path": "vllm", "Args": ["serve", "m", "--api-key", "sk-3"], "Config": {"Env": ["VLLM_API_KEY=sk-4", "A=b"]}}]"#;
+        let r = redact_text(t);
+        assert!(!r.contains("sk-3") && !r.contains("sk-4"), "{r}");
+        assert!(r.contains("A=b"));
+        let clean = "[\n    {\"Path\": \"vllm\"}\n]";
+        assert_eq!(redact_text(clean), clean);
     }
 }

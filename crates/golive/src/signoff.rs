@@ -25,31 +25,8 @@ use chrono::Utc;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::exit;
 use crate::report::html::{self, Integrity};
-use crate::report::{report_path, write_atomic, OutputFormat, Report, Signoff, Verdict};
-
-#[derive(Debug, Clone, clap::Args)]
-pub struct SignoffArgs {
-    /// The report directory.
-    pub dir: PathBuf,
-    /// Who reviewed the measurements and logs (a second person, not the operator).
-    #[arg(long, required_unless_present = "verify")]
-    pub reviewer: Option<String>,
-    /// release, observe, rebuild or expand; default: the run's verdict.
-    #[arg(long)]
-    pub decision: Option<String>,
-    #[arg(long)]
-    pub note: Option<String>,
-    /// Check the recorded sign-offs against the files now instead of signing.
-    #[arg(long, conflicts_with_all = ["reviewer", "decision", "note"])]
-    pub verify: bool,
-    /// Sign a report whose run did not complete.
-    #[arg(long)]
-    pub allow_incomplete: bool,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
-}
+use crate::report::{report_path, write_atomic, Report, Signoff, Verdict};
 
 /// Files never covered: derived from report.json, or temporary.
 fn excluded(rel: &str) -> bool {
@@ -98,7 +75,7 @@ fn read_report_value(dir: &Path) -> anyhow::Result<(PathBuf, Value)> {
 }
 
 /// The report directory: `dir` itself, or the parent of a report.json path.
-fn report_dir(dir: &Path) -> PathBuf {
+pub fn report_dir(dir: &Path) -> PathBuf {
     if dir.is_dir() {
         dir.to_path_buf()
     } else {
@@ -230,7 +207,7 @@ pub fn write_html(dir: &Path) -> anyhow::Result<PathBuf> {
     write_atomic(&dir.join("report.html"), html.as_bytes())
 }
 
-fn describe(report: &Report, x: &Integrity) -> String {
+pub fn describe(report: &Report, x: &Integrity) -> String {
     let s = &report.signoffs[x.signoff];
     let head = format!(
         "sign-off {} by {} ({}, {}):",
@@ -253,66 +230,6 @@ fn describe(report: &Report, x: &Integrity) -> String {
         out.push_str(&format!("\n  added:   {f}"));
     }
     out
-}
-
-pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
-    if args.verify {
-        let (report, results) = verify(&args.dir)?;
-        anyhow::ensure!(
-            !report.signoffs.is_empty(),
-            "{} has no sign-off to verify",
-            report_path(&args.dir).display()
-        );
-        let all_intact = results.iter().all(Integrity::intact);
-        match args.format {
-            OutputFormat::Json => println!(
-                "{}",
-                serde_json::json!({"intact": all_intact, "signoffs": results})
-            ),
-            OutputFormat::Text => {
-                for x in &results {
-                    println!("{}", describe(&report, x));
-                }
-            }
-        }
-        return Ok(if all_intact { exit::OK } else { exit::FOUND });
-    }
-    let reviewer = args.reviewer.as_deref().unwrap_or_default();
-    let decision = args
-        .decision
-        .as_deref()
-        .map(str::parse::<Verdict>)
-        .transpose()?;
-    let s = sign(
-        &args.dir,
-        reviewer,
-        decision,
-        args.note.as_deref().unwrap_or(""),
-        args.allow_incomplete,
-    )?;
-    let report = Report::load(&report_dir(&args.dir))?;
-    let html = write_html(&args.dir)?;
-    match args.format {
-        OutputFormat::Json => println!("{}", serde_json::to_string(&s)?),
-        OutputFormat::Text => {
-            println!(
-                "signed off by {} with decision {}: {} files covered by SHA-256; {} rewritten",
-                s.reviewer,
-                s.decision.as_str(),
-                s.covered.len(),
-                html.display()
-            );
-            if let Some(v) = report.verdict {
-                if v != s.decision {
-                    println!(
-                        "note: the decision differs from the run's verdict ({})",
-                        v.as_str()
-                    );
-                }
-            }
-        }
-    }
-    Ok(exit::OK)
 }
 
 #[cfg(test)]

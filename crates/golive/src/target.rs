@@ -33,24 +33,19 @@ impl std::fmt::Debug for ApiKey {
 }
 
 /// Connection settings shared by the commands that talk to a server.
-#[derive(Debug, Clone, clap::Args)]
-pub struct TargetArgs {
+#[derive(Debug, Clone)]
+pub struct TargetOptions {
     /// API key sent as `Authorization: Bearer ...` (never printed or stored).
-    #[arg(long, env = "GOLIVE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
     /// Model name; default: the first model of `/v1/models`.
-    #[arg(long)]
     pub model: Option<String>,
     /// Timeout for one request, end to end.
-    #[arg(long, default_value = "120s", value_parser = humantime::parse_duration)]
     pub request_timeout: Duration,
     /// Timeout to connect.
-    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
     pub connect_timeout: Duration,
     /// Close a pooled keep-alive connection after it was idle this long. Below the common
     /// server-side idle timeouts (uvicorn and llama.cpp's httplib: 5 s), so golive never
     /// reuses a connection the server is about to close.
-    #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
     pub pool_idle_timeout: Duration,
 }
 
@@ -63,12 +58,12 @@ pub struct Target {
     pub model: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
-    /// How long an idle pooled connection is kept (see [`TargetArgs::pool_idle_timeout`]).
+    /// How long an idle pooled connection is kept (see [`TargetOptions::pool_idle_timeout`]).
     pub pool_idle_timeout: Duration,
 }
 
 impl Target {
-    pub fn new(url: &str, args: &TargetArgs) -> anyhow::Result<Self> {
+    pub fn new(url: &str, args: &TargetOptions) -> anyhow::Result<Self> {
         let parsed = url::Url::parse(url).with_context(|| format!("invalid URL {url:?}"))?;
         anyhow::ensure!(
             matches!(parsed.scheme(), "http" | "https"),
@@ -161,7 +156,7 @@ mod tests {
 
     #[test]
     fn base_url_drops_v1_and_slash() {
-        let args = TargetArgs {
+        let args = TargetOptions {
             api_key: None,
             model: None,
             request_timeout: Duration::from_secs(1),

@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use golive::agent::{run_stage, AgentOptions};
 use golive::report::{Check, Owner, Status};
-use golive::target::{Target, TargetArgs};
+use golive::target::{Target, TargetOptions};
 
 const PLAIN_PORT: u16 = 18210;
 const TEMPLATE_PORT: u16 = 18211;
 
 fn target(url: &str) -> Target {
-    let args = TargetArgs {
+    let args = TargetOptions {
         api_key: None,
         model: None,
         request_timeout: Duration::from_secs(300),

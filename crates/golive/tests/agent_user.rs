@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use golive::agent::{run_stage, AgentOptions};
 use golive::report::{decide_verdict, Check, Impact, Owner, Status, Verdict};
-use golive::target::{Target, TargetArgs};
+use golive::target::{Target, TargetOptions};
 
 const TEMPLATE_PORT: u16 = 18211;
 const PLAIN_PORT: u16 = 18210;
@@ -40,7 +40,7 @@ fn template_server() -> String {
 }
 
 async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
-    let args = TargetArgs {
+    let args = TargetOptions {
         api_key: None,
         model: None,
         request_timeout: Duration::from_secs(300),

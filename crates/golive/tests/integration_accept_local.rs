@@ -294,7 +294,7 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
 
     // The same baseline gives alerting rules with its numbers in them.
     let (rules, yaml) = common::rules_from_baseline(&run, tmp.path());
-    let parsed: serde_yaml::Value = serde_yaml::from_str(&yaml).unwrap();
+    let parsed: serde_norway::Value = serde_norway::from_str(&yaml).unwrap();
     assert!(
         parsed["groups"][0]["rules"]
             .as_sequence()

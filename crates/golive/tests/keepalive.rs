@@ -17,10 +17,10 @@ use common::check;
 use fault_server::{start, Fault};
 use golive::client::{Api, ErrorKind, OpenAiClient, RequestSpec};
 use golive::load::{run_load, LoadCounters, LoadPlan, LoadResult};
-use golive::target::{Target, TargetArgs};
+use golive::target::{Target, TargetOptions};
 
 fn client(url: &str) -> OpenAiClient {
-    let args = TargetArgs {
+    let args = TargetOptions {
         api_key: None,
         model: Some("fault-model".into()),
         request_timeout: Duration::from_secs(30),

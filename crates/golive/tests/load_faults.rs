@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use fault_server::{start, Fault};
 use golive::client::{Api, ErrorKind, OpenAiClient, RequestSpec};
-use golive::target::{Target, TargetArgs};
+use golive::target::{Target, TargetOptions};
 
 fn client(url: &str, timeout_ms: u64) -> OpenAiClient {
-    let args = TargetArgs {
+    let args = TargetOptions {
         api_key: None,
         model: Some("fault-model".into()),
         request_timeout: Duration::from_millis(timeout_ms),

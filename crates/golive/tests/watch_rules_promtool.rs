@@ -48,7 +48,7 @@ fn promtool_ok(args: &[&str], dir: &Path) -> (bool, String) {
 
 /// The annotations of each generated alert (promtool compares them exactly).
 fn annotations(rules_yaml: &str) -> std::collections::BTreeMap<String, Value> {
-    let file: Value = serde_yaml::from_str(rules_yaml).unwrap();
+    let file: Value = serde_norway::from_str(rules_yaml).unwrap();
     file["groups"][0]["rules"]
         .as_array()
         .unwrap()
@@ -233,7 +233,7 @@ fn write_tests(dir: &Path, ann: &std::collections::BTreeMap<String, Value>) {
     });
     std::fs::write(
         dir.join("rules_test.yml"),
-        serde_yaml::to_string(&test_file).unwrap(),
+        serde_norway::to_string(&test_file).unwrap(),
     )
     .unwrap();
 }

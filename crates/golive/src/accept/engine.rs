@@ -285,15 +285,7 @@ fn excerpt_json(v: &Value, drop: &[&str]) -> String {
         }
     }
     let text = v.to_string();
-    if text.len() > 1500 {
-        let mut cut = 1500;
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        format!("{}…", &text[..cut])
-    } else {
-        text
-    }
+    crate::text::truncate(&text, 1500)
 }
 
 /// The token ids the server's own tokenizer gives for chat `messages` (with the chat

@@ -22,11 +22,12 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::client::OpenAiClient;
-use crate::report::{Check, Impact, Report, Stage, Status, Verdict};
+use crate::events::{Event, Events};
+use crate::report::{Check, Impact, Report, Stage, Status};
 use crate::target::Target;
 
 /// Stages that can be left out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkippableStage {
     PrefixCache,
     Agent,
@@ -34,75 +35,52 @@ pub enum SkippableStage {
     Soak,
 }
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct AcceptArgs {
+#[derive(Debug, Clone)]
+pub struct AcceptOptions {
     /// OpenAI-compatible API server; repeat once per node (service and basic run on each).
-    #[arg(long, required = true)]
     pub url: Vec<String>,
     /// Directory for report.json, report.md, junit.xml, report.html.
-    #[arg(long, default_value = "golive-report")]
     pub out: PathBuf,
     /// Deployment profile (`kimi-k3`, `vllm` or a file), for the environment checklist.
-    #[arg(long)]
     pub profile: Option<String>,
     /// Bundle directory from `golive collect` (one per node): joins the environment checklist.
-    #[arg(long)]
     pub bundle: Vec<PathBuf>,
     /// Server log: a failed stage is triaged and its first-cause line becomes the evidence.
-    #[arg(long)]
     pub server_log: Option<PathBuf>,
     /// Container of the server (docker or podman): on a failure its logs are saved to
     /// DIR/server-container.log and triaged like --server-log.
-    #[arg(long)]
     pub server_container: Option<String>,
     /// Highest concurrency of the ramp.
-    #[arg(long, default_value_t = 8)]
     pub concurrency: u32,
     /// The expected load; ramp failures above it are limits (observe), at or below it capacity failures (expand). Default: --concurrency.
-    #[arg(long)]
     pub expected_concurrency: Option<u32>,
     /// Longest context (prompt + output) of the ramp, in tokens. Default: the server's max model length (else 4096).
-    #[arg(long)]
     pub max_context: Option<u32>,
     /// Expected context; longer ramp steps that fail are limits. Default: --max-context.
-    #[arg(long)]
     pub expected_context: Option<u32>,
     /// Length of the soak, e.g. 10m.
-    #[arg(long, default_value = "60s", value_parser = humantime::parse_duration)]
     pub duration: Duration,
     /// Output limit of ramp and soak requests.
-    #[arg(long, default_value_t = 64)]
     pub output_tokens: u32,
     /// Prompt length of the short requests (tokens, approximate).
-    #[arg(long, default_value_t = 128)]
     pub short_prompt: u32,
     /// Requests per concurrent stream in each ramp step.
-    #[arg(long, default_value_t = 2)]
     pub ramp_requests: u32,
     /// Length of the shared system prompt of the prefix-cache proof (words ≈ tokens).
-    #[arg(long, default_value_t = 400)]
     pub prefix_words: u32,
     /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails.
-    #[arg(long)]
     pub slo_ttft_p95_ms: Option<f64>,
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
-    #[arg(long)]
     pub slo_itl_p95_ms: Option<f64>,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
-    #[arg(long)]
     pub dcgm: Option<String>,
     /// Who reviews this run (recorded on every check).
-    #[arg(long)]
     pub reviewer: Option<String>,
     /// Who runs it (default: the login name).
-    #[arg(long)]
     pub operator: Option<String>,
     /// Leave stages out (repeatable): prefix-cache, agent, ramp, soak.
-    #[arg(long, value_enum)]
     pub skip: Vec<SkippableStage>,
-    #[command(flatten)]
-    pub target: crate::target::TargetArgs,
-    #[command(flatten)]
+    pub target: crate::target::TargetOptions,
     pub agent: crate::agent::AgentOptions,
 }
 
@@ -110,9 +88,30 @@ pub struct AcceptArgs {
 pub struct Node {
     pub target: Target,
     pub client: Arc<OpenAiClient>,
+    /// Where the stages report progress (stage changes, requests, checks).
+    pub events: Events,
 }
 
-pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
+/// How an acceptance run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcceptEnd {
+    /// Every stage ran (or was skipped); the report has a verdict.
+    Decided,
+    /// No server answered; the report has a verdict on what was seen.
+    Unreachable,
+    /// Ctrl-C: the report keeps the checks so far, without a verdict.
+    Interrupted,
+}
+
+/// What `run` leaves: the report as written to `--out`, and how the run ended.
+pub struct AcceptOutcome {
+    pub end: AcceptEnd,
+    pub report: Report,
+}
+
+/// Runs the stages against the `url`s, writes report.json after each and all the
+/// reports at the end; progress goes to `events`.
+pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(
         args.output_tokens >= 1,
@@ -129,7 +128,11 @@ pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     for url in &args.url {
         let target = Target::new(url, &args.target)?;
         let client = Arc::new(OpenAiClient::new(&target)?);
-        nodes.push(Node { target, client });
+        nodes.push(Node {
+            target,
+            client,
+            events: events.clone(),
+        });
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -148,10 +151,11 @@ pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
             .or_else(|| std::env::var("LOGNAME").ok());
         report.save_json(&args.out)?;
         let outcome = tokio::select! {
-            r = run_stages(&args, &mut nodes, &mut report) => Some(r?),
+            r = run_stages(args, events, &mut nodes, &mut report) => Some(r?),
             _ = tokio::signal::ctrl_c() => None,
         };
-        finish(&args, &mut report, outcome)
+        let end = finish(args, events, &mut report, outcome)?;
+        Ok(AcceptOutcome { end, report })
     })
 }
 
@@ -162,10 +166,11 @@ enum StagesEnd {
 }
 
 fn finish(
-    args: &AcceptArgs,
+    args: &AcceptOptions,
+    events: &Events,
     report: &mut Report,
     outcome: Option<StagesEnd>,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<AcceptEnd> {
     if let Some(log) = &args.server_log {
         attach_triage(report, log);
     } else if let Some(name) = &args.server_container {
@@ -173,7 +178,7 @@ fn finish(
             match container_logs(name, &args.out) {
                 Ok(log) => attach_triage(report, &log),
                 Err(e) => {
-                    eprintln!("golive accept: cannot read the logs of container {name}: {e:#}")
+                    events.warning(format!("cannot read the logs of container {name}: {e:#}"))
                 }
             }
         }
@@ -193,27 +198,16 @@ fn finish(
             report.verdict = None;
             report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
             write_outputs(report, &args.out)?;
-            eprintln!(
-                "golive accept: interrupted; partial report in {}",
-                args.out.display()
-            );
-            Ok(crate::exit::FOUND)
+            Ok(AcceptEnd::Interrupted)
         }
         Some(end) => {
             report.decide();
             report.complete = true;
             report.finished_at = Some(chrono::Utc::now());
             write_outputs(report, &args.out)?;
-            eprintln!(
-                "golive accept: verdict {} ({}); report in {}",
-                report.verdict.map_or("none", Verdict::as_str),
-                report.verdict_reason,
-                args.out.display()
-            );
-            Ok(match (end, report.verdict) {
-                (StagesEnd::Unreachable, _) => crate::exit::UNREACHABLE,
-                (_, Some(Verdict::Release)) => crate::exit::OK,
-                _ => crate::exit::FOUND,
+            Ok(match end {
+                StagesEnd::Unreachable => AcceptEnd::Unreachable,
+                StagesEnd::Done => AcceptEnd::Decided,
             })
         }
     }
@@ -306,7 +300,7 @@ fn attach_triage(report: &mut Report, log: &Path) {
     }
 }
 
-fn environment_checks(args: &AcceptArgs) -> Vec<Check> {
+fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
     match crate::check::check_bundles(&args.bundle, args.profile.as_deref()) {
         Ok(r) => r
             .items
@@ -343,18 +337,20 @@ fn skipped(id: &str, stage: Stage, why: &str) -> Check {
 }
 
 async fn run_stages(
-    args: &AcceptArgs,
+    args: &AcceptOptions,
+    events: &Events,
     nodes: &mut [Node],
     report: &mut Report,
 ) -> anyhow::Result<StagesEnd> {
     let out = args.out.as_path();
+    let mut stage = StageTracker::new(events);
     if !args.bundle.is_empty() {
         report.checks.extend(environment_checks(args));
         report.save_json(out)?;
     }
 
     // service, per node
-    note("service");
+    stage.enter(Stage::Service, report);
     let mut infos = Vec::new();
     let mut all_unreachable = true;
     for (i, node) in nodes.iter().enumerate() {
@@ -366,10 +362,11 @@ async fn run_stages(
     report.engine = infos.first().map(|i| i.engine_name().to_string());
     report.save_json(out)?;
     if all_unreachable {
-        eprintln!(
-            "golive accept: no server answered at {}",
+        stage.end(report);
+        events.emit(Event::Unreachable(format!(
+            "no server answered at {}",
             report.urls.join(", ")
-        );
+        )));
         return Ok(StagesEnd::Unreachable);
     }
 
@@ -387,13 +384,14 @@ async fn run_stages(
             c.impact = Impact::Environment;
             report.checks.push(c);
             report.save_json(out)?;
+            stage.end(report);
             return Ok(StagesEnd::Done);
         }
     };
     report.model = Some(model.clone());
 
     // basic, per node
-    note("basic");
+    stage.enter(Stage::Basic, report);
     let mut basic_ok = true;
     for (i, node) in nodes.iter().enumerate() {
         let checks = service::basic_stage(node, i, &model).await;
@@ -415,7 +413,7 @@ async fn run_stages(
     let not_served = "the basic request failed on the first node";
 
     // prefix cache
-    note("prefix cache");
+    stage.enter(Stage::PrefixCache, report);
     if skip(SkippableStage::PrefixCache) {
         report.checks.push(skipped(
             "prefix_cache",
@@ -435,7 +433,7 @@ async fn run_stages(
     report.save_json(out)?;
 
     // agent
-    note("agent");
+    stage.enter(Stage::Agent, report);
     if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
         let checks =
             crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
@@ -445,7 +443,7 @@ async fn run_stages(
     }
 
     // ramp
-    note("ramp");
+    stage.enter(Stage::Ramp, report);
     let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
     let server_max = info
         .max_model_len
@@ -453,7 +451,7 @@ async fn run_stages(
     let mut max_context = args.max_context.or(server_max).unwrap_or(4096);
     if let Some(limit) = server_max.filter(|l| *l < max_context) {
         // Longer requests would only be refused (HTTP 400): a setting, not a capacity limit.
-        eprintln!("golive accept: --max-context {max_context} is above the server's max model length {limit}; using {limit}");
+        events.notice(format!("--max-context {max_context} is above the server's max model length {limit}; using {limit}"));
         max_context = limit;
     }
     let mut accepted: Option<(u32, Option<f64>)> = None;
@@ -485,8 +483,9 @@ async fn run_stages(
             |step, check| {
                 report.measurements.ramp.push(step.clone());
                 report.checks.push(check.clone());
+                events.emit(Event::RampStepDone(Box::new(step.clone())));
                 if let Err(e) = report.save_json(out) {
-                    eprintln!("golive accept: cannot save the report: {e:#}");
+                    events.warning(format!("cannot save the report: {e:#}"));
                 }
             },
         )
@@ -520,7 +519,7 @@ async fn run_stages(
     report.save_json(out)?;
 
     // soak
-    note("soak");
+    stage.enter(Stage::Soak, report);
     if skip(SkippableStage::Soak) {
         report
             .checks
@@ -579,6 +578,7 @@ async fn run_stages(
         report.checks.push(o.check);
     }
     report.save_json(out)?;
+    stage.end(report);
     Ok(StagesEnd::Done)
 }
 
@@ -617,9 +617,39 @@ fn strip_content(c: &mut Check) {
     }
 }
 
-/// One line per stage on stderr, so a long run shows where it is.
-fn note(stage: &str) {
-    eprintln!("golive accept: stage {stage}");
+/// Announces stage changes: the previous stage finished, the next one started.
+/// The checks a stage added are reported when it ends.
+struct StageTracker<'a> {
+    events: &'a Events,
+    current: Option<Stage>,
+    /// Checks of the report already reported.
+    seen: usize,
+}
+
+impl<'a> StageTracker<'a> {
+    fn new(events: &'a Events) -> Self {
+        StageTracker {
+            events,
+            current: None,
+            seen: 0,
+        }
+    }
+
+    fn enter(&mut self, next: Stage, report: &Report) {
+        self.end(report);
+        self.events.emit(Event::StageStarted(next));
+        self.current = Some(next);
+    }
+
+    fn end(&mut self, report: &Report) {
+        for c in report.checks.iter().skip(self.seen) {
+            self.events.emit(Event::CheckResult(Box::new(c.clone())));
+        }
+        self.seen = report.checks.len();
+        if let Some(done) = self.current.take() {
+            self.events.emit(Event::StageFinished(done));
+        }
+    }
 }
 
 fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {

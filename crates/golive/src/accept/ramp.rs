@@ -144,7 +144,8 @@ pub async fn run(
             Some(u) => engine::scrape(&node.client.http, u).await,
             None => None,
         };
-        let bar = crate::load::progress_bar(plan.requests, &format!("ramp {}", p.label));
+        let load_label = format!("ramp {}", p.label);
+        let bar = node.events.load_started(&load_label, plan.requests);
         let (result, peaks): (LoadResult, _) = engine::with_peaks(
             &node.client.http,
             metrics_url.as_deref(),
@@ -159,9 +160,7 @@ pub async fn run(
             ),
         )
         .await;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        node.events.load_finished(&load_label);
         let after = match &metrics_url {
             Some(u) => engine::scrape(&node.client.http, u).await,
             None => None,

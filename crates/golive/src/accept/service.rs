@@ -22,15 +22,7 @@ fn id(base: &str, node: usize) -> String {
 }
 
 fn excerpt(s: &str, max: usize) -> String {
-    let s = s.trim();
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut cut = max;
-    while !s.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    format!("{}…", &s[..cut])
+    crate::text::truncate(s.trim(), max)
 }
 
 /// Result of the service stage for one node.

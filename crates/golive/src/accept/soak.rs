@@ -66,7 +66,7 @@ pub async fn run(
         None => None,
     };
     let started = Instant::now();
-    let bar = crate::load::progress_bar(None, "soak");
+    let bar = node.events.load_started("soak", None);
     let load = run_load(
         node.client.clone(),
         plan.clone(),
@@ -117,9 +117,7 @@ pub async fn run(
         r = load => r,
         _ = sampler => unreachable!("the sampler never ends"),
     };
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    node.events.load_finished("soak");
     let last = match &metrics_url {
         Some(u) => engine::scrape(&node.client.http, u).await,
         None => None,

@@ -27,44 +27,33 @@ use cases::{Budget, Case};
 use http::{send, LogWatch, Sent};
 use validate::{judge, quote, shape, Answer, Outcome, Problem, Severity, Shape};
 
-pub use replay::{run_replay, ReplayArgs};
+pub use replay::{replay, ReplayOptions, ReplayResult};
 
 /// Options of the agent stage (flattened into `golive accept`).
-#[derive(Debug, Clone, clap::Args)]
+#[derive(Debug, Clone)]
 pub struct AgentOptions {
     /// Repetitions of each agent case (reported as a pass rate).
-    #[arg(long, default_value_t = 5)]
     pub repeat: u32,
     /// The user's own OpenAI `tools` array (JSON); replaces the example tools.
-    #[arg(long)]
     pub tools: Option<PathBuf>,
     /// The user's own cases (TOML `[[case]]` tables or JSON lines: prompt, tool, args).
-    #[arg(long)]
     pub cases: Option<PathBuf>,
     /// Keep prompts and answers out of the report and the regression files (hashes and lengths only).
-    #[arg(long)]
     pub no_content: bool,
     /// Skip the agent stage.
-    #[arg(long)]
     pub skip_agent: bool,
     /// max_tokens of the agent requests.
-    #[arg(long, default_value_t = 128)]
     pub agent_max_tokens: u32,
     /// max_tokens of the case that must be cut off inside a tool call.
-    #[arg(long, default_value_t = 8)]
     pub agent_cut_tokens: u32,
     /// Deadline of the first, deliberately long attempt of the timeout-and-retry case.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub agent_first_timeout: Duration,
     /// Do not run the streamed variants (when the production client does not stream).
-    #[arg(long)]
     pub agent_no_stream: bool,
     /// The server's log file: parser exceptions printed during a request are attributed to it.
-    #[arg(long)]
     pub agent_server_log: Option<PathBuf>,
     /// Run only the agent checks whose id starts with one of these (comma-separated),
     /// e.g. `agent_case_,agent_stream_case_` to rerun only your own cases.
-    #[arg(long, value_delimiter = ',')]
     pub agent_only: Vec<String>,
 }
 

@@ -7,28 +7,22 @@ use serde_json::{json, Value};
 
 use super::http::send;
 use super::regress;
-use super::validate::{judge, Outcome, Severity};
-use crate::exit;
-use crate::report::OutputFormat;
-use crate::target::{Target, TargetArgs};
+use super::validate::{judge, Outcome, Problem, Severity};
+use crate::target::{Target, TargetOptions};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct ReplayArgs {
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
     /// A saved regression case (`DIR/regressions/*.json`).
     pub file: PathBuf,
     /// The OpenAI-compatible server to send it to.
-    #[arg(long)]
     pub url: String,
     /// How often to send it; it passes only when every attempt passes.
-    #[arg(long, default_value_t = 1)]
     pub repeat: u32,
-    #[arg(long, value_enum, default_value_t)]
-    pub format: OutputFormat,
-    #[command(flatten)]
-    pub target: TargetArgs,
+    pub target: TargetOptions,
 }
 
-pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
+/// Sends the saved case `repeat` times and judges every answer.
+pub fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
     let reg = regress::load(&args.file)?;
     anyhow::ensure!(
         !reg.content_withheld,
@@ -68,66 +62,101 @@ pub fn run_replay(args: ReplayArgs) -> anyhow::Result<u8> {
             let problems = judge(&body, &reg.expect, &sent.outcome);
             attempts.push((sent, problems));
         }
-        let passed = attempts
-            .iter()
-            .filter(|(_, p)| !p.iter().any(|p| p.severity == Severity::Fail))
-            .count();
-        let all = attempts.len();
-        match args.format {
-            OutputFormat::Json => {
-                let out = json!({
-                    "file": args.file.display().to_string(),
-                    "check": reg.check,
-                    "url": target.base_url,
-                    "passed": passed,
-                    "attempts": all,
-                    "results": attempts.iter().map(|(s, p)| json!({
-                        "duration_ms": s.duration_ms,
-                        "problems": p,
-                    })).collect::<Vec<_>>(),
-                });
-                println!("{}", serde_json::to_string_pretty(&out)?);
-            }
-            OutputFormat::Text => {
-                for (i, (sent, problems)) in attempts.iter().enumerate() {
-                    let fails: Vec<_> = problems
-                        .iter()
-                        .filter(|p| p.severity == Severity::Fail)
-                        .collect();
-                    if fails.is_empty() {
-                        println!("attempt {}: PASS ({} ms)", i + 1, sent.duration_ms);
+        Ok(ReplayResult {
+            file: args.file.display().to_string(),
+            check: reg.check.clone(),
+            url: target.base_url.clone(),
+            attempts: attempts
+                .into_iter()
+                .map(|(sent, problems)| ReplayAttempt {
+                    duration_ms: sent.duration_ms,
+                    problems,
+                })
+                .collect(),
+            unreachable,
+        })
+    })
+}
+
+/// One sending of the saved case.
+#[derive(Debug, Clone)]
+pub struct ReplayAttempt {
+    pub duration_ms: u64,
+    pub problems: Vec<Problem>,
+}
+
+impl ReplayAttempt {
+    pub fn passed(&self) -> bool {
+        !self.problems.iter().any(|p| p.severity == Severity::Fail)
+    }
+}
+
+/// What `replay` found.
+#[derive(Debug, Clone)]
+pub struct ReplayResult {
+    pub file: String,
+    pub check: String,
+    pub url: String,
+    pub attempts: Vec<ReplayAttempt>,
+    /// An attempt could not connect.
+    pub unreachable: bool,
+}
+
+impl ReplayResult {
+    pub fn passed(&self) -> usize {
+        self.attempts.iter().filter(|a| a.passed()).count()
+    }
+
+    pub fn all_passed(&self) -> bool {
+        self.passed() == self.attempts.len()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "file": self.file,
+            "check": self.check,
+            "url": self.url,
+            "passed": self.passed(),
+            "attempts": self.attempts.len(),
+            "results": self.attempts.iter().map(|a| json!({
+                "duration_ms": a.duration_ms,
+                "problems": a.problems,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The report for people: one line per attempt and problem, then the summary.
+    pub fn render_text(&self) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for (i, a) in self.attempts.iter().enumerate() {
+            let verdict = if a.passed() { "PASS" } else { "FAIL" };
+            let _ = writeln!(out, "attempt {}: {verdict} ({} ms)", i + 1, a.duration_ms);
+            for p in &a.problems {
+                let owner = serde_json::to_value(p.owner).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "  {} [{}] {}: {}",
+                    if p.severity == Severity::Fail {
+                        "fail"
                     } else {
-                        println!("attempt {}: FAIL ({} ms)", i + 1, sent.duration_ms);
-                    }
-                    for p in problems {
-                        let owner = serde_json::to_value(p.owner).unwrap_or_default();
-                        println!(
-                            "  {} [{}] {}: {}",
-                            if p.severity == Severity::Fail {
-                                "fail"
-                            } else {
-                                "warn"
-                            },
-                            owner.as_str().unwrap_or("?"),
-                            p.code,
-                            p.detail
-                        );
-                    }
-                }
-                println!(
-                    "{}: {} ({passed}/{all} passed) against {}",
-                    reg.check,
-                    if passed == all { "PASS" } else { "FAIL" },
-                    target.base_url
+                        "warn"
+                    },
+                    owner.as_str().unwrap_or("?"),
+                    p.code,
+                    p.detail
                 );
             }
         }
-        Ok(if unreachable {
-            exit::UNREACHABLE
-        } else if passed == all {
-            exit::OK
-        } else {
-            exit::FOUND
-        })
-    })
+        let _ = writeln!(
+            out,
+            "{}: {} ({}/{} passed) against {}",
+            self.check,
+            if self.all_passed() { "PASS" } else { "FAIL" },
+            self.passed(),
+            self.attempts.len(),
+            self.url
+        );
+        out
+    }
 }

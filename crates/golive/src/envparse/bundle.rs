@@ -8,32 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 
 use super::*;
-use crate::collect::Manifest;
-
-/// Contract names of the raw files (issue 3); `check` and `diff` read these.
-pub mod names {
-    pub const NVIDIA_SMI: &str = "nvidia-smi.txt";
-    pub const NVIDIA_SMI_QUERY: &str = "nvidia-smi-query.csv";
-    pub const NVIDIA_SMI_TOPO: &str = "nvidia-smi-topo.txt";
-    pub const NVIDIA_SMI_APPS: &str = "nvidia-smi-apps.csv";
-    pub const DOCKER_INSPECT: &str = "docker-inspect.json";
-    pub const DOCKER_IMAGE_INSPECT: &str = "docker-image-inspect.json";
-    pub const CMDLINE: &str = "cmdline.txt";
-    pub const ENV: &str = "env.txt";
-    pub const LSMOD: &str = "lsmod.txt";
-    pub const IBV_DEVINFO: &str = "ibv_devinfo.txt";
-    pub const IP_LINK: &str = "ip-link.txt";
-    pub const VLLM_VERSION: &str = "vllm-version.txt";
-    pub const STARTUP_LOG: &str = "startup.log";
-    /// Extra files golive collect writes.
-    pub const CONTAINER_NVIDIA_SMI: &str = "container-nvidia-smi.txt";
-    pub const PROBE_IMAGE: &str = "probe-image.txt";
-    pub const CONTAINER_CUDA: &str = "container-cuda.txt";
-    pub const DRIVER_VERSION: &str = "driver-version.txt";
-    pub const UNAME: &str = "uname.txt";
-    pub const NVCC: &str = "nvcc.txt";
-    pub const POD_SPEC: &str = "pod-spec.yaml";
-}
+pub use crate::bundle_format::names;
+use crate::bundle_format::{Manifest, MANIFEST, RAW_DIR};
 
 /// Everything read from one bundle.
 #[derive(Debug, Clone, Default)]
@@ -76,13 +52,13 @@ impl Bundle {
     /// the `raw/` folder itself (people often hand over just the files).
     pub fn load(dir: &Path) -> anyhow::Result<Bundle> {
         anyhow::ensure!(dir.is_dir(), "{} is not a bundle directory", dir.display());
-        let raw = if dir.join("raw").is_dir() {
-            dir.join("raw")
+        let raw = if dir.join(RAW_DIR).is_dir() {
+            dir.join(RAW_DIR)
         } else {
             dir.to_path_buf()
         };
         // The raw files are the contract; a foreign or damaged manifest only loses the host name.
-        let manifest = std::fs::read_to_string(dir.join("manifest.json"))
+        let manifest = std::fs::read_to_string(dir.join(MANIFEST))
             .ok()
             .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
         let mut files: Vec<String> = std::fs::read_dir(&raw)
@@ -352,7 +328,7 @@ pub fn fuzz_texts(text: &str) {
 
 /// The container command of a rendered pod spec (YAML), as one shell line.
 fn pod_spec_command(text: &str) -> String {
-    let Ok(value) = serde_yaml::from_str::<serde_yaml::Value>(text) else {
+    let Ok(value) = serde_norway::from_str::<serde_norway::Value>(text) else {
         return String::new();
     };
     let container = value

@@ -53,8 +53,13 @@ pub fn render_with_integrity(report: &Report, integrity: Option<&[Integrity]>) -
     checklist(&mut h, &report.checks);
     let _ = write!(
         h,
-        "<footer>golive {} · report schema {} · started {}{}</footer>\n</body></html>\n",
+        "<footer>golive {} (commit {}) · report schema {} · started {}{}</footer>\n</body></html>\n",
         esc(&report.tool_version),
+        esc(if report.tool_commit.is_empty() {
+            "unknown"
+        } else {
+            &report.tool_commit
+        }),
         report.schema_version,
         esc(&report.started_at.to_rfc3339()),
         report

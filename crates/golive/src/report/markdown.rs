@@ -4,11 +4,7 @@ use super::{Percentiles, Report, Status};
 fn cell(s: &str) -> String {
     // One table row per check: no newlines or pipes inside a cell.
     let one_line = s.replace(['\n', '\r'], " ").replace('|', "\\|");
-    if one_line.chars().count() > 240 {
-        format!("{}…", one_line.chars().take(240).collect::<String>())
-    } else {
-        one_line
-    }
+    crate::text::truncate(&one_line, 240)
 }
 
 fn status_word(s: Status) -> &'static str {
@@ -78,8 +74,10 @@ pub fn render(report: &Report) -> String {
         report.reviewer.as_deref().unwrap_or("–")
     ));
     md.push_str(&format!(
-        "| golive | {} (schema {}) |\n\n",
-        report.tool_version, report.schema_version
+        "| golive | {} commit {} (schema {}) |\n\n",
+        report.tool_version,
+        or_unknown(&report.tool_commit),
+        report.schema_version
     ));
 
     let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
@@ -210,6 +208,15 @@ pub fn render(report: &Report) -> String {
         }
     }
     md
+}
+
+/// A value absent from an older report.
+fn or_unknown(s: &str) -> &str {
+    if s.is_empty() {
+        "unknown"
+    } else {
+        s
+    }
 }
 
 #[cfg(test)]

@@ -323,6 +323,9 @@ pub struct Signoff {
 pub struct Report {
     pub schema_version: u32,
     pub tool_version: String,
+    /// The git commit golive was built from (`unknown`; absent in older reports).
+    #[serde(default)]
+    pub tool_commit: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     /// False while the run is still going (or was interrupted).
@@ -357,6 +360,7 @@ impl Report {
         Report {
             schema_version: SCHEMA_VERSION,
             tool_version: crate::TOOL_VERSION.to_string(),
+            tool_commit: crate::GIT_COMMIT.to_string(),
             started_at: Utc::now(),
             finished_at: None,
             complete: false,
@@ -408,10 +412,23 @@ pub fn report_path(path: &Path) -> PathBuf {
     }
 }
 
+/// An output file could not be written (the CLI exits 4 for it, not 2).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}", path.display())]
+pub struct WriteFailed {
+    pub path: PathBuf,
+    #[source]
+    pub source: std::io::Error,
+}
+
 /// Writes a file through a temporary sibling and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
+    let failed = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| WriteFailed { path, source }
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(failed(dir))?;
     let tmp = dir.join(format!(
         ".{}.tmp",
         path.file_name()
@@ -419,12 +436,11 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
             .unwrap_or("golive")
     ));
     {
-        let mut f = std::fs::File::create(&tmp)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        f.write_all(bytes)?;
+        let mut f = std::fs::File::create(&tmp).map_err(failed(&tmp))?;
+        f.write_all(bytes).map_err(failed(&tmp))?;
         f.sync_all().ok();
     }
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::rename(&tmp, path).map_err(failed(path))?;
     Ok(path.to_path_buf())
 }
 
@@ -573,14 +589,4 @@ mod tests {
         assert_eq!(back, r);
         assert_eq!(back.verdict, Some(Verdict::Release));
     }
-}
-
-/// `--format` of the commands that print a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum OutputFormat {
-    /// For people.
-    #[default]
-    Text,
-    /// For machines.
-    Json,
 }

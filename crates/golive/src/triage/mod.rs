@@ -647,57 +647,6 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     }
 }
 
-/// `golive triage` arguments.
-#[derive(Debug, Clone, clap::Args)]
-pub struct TriageArgs {
-    /// Log files, directories (every log inside), `-` for stdin; `.gz` is read too.
-    #[arg(required = true)]
-    pub paths: Vec<PathBuf>,
-    /// Lines of context before the cause line.
-    #[arg(long, default_value_t = 30)]
-    pub context: usize,
-    /// Extra rule file (TOML), added to the built-in rules.
-    #[arg(long)]
-    pub rules: Vec<PathBuf>,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: crate::report::OutputFormat,
-}
-
-/// Runs `golive triage`; returns the exit code.
-pub fn run(args: TriageArgs) -> anyhow::Result<u8> {
-    let opts = TriageOptions {
-        context: args.context,
-        rules: args.rules.clone(),
-    };
-    let report = match analyze_paths(&args.paths, &opts) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("golive triage: error: {e:#}");
-            return Ok(crate::exit::USAGE);
-        }
-    };
-    let stdout = io::stdout();
-    let mut out = stdout.lock();
-    match args.format {
-        crate::report::OutputFormat::Json => {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        crate::report::OutputFormat::Text => {
-            for n in &report.notes {
-                eprintln!("golive triage: note: {n}");
-            }
-            write_text(&mut out, &report)?;
-        }
-    }
-    Ok(if report.primary.is_some() {
-        crate::exit::FOUND
-    } else {
-        crate::exit::OK
-    })
-}
-
 fn location(f: &Finding) -> String {
     match &f.rank {
         Some(r) => format!("{}:{} ({})", f.file, f.line, r),

@@ -12,64 +12,58 @@ pub mod triggers;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::exit;
+use crate::events::{Event, Events};
 use crate::metrics::MetricsSnapshot;
-use crate::report::{Baseline, OutputFormat, Report};
+use crate::report::{Baseline, Report};
 
 use logscan::{LogFollower, LogHit};
 use signals::Reading;
 use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct WatchArgs {
+/// How a watch ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchEnd {
+    /// No trigger fired (`--once`, `--duration` over, Ctrl-C, SIGTERM).
+    Quiet,
+    /// A rollback trigger fired.
+    Fired,
+    /// The target did not answer.
+    Unreachable,
+}
+
+#[derive(Debug, Clone)]
+pub struct WatchOptions {
     /// Base URL of the server (its `/metrics` is scraped).
-    #[arg(long)]
     pub url: String,
     /// The accepted run's report.json (or its directory): thresholds come from its baseline.
-    #[arg(long)]
     pub baseline: Option<PathBuf>,
     /// Time between scrapes.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
     pub interval: Duration,
     /// The span the triggers are judged over.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
     pub window: Duration,
     /// Server log to follow (only lines written after the start count, unless --log-from-start).
-    #[arg(long)]
     pub log: Option<PathBuf>,
     /// A command whose output is the server log, e.g. "docker logs -f --since 1s vllm" or
     /// "kubectl logs -f deploy/vllm" (split like a shell would; no shell is run).
-    #[arg(long, conflicts_with = "log")]
     pub log_cmd: Option<String>,
     /// Read the log from its beginning instead of following only new lines.
-    #[arg(long, requires = "log")]
     pub log_from_start: bool,
     /// A counter of tool-call or schema failures (e.g. from the gateway); any increase fires.
-    #[arg(long = "tool-error-counter")]
     pub tool_error_counters: Vec<String>,
     /// Evaluate one window and exit (for cron).
-    #[arg(long)]
     pub once: bool,
     /// Stop a continuous watch after this long (exit 0 when quiet).
-    #[arg(long, value_parser = humantime::parse_duration)]
     pub duration: Option<Duration>,
     /// How long the target may stay unreachable (a restart) before watch exits 3;
     /// default: one window.
-    #[arg(long, value_parser = humantime::parse_duration)]
     pub down_grace: Option<Duration>,
     /// OOM lines in one window that fire the OOM trigger.
-    #[arg(long, default_value_t = 1)]
     pub oom_min: usize,
     /// Growth of the mean queue length over the window that counts as growth.
-    #[arg(long, default_value_t = 1.0)]
     pub queue_min_growth: f64,
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
-    #[arg(long, default_value_t = 0.2)]
     pub tolerance: f64,
-    #[arg(long, value_enum, default_value = "text")]
-    pub format: OutputFormat,
-    #[command(flatten)]
-    pub target: crate::target::TargetArgs,
+    pub target: crate::target::TargetOptions,
 }
 
 /// Everything watch has seen, trimmed to the window.
@@ -92,7 +86,9 @@ impl State {
     }
 }
 
-pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
+/// Watches the target until a trigger fires, `once`/`duration` ends it, or a signal;
+/// every scrape, reset and judged window goes to `events`.
+pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
     anyhow::ensure!(!args.interval.is_zero(), "--interval must be above zero");
     anyhow::ensure!(
         args.window >= args.interval,
@@ -112,15 +108,16 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(watch_loop(&args, &baseline, &client, &metrics_url))
+    rt.block_on(watch_loop(args, events, &baseline, &client, &metrics_url))
 }
 
 async fn watch_loop(
-    args: &WatchArgs,
+    args: &WatchOptions,
+    events: &Events,
     baseline: &Baseline,
     client: &reqwest::Client,
     metrics_url: &str,
-) -> anyhow::Result<u8> {
+) -> anyhow::Result<WatchEnd> {
     let limits = Limits {
         oom_min: args.oom_min.max(1),
         queue_min_growth: args.queue_min_growth,
@@ -135,10 +132,10 @@ async fn watch_loop(
     };
     if let Some(p) = &args.log {
         if !p.exists() {
-            eprintln!(
-                "golive watch: {} does not exist yet; following it once it appears",
+            events.notice(format!(
+                "{} does not exist yet; following it once it appears",
                 p.display()
-            );
+            ));
         }
     }
     let mut log = args
@@ -177,7 +174,7 @@ async fn watch_loop(
             _ = terminate.recv() => None,
         };
         let Some(scraped) = scraped else {
-            return finish(args, &state, baseline, &limits, last_ok.is_some());
+            return Ok(finish(events, &state, baseline, &limits, last_ok.is_some()));
         };
         match scraped {
             Ok(m) => {
@@ -189,11 +186,12 @@ async fn watch_loop(
                 }
                 if let Some(prev) = state.readings.last() {
                     if let Some(what) = signals::restarted(prev, &reading) {
-                        report_reset(args, t, &what);
+                        events.emit(Event::CounterReset { t, what });
                     }
                 }
                 state.readings.push(reading);
                 last_ok = Some(t);
+                events.emit(Event::Scraped { t });
             }
             Err(e) => {
                 // Unreachable from the start, or for longer than the grace: exit 3.
@@ -204,18 +202,18 @@ async fn watch_loop(
                     } else {
                         ""
                     };
-                    eprintln!("golive watch: target unreachable: {e:#}{hint}");
-                    return Ok(exit::UNREACHABLE);
+                    events.emit(Event::Unreachable(format!(
+                        "target unreachable: {e:#}{hint}"
+                    )));
+                    return Ok(WatchEnd::Unreachable);
                 }
                 if connection_refused(&e) {
                     refused = Some((refused.map_or(t, |r| r.0), t));
                 }
-                if args.format == OutputFormat::Text {
-                    eprintln!(
-                        "golive watch: {:.1}s: scrape failed ({e:#}); server restarting?",
-                        t
-                    );
-                }
+                events.emit(Event::ScrapeFailed {
+                    t,
+                    error: format!("{e:#}"),
+                });
             }
         }
         let mut lines = match log.as_mut() {
@@ -233,20 +231,20 @@ async fn watch_loop(
         if window_full {
             let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
             if !ev.firing.is_empty() {
-                print_evaluation(args, &ev)?;
-                return Ok(exit::FOUND);
+                events.emit(Event::Evaluated(Box::new(ev)));
+                return Ok(WatchEnd::Fired);
             }
             if args.once {
-                print_evaluation(args, &ev)?;
-                return Ok(exit::OK);
+                events.emit(Event::Evaluated(Box::new(ev)));
+                return Ok(WatchEnd::Quiet);
             }
             if t - last_status >= window_s {
-                print_evaluation(args, &ev)?;
+                events.emit(Event::Evaluated(Box::new(ev)));
                 last_status = t;
             }
         }
         if args.duration.is_some_and(|d| start.elapsed() >= d) {
-            return finish(args, &state, baseline, &limits, true);
+            return Ok(finish(events, &state, baseline, &limits, true));
         }
         next_tick += args.interval;
         let now = Instant::now();
@@ -262,7 +260,7 @@ async fn watch_loop(
             _ = terminate.recv() => true,
         };
         if interrupted {
-            return finish(args, &state, baseline, &limits, last_ok.is_some());
+            return Ok(finish(events, &state, baseline, &limits, last_ok.is_some()));
         }
     }
 }
@@ -289,36 +287,26 @@ fn connection_refused(e: &anyhow::Error) -> bool {
 /// Ends a continuous watch (--duration over, Ctrl-C, SIGTERM) with the judgement of
 /// what it saw; a watch that never got an answer says so and exits 3.
 fn finish(
-    args: &WatchArgs,
+    events: &Events,
     state: &State,
     baseline: &Baseline,
     limits: &Limits,
     ever_reached: bool,
-) -> anyhow::Result<u8> {
+) -> WatchEnd {
     if !ever_reached {
-        eprintln!("golive watch: stopped before the target answered a scrape");
-        return Ok(exit::UNREACHABLE);
+        events.emit(Event::Unreachable(
+            "stopped before the target answered a scrape".into(),
+        ));
+        return WatchEnd::Unreachable;
     }
     let ev = triggers::evaluate(&state.readings, &state.hits, baseline, limits);
-    print_evaluation(args, &ev)?;
-    Ok(if ev.firing.is_empty() {
-        exit::OK
+    let end = if ev.firing.is_empty() {
+        WatchEnd::Quiet
     } else {
-        exit::FOUND
-    })
-}
-
-/// A restart is reported when it is seen, not only when the window is printed.
-fn report_reset(args: &WatchArgs, t: f64, what: &str) {
-    match args.format {
-        OutputFormat::Json => println!(
-            "{}",
-            serde_json::json!({"event": "counter_reset", "t": t, "what": what})
-        ),
-        OutputFormat::Text => println!(
-            "golive watch: {t:.1}s: counter reset (server restart): {what}; increases counted from zero, no rate read as negative"
-        ),
-    }
+        WatchEnd::Fired
+    };
+    events.emit(Event::Evaluated(Box::new(ev)));
+    end
 }
 
 fn opt(v: Option<f64>, unit: &str, digits: usize) -> String {
@@ -326,18 +314,21 @@ fn opt(v: Option<f64>, unit: &str, digits: usize) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
-fn print_evaluation(args: &WatchArgs, ev: &Evaluation) -> anyhow::Result<()> {
-    if args.format == OutputFormat::Json {
-        let mut v = serde_json::to_value(ev)?;
-        v["url"] = serde_json::Value::String(args.url.clone());
-        if !ev.firing.is_empty() {
-            v["rollback_reminder"] = ROLLBACK_REMINDER.into();
-        }
-        println!("{}", serde_json::to_string(&v)?);
-        return Ok(());
+/// The JSON line of one window, as `--format json` prints it.
+pub fn evaluation_json(url: &str, ev: &Evaluation) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(ev)?;
+    v["url"] = serde_json::Value::String(url.to_string());
+    if !ev.firing.is_empty() {
+        v["rollback_reminder"] = ROLLBACK_REMINDER.into();
     }
-    print!("{}", render_text(&args.url, ev));
-    Ok(())
+    Ok(v)
+}
+
+/// The line that says a restart was seen, when it is seen (text form).
+pub fn reset_text(t: f64, what: &str) -> String {
+    format!(
+        "golive watch: {t:.1}s: counter reset (server restart): {what}; increases counted from zero, no rate read as negative"
+    )
 }
 
 /// The text report of one window.

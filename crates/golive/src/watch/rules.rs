@@ -9,32 +9,23 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::report::{Baseline, Report};
 
 use super::triggers::{Trigger, ROLLBACK_REMINDER};
 
-#[derive(Debug, Clone, clap::Args)]
-pub struct RulesArgs {
+#[derive(Debug, Clone)]
+pub struct RulesOptions {
     /// The accepted run's report.json (or its directory).
-    #[arg(long)]
     pub baseline: PathBuf,
-    /// Write to this file instead of stdout.
-    #[arg(short = 'o', long)]
-    pub output: Option<PathBuf>,
     /// Range of the rates and queue growth.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
     pub window: Duration,
     /// How long a condition must hold before the alert fires.
-    #[arg(long = "for", default_value = "5m", value_parser = humantime::parse_duration)]
     pub for_: Duration,
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
-    #[arg(long, default_value_t = 0.2)]
     pub tolerance: f64,
     /// A counter of tool-call or schema failures (e.g. from the gateway); any increase alerts.
-    #[arg(long = "tool-error-counter")]
     pub tool_error_counters: Vec<String>,
 }
 
@@ -373,11 +364,12 @@ pub fn render_yaml(file: &RuleFile, source: &str, left_out: &[String]) -> anyhow
     for l in left_out {
         out.push_str(&format!("# Left out: {l}\n"));
     }
-    out.push_str(&serde_yaml::to_string(file)?);
+    out.push_str(&serde_norway::to_string(file)?);
     Ok(out)
 }
 
-pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
+/// The rule file for the baseline of `args`, as YAML, and the rules left out (why).
+pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> {
     anyhow::ensure!(
         (0.0..1.0).contains(&args.tolerance),
         "--tolerance must be between 0 and 1"
@@ -403,17 +395,7 @@ pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
         .display()
         .to_string();
     let yaml = render_yaml(&file, &source, &left_out)?;
-    match &args.output {
-        Some(p) => {
-            crate::report::write_atomic(p, yaml.as_bytes())
-                .with_context(|| format!("cannot write {}", p.display()))?;
-            for l in &left_out {
-                eprintln!("golive rules: left out {l}");
-            }
-        }
-        None => print!("{yaml}"),
-    }
-    Ok(crate::exit::OK)
+    Ok((yaml, left_out))
 }
 
 #[cfg(test)]

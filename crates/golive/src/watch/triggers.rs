@@ -27,6 +27,15 @@ pub enum Trigger {
 }
 
 impl Trigger {
+    /// Every trigger, in the runbook's order.
+    pub const ALL: [Trigger; 5] = [
+        Trigger::Oom,
+        Trigger::QueueGrowth,
+        Trigger::DriverNccl,
+        Trigger::CacheRegression,
+        Trigger::ToolSchema,
+    ];
+
     pub fn id(self) -> &'static str {
         match self {
             Trigger::Oom => "oom",

@@ -1,0 +1,158 @@
+//! `golive watch`: arguments, and the two front ends of the watch's events: the
+//! terminal (text or JSON lines) and, with `--listen`, a `/metrics` endpoint.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use golive::events::{Event, Events, Reporter, Tee};
+use golive::watch::{self, WatchEnd, WatchOptions};
+
+use crate::args::{OutputFormat, TargetArgs};
+use crate::{exit, out};
+
+mod listen;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct WatchArgs {
+    /// Base URL of the server (its `/metrics` is scraped).
+    #[arg(long)]
+    pub url: String,
+    /// The accepted run's report.json (or its directory): thresholds come from its baseline.
+    #[arg(long)]
+    pub baseline: Option<PathBuf>,
+    /// Time between scrapes.
+    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    pub interval: Duration,
+    /// The span the triggers are judged over.
+    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    pub window: Duration,
+    /// Server log to follow (only lines written after the start count, unless --log-from-start).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// A command whose output is the server log, e.g. "docker logs -f --since 1s vllm" or
+    /// "kubectl logs -f deploy/vllm" (split like a shell would; no shell is run).
+    #[arg(long, conflicts_with = "log")]
+    pub log_cmd: Option<String>,
+    /// Read the log from its beginning instead of following only new lines.
+    #[arg(long, requires = "log")]
+    pub log_from_start: bool,
+    /// A counter of tool-call or schema failures (e.g. from the gateway); any increase fires.
+    #[arg(long = "tool-error-counter")]
+    pub tool_error_counters: Vec<String>,
+    /// Evaluate one window and exit (for cron).
+    #[arg(long)]
+    pub once: bool,
+    /// Stop a continuous watch after this long (exit 0 when quiet).
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub duration: Option<Duration>,
+    /// How long the target may stay unreachable (a restart) before watch exits 3;
+    /// default: one window.
+    #[arg(long, value_parser = humantime::parse_duration)]
+    pub down_grace: Option<Duration>,
+    /// OOM lines in one window that fire the OOM trigger.
+    #[arg(long, default_value_t = 1)]
+    pub oom_min: usize,
+    /// Growth of the mean queue length over the window that counts as growth.
+    #[arg(long, default_value_t = 1.0)]
+    pub queue_min_growth: f64,
+    /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
+    #[arg(long, default_value_t = 0.2)]
+    pub tolerance: f64,
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: OutputFormat,
+    /// Serve `/healthz` and `/metrics` (golive's own: one gauge per trigger, scrape
+    /// counts) on this address while watching, e.g. 127.0.0.1:9464.
+    #[arg(long)]
+    pub listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+impl From<&WatchArgs> for WatchOptions {
+    fn from(a: &WatchArgs) -> Self {
+        WatchOptions {
+            url: a.url.clone(),
+            baseline: a.baseline.clone(),
+            interval: a.interval,
+            window: a.window,
+            log: a.log.clone(),
+            log_cmd: a.log_cmd.clone(),
+            log_from_start: a.log_from_start,
+            tool_error_counters: a.tool_error_counters.clone(),
+            once: a.once,
+            duration: a.duration,
+            down_grace: a.down_grace,
+            oom_min: a.oom_min,
+            queue_min_growth: a.queue_min_growth,
+            tolerance: a.tolerance,
+            target: a.target.clone().into(),
+        }
+    }
+}
+
+/// The watch on the terminal: windows on stdout, restarts and scrape failures as seen.
+struct Terminal {
+    url: String,
+    format: OutputFormat,
+    /// `--listen` is on.
+    serving: bool,
+}
+
+impl Terminal {
+    fn show(&self, event: &Event) -> anyhow::Result<()> {
+        match (event, self.format) {
+            (Event::Evaluated(ev), OutputFormat::Json) => out::line(serde_json::to_string(
+                &watch::evaluation_json(&self.url, ev)?,
+            )?)?,
+            (Event::Evaluated(ev), OutputFormat::Text) => {
+                out::text(&watch::render_text(&self.url, ev))?
+            }
+            (Event::CounterReset { t, what }, OutputFormat::Json) => {
+                out::line(serde_json::json!({"event": "counter_reset", "t": t, "what": what}))?
+            }
+            (Event::CounterReset { t, what }, OutputFormat::Text) => {
+                out::line(watch::reset_text(*t, what))?
+            }
+            (Event::ScrapeFailed { t, error }, OutputFormat::Text) => out::note(
+                "watch",
+                format!("{t:.1}s: scrape failed ({error}); server restarting?"),
+            ),
+            (Event::Notice(text) | Event::Warning(text) | Event::Unreachable(text), _) => {
+                out::note("watch", text)
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Reporter for Terminal {
+    fn report(&self, event: &Event) {
+        if let Err(e) = self.show(event) {
+            // stdout closed (`golive watch | head`): end quietly, as every command does;
+            // with --listen the endpoint goes on serving.
+            if !self.serving && exit::code_for(&e).is_none() {
+                std::process::exit(i32::from(exit::OK));
+            }
+        }
+    }
+}
+
+pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
+    let opts = WatchOptions::from(&args);
+    let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(Terminal {
+        url: args.url.clone(),
+        format: args.format,
+        serving: args.listen.is_some(),
+    })];
+    if let Some(addr) = args.listen {
+        reporters.push(listen::serve(addr)?);
+    }
+    let events = Events::new(Arc::new(Tee(reporters)));
+    Ok(match watch::run(&opts, &events)? {
+        WatchEnd::Quiet => exit::OK,
+        WatchEnd::Fired => exit::FOUND,
+        WatchEnd::Unreachable => exit::UNREACHABLE,
+    })
+}

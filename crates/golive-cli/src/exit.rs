@@ -1,0 +1,51 @@
+//! Exit codes, the same for every subcommand, so scripts can rely on them.
+
+use std::io::ErrorKind;
+
+/// Nothing found / all checks pass / verdict release.
+pub const OK: u8 = 0;
+/// A failure was found, a check failed, or the verdict is not release.
+pub const FOUND: u8 = 1;
+/// Bad usage, or input that cannot be read or is invalid.
+pub const USAGE: u8 = 2;
+/// The server under test could not be reached.
+pub const UNREACHABLE: u8 = 3;
+/// An internal error, or an output that could not be written.
+pub const INTERNAL: u8 = 4;
+
+/// The table shown in `--help` and in the README.
+pub const TABLE: &str = "\
+Exit codes:
+  0  pass: nothing found, all checks pass, verdict release
+  1  found: a failure, a failed check, a fired trigger, a verdict other than release
+  2  usage: bad arguments, or input that cannot be read or is invalid
+  3  unreachable: the server under test did not answer
+  4  internal: an output could not be written, or golive itself failed";
+
+/// Marks an error as "an output could not be written" (exit 4).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {what}")]
+pub struct OutputFailed {
+    pub what: String,
+    #[source]
+    pub source: anyhow::Error,
+}
+
+/// What an error that ended a command means for the exit code; `None`: the reader of
+/// stdout went away (`golive ... | head`), which is no error.
+pub fn code_for(err: &anyhow::Error) -> Option<u8> {
+    let io_kind = err
+        .chain()
+        .find_map(|c| c.downcast_ref::<std::io::Error>())
+        .map(std::io::Error::kind);
+    if io_kind == Some(ErrorKind::BrokenPipe) {
+        return None;
+    }
+    if err
+        .chain()
+        .any(|c| c.is::<OutputFailed>() || c.is::<golive::report::WriteFailed>())
+    {
+        return Some(INTERNAL);
+    }
+    Some(USAGE)
+}

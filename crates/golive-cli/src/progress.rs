@@ -1,0 +1,128 @@
+//! The live line of long stages on stderr: a progress bar with requests/s, errors and
+//! TTFT p50, fed by the library's per-request records (as oha's monitor is).
+//!
+//! Shown only when stderr is a terminal. `GOLIVE_LIVE=plain` prints the same line as
+//! plain text instead (about once a second and at the end), for logs and tests;
+//! `GOLIVE_LIVE=off` turns it off.
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use golive::client::{LatencyStats, RequestRecord};
+use golive::load::OnRecord;
+
+enum Display {
+    Bar(indicatif::ProgressBar),
+    Plain { last: Mutex<Instant> },
+}
+
+/// One live line, for one load (a ramp step, the soak, `golive load`).
+pub struct Live {
+    label: String,
+    display: Display,
+    started: Instant,
+    stats: Mutex<LatencyStats>,
+}
+
+/// How the live line is shown here: a bar on a terminal, plain lines when asked.
+fn mode() -> Option<bool> {
+    match std::env::var("GOLIVE_LIVE").as_deref() {
+        Ok("off") => None,
+        Ok("plain") => Some(false),
+        _ if std::io::stderr().is_terminal() => Some(true),
+        _ => None,
+    }
+}
+
+impl Live {
+    /// A live line for `len` requests (`None`: unknown), or none when not shown.
+    pub fn start(label: &str, len: Option<u64>) -> Option<Arc<Live>> {
+        let display = match mode()? {
+            true => {
+                let bar = match len {
+                    Some(n) => indicatif::ProgressBar::new(n),
+                    None => indicatif::ProgressBar::new_spinner(),
+                };
+                bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+                if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} {msg}",
+                ) {
+                    bar.set_style(style);
+                }
+                bar.set_prefix(label.to_string());
+                bar.enable_steady_tick(Duration::from_millis(250));
+                Display::Bar(bar)
+            }
+            false => Display::Plain {
+                last: Mutex::new(Instant::now()),
+            },
+        };
+        Some(Arc::new(Live {
+            label: label.to_string(),
+            display,
+            started: Instant::now(),
+            stats: Mutex::new(LatencyStats::default()),
+        }))
+    }
+
+    /// A callback for the library's load workers.
+    pub fn on_record(self: &Arc<Self>) -> OnRecord {
+        let live = self.clone();
+        Arc::new(move |rec: &RequestRecord| live.record(rec))
+    }
+
+    pub fn record(&self, rec: &RequestRecord) {
+        let line = {
+            let Ok(mut stats) = self.stats.lock() else {
+                return;
+            };
+            stats.record(rec);
+            self.line_of(&stats)
+        };
+        match &self.display {
+            Display::Bar(bar) => {
+                bar.inc(1);
+                bar.set_message(line);
+            }
+            Display::Plain { last } => {
+                let Ok(mut last) = last.lock() else { return };
+                if last.elapsed() >= Duration::from_secs(1) {
+                    *last = Instant::now();
+                    let _ = writeln!(std::io::stderr(), "golive: {}: {line}", self.label);
+                }
+            }
+        }
+    }
+
+    /// `42 requests, 3.1 req/s, 0 errors, TTFT p50 118 ms`
+    fn line_of(&self, stats: &LatencyStats) -> String {
+        let rate = stats.requests as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
+        let ttft = if stats.requests > stats.errors {
+            format!("{:.0} ms", stats.ttft_ms().p50)
+        } else {
+            "n/a".into()
+        };
+        format!(
+            "{} requests, {rate:.1} req/s, {} errors, TTFT p50 {ttft}",
+            stats.requests, stats.errors
+        )
+    }
+
+    /// Clears the bar; the plain form prints its last line.
+    pub fn finish(&self) {
+        match &self.display {
+            Display::Bar(bar) => bar.finish_and_clear(),
+            Display::Plain { .. } => {
+                if let Ok(stats) = self.stats.lock() {
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "golive: {}: {}",
+                        self.label,
+                        self.line_of(&stats)
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The on-disk format of an evidence bundle, shared by the writer (`collect`) and the
+//! reader (`envparse::bundle`): `DIR/manifest.json` ([`Manifest`]) and the raw files
+//! under `DIR/raw/` ([`names`]). Secrets never reach it: everything written is passed
+//! through [`crate::redact`] first.
+
+use serde::{Deserialize, Serialize};
+
+/// The manifest's file name inside a bundle.
+pub const MANIFEST: &str = "manifest.json";
+
+/// The folder of the raw probe outputs inside a bundle.
+pub const RAW_DIR: &str = "raw";
+
+/// Contract names of the raw files (issue 3); `check` and `diff` read these.
+pub mod names {
+    pub const NVIDIA_SMI: &str = "nvidia-smi.txt";
+    pub const NVIDIA_SMI_QUERY: &str = "nvidia-smi-query.csv";
+    pub const NVIDIA_SMI_TOPO: &str = "nvidia-smi-topo.txt";
+    pub const NVIDIA_SMI_APPS: &str = "nvidia-smi-apps.csv";
+    pub const DOCKER_INSPECT: &str = "docker-inspect.json";
+    pub const DOCKER_IMAGE_INSPECT: &str = "docker-image-inspect.json";
+    pub const CMDLINE: &str = "cmdline.txt";
+    pub const ENV: &str = "env.txt";
+    pub const LSMOD: &str = "lsmod.txt";
+    pub const IBV_DEVINFO: &str = "ibv_devinfo.txt";
+    pub const IP_LINK: &str = "ip-link.txt";
+    pub const VLLM_VERSION: &str = "vllm-version.txt";
+    pub const STARTUP_LOG: &str = "startup.log";
+    /// Extra files golive collect writes.
+    pub const CONTAINER_NVIDIA_SMI: &str = "container-nvidia-smi.txt";
+    pub const PROBE_IMAGE: &str = "probe-image.txt";
+    pub const CONTAINER_CUDA: &str = "container-cuda.txt";
+    pub const DRIVER_VERSION: &str = "driver-version.txt";
+    pub const UNAME: &str = "uname.txt";
+    pub const NVCC: &str = "nvcc.txt";
+    pub const POD_SPEC: &str = "pod-spec.yaml";
+}
+
+/// One probe as recorded in the manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ProbeRecord {
+    pub name: String,
+    /// The command line or file read (`read /proc/modules`).
+    pub command: String,
+    /// False when the tool or file does not exist on this host.
+    pub available: bool,
+    pub exit_status: Option<i32>,
+    pub duration_ms: u64,
+    pub timed_out: bool,
+    /// File under raw/ the output went to.
+    pub output: Option<String>,
+    /// Why it did not give a result, in words (first line of stderr, error).
+    pub error: Option<String>,
+}
+
+impl ProbeRecord {
+    pub fn ok(&self) -> bool {
+        self.available && !self.timed_out && self.exit_status == Some(0)
+    }
+    /// One word for people: ok, unavailable, failed, timed out.
+    pub fn outcome(&self) -> String {
+        if !self.available {
+            "unavailable".into()
+        } else if self.timed_out {
+            "timed out".into()
+        } else if self.exit_status == Some(0) {
+            "ok".into()
+        } else {
+            format!(
+                "failed (exit {})",
+                self.exit_status.map_or("?".into(), |s| s.to_string())
+            )
+        }
+    }
+}
+
+/// `manifest.json` of a bundle.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Manifest {
+    pub schema_version: u32,
+    pub tool: String,
+    pub tool_version: String,
+    /// The git commit golive was built from.
+    pub tool_commit: String,
+    pub host: String,
+    /// UTC, RFC 3339.
+    pub time: String,
+    /// The collect options (redacted).
+    pub options: Vec<String>,
+    /// PID of the serving process read (never compared by diff).
+    pub serving_pid: Option<u32>,
+    pub probes: Vec<ProbeRecord>,
+}

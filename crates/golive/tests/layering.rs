@@ -1,0 +1,70 @@
+//! The library holds the logic and nothing of the terminal: no argument parser, no
+//! progress bars, no printing. Those belong to `crates/golive-cli`.
+
+use std::path::Path;
+
+/// Every `.rs` file under `dir`, recursively.
+fn sources(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn the_library_has_no_clap_no_indicatif_and_no_printing() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    assert!(files.len() > 20, "found only {} sources", files.len());
+    let forbidden = [
+        "clap::",
+        "use clap",
+        "indicatif",
+        "print!(",
+        "println!(",
+        "eprint!(",
+        "eprintln!(",
+        "std::env::args(",
+        "std::process::exit(",
+    ];
+    let mut hits = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            for word in forbidden {
+                if code.contains(word) {
+                    hits.push(format!("{}:{}: {word}", f.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "terminal code in the library:\n{}",
+        hits.join("\n")
+    );
+}
+
+#[test]
+fn the_library_does_not_depend_on_clap_or_indicatif() {
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml")).unwrap();
+    for dep in ["clap", "indicatif"] {
+        assert!(
+            !manifest
+                .lines()
+                .any(|l| l.trim_start().starts_with(&format!("{dep} "))
+                    || l.trim_start().starts_with(&format!("{dep}="))),
+            "crates/golive/Cargo.toml depends on {dep}"
+        );
+    }
+}
