@@ -201,7 +201,9 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     // The baseline feeds `rules`, and promtool accepts them.
     let (rules, yaml) = common::rules_from_baseline(&run, tmp.path());
     assert!(yaml.contains("vllm:"), "rules use vLLM's names: {yaml}");
-    assert!(!yaml.contains("gpu_cache_usage_perc"), "{yaml}");
+    // vLLM 0.32's names first; the pre-0.11 names only as a fallback after `or`.
+    assert!(yaml.contains("vllm:kv_cache_usage_perc"), "{yaml}");
+    assert!(yaml.contains("vllm:prefix_cache_hits_total"), "{yaml}");
     if common::promtool_installed("skipping promtool part") {
         let p = Command::new("promtool")
             .args(["check", "rules"])
