@@ -114,7 +114,7 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     let run = tmp.path().join("accepted");
     // A strict tool: vLLM 0.32 constrains a call's arguments only for strict tools (or
     // with --tool-strict-level parameter); a non-strict schema lets the 270M model echo
-    // the schema until max_tokens (golive then names the cut, not the parser).
+    // the schema until max_tokens, and the parser leaves the cut call in content.
     let tools = tmp.path().join("tools.json");
     std::fs::write(
         &tools,
