@@ -301,17 +301,5 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
             .is_some_and(|s| !s.is_empty()),
         "{yaml}"
     );
-    if common::promtool_installed("skipping promtool part") {
-        let p = Command::new("promtool")
-            .args(["check", "rules"])
-            .arg(&rules)
-            .output()
-            .unwrap();
-        assert!(
-            p.status.success(),
-            "promtool check rules: {}{}\n{yaml}",
-            String::from_utf8_lossy(&p.stdout),
-            String::from_utf8_lossy(&p.stderr)
-        );
-    }
+    common::promtool_check_rules(&rules, &yaml);
 }

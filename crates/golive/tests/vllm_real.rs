@@ -204,14 +204,7 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     // vLLM 0.32's names first; the pre-0.11 names only as a fallback after `or`.
     assert!(yaml.contains("vllm:kv_cache_usage_perc"), "{yaml}");
     assert!(yaml.contains("vllm:prefix_cache_hits_total"), "{yaml}");
-    if common::promtool_installed("skipping promtool part") {
-        let p = Command::new("promtool")
-            .args(["check", "rules"])
-            .arg(&rules)
-            .output()
-            .unwrap();
-        assert!(p.status.success(), "{}\n{yaml}", common::text(&p));
-    }
+    common::promtool_check_rules(&rules, &yaml);
 }
 
 // ---- 2. load ------------------------------------------------------------------------

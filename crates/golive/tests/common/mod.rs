@@ -181,3 +181,25 @@ pub fn rules_from_baseline(run: &Path, dir: &Path) -> (PathBuf, String) {
     let yaml = std::fs::read_to_string(&rules).unwrap();
     (rules, yaml)
 }
+
+/// `promtool check rules FILE` passes (`yaml` is shown on failure). Without promtool the
+/// check is skipped with a message, except under `CI=true`, where that fails.
+pub fn promtool_check_rules(rules: &Path, yaml: &str) {
+    if !promtool_installed("skipping the promtool check") {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "promtool is missing (scripts/test.sh installs it)"
+        );
+        return;
+    }
+    let p = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(rules)
+        .output()
+        .unwrap();
+    assert!(
+        p.status.success(),
+        "promtool check rules: {}\n{yaml}",
+        text(&p)
+    );
+}
