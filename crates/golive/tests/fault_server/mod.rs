@@ -238,13 +238,7 @@ async fn serve(
                 let text = format!(
                     "# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{engine=\"0\",model_name=\"fault-model\"}} {waiting}.0\n"
                 );
-                respond(
-                    &mut sock,
-                    "200 OK",
-                    "text/plain; version=0.0.4",
-                    text.as_bytes(),
-                )
-                .await?;
+                respond_metrics(&mut sock, &text).await?;
                 continue;
             }
         }
@@ -267,13 +261,7 @@ async fn serve(
                 }
                 ("GET", "/metrics") => {
                     let text = vllm_metrics(&state.lock().unwrap(), caching);
-                    respond(
-                        &mut sock,
-                        "200 OK",
-                        "text/plain; version=0.0.4",
-                        text.as_bytes(),
-                    )
-                    .await?;
+                    respond_metrics(&mut sock, &text).await?;
                     continue;
                 }
                 ("GET", "/v1/models") => {
@@ -505,4 +493,9 @@ async fn json_answer(sock: &mut TcpStream, tokens: u32) -> std::io::Result<()> {
         tokens + 10
     );
     respond(sock, "200 OK", "application/json", body.as_bytes()).await
+}
+
+/// A Prometheus text answer.
+async fn respond_metrics(sock: &mut TcpStream, text: &str) -> std::io::Result<()> {
+    respond(sock, "200 OK", "text/plain; version=0.0.4", text.as_bytes()).await
 }
