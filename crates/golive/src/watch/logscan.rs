@@ -5,7 +5,7 @@
 //! same rules, line by line, catch what it does not report (e.g. a line it counts as a
 //! consequence of an earlier cause).
 
-use crate::triage::rules::RuleSet;
+use crate::triage::rules::{RuleKind, RuleSet};
 use crate::triage::{self, Class};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -45,12 +45,75 @@ pub fn kind_of_class(class: Class) -> Option<LogKind> {
     }
 }
 
-/// Trigger hits among `lines` (`(line number, text)`), line by line with triage's own rules
-/// (one home for log patterns: `triage/rules.toml`).
-pub fn scan_lines(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {
+/// A run of complete log lines, as read: the bytes (each line ends in `\n`) and the
+/// number of the first one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LogChunk {
+    pub first_line: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// The longest line kept whole; the rest of a longer one is dropped up to its newline (a
+/// log with no newline at all must not grow the buffer without bound).
+const MAX_LINE: usize = 1 << 20;
+
+/// What one follower read holds at most, so memory stays bounded however fast the log grows.
+const READ_CHUNK: usize = 4 << 20;
+
+/// Characters of a line kept as a hit's text.
+const HIT_TEXT_MAX: usize = 600;
+
+/// Literals of the cause rules that feed a trigger, plus the traceback anchor: a chunk
+/// without any of them holds no hit, and only the lines that hold one are split out.
+/// One automaton pass over the whole chunk instead of a rule match per line (the log of a
+/// healthy server is almost all request and throughput lines).
+fn trigger_prefilter() -> &'static aho_corasick::AhoCorasick {
+    static AC: std::sync::OnceLock<aho_corasick::AhoCorasick> = std::sync::OnceLock::new();
+    AC.get_or_init(|| {
+        let rules = RuleSet::builtin();
+        let mut lits: Vec<String> = rules
+            .rules
+            .iter()
+            .filter(|r| r.kind == RuleKind::Cause && kind_of_class(r.class).is_some())
+            .flat_map(|r| rules.literals_of(r))
+            .collect();
+        lits.push(TRACEBACK_ANCHOR.to_string());
+        lits.sort();
+        lits.dedup();
+        aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+            .build(&lits)
+            .expect("the trigger prefilter builds from the built-in rule literals")
+    })
+}
+
+const TRACEBACK_ANCHOR: &str = "Traceback (most recent call last)";
+
+/// Trigger hits in a chunk of complete lines: the triage engine's findings (tracebacks,
+/// classes from frames) and, line by line, triage's own rules for what it left out (e.g. a
+/// line it counts as a consequence of an earlier cause). `t` stamps the hits.
+pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
+    let bytes = &chunk.bytes;
     let rules = RuleSet::builtin();
     let mut hits = Vec::new();
-    for (no, text) in lines {
+    let mut traceback = false;
+    // Newlines are counted up to `counted_to`, the start of line `line_no`.
+    let (mut counted_to, mut line_no) = (0usize, chunk.first_line);
+    let mut at = 0;
+    while let Some(m) = trigger_prefilter().find(aho_corasick::Input::new(bytes).range(at..)) {
+        let ls = memchr::memrchr(b'\n', &bytes[..m.start()]).map_or(0, |p| p + 1);
+        let le = memchr::memchr(b'\n', &bytes[m.start()..]).map_or(bytes.len(), |p| m.start() + p);
+        // The rest of this line needs no more automaton matches.
+        at = le;
+        line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..ls]).count() as u64;
+        counted_to = ls;
+        let raw = &bytes[ls..le];
+        if memchr::memmem::find(raw, TRACEBACK_ANCHOR.as_bytes()).is_some() {
+            traceback = true;
+        }
+        let text = String::from_utf8_lossy(raw);
+        let text = text.trim_end_matches('\r');
         let Some(ri) = rules.classify_text(text) else {
             continue;
         };
@@ -58,104 +121,217 @@ pub fn scan_lines(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {
         if let Some(kind) = kind_of_class(r.class) {
             hits.push(LogHit {
                 kind,
-                line: *no,
-                text: text.clone(),
+                line: line_no,
+                text: crate::text::truncate(text, HIT_TEXT_MAX),
                 source: format!("watch:{}", r.id),
                 t,
             });
         }
     }
-    hits
-}
-
-/// Runs the triage engine over `lines` (through a temporary file, since it reads
-/// paths) and returns the findings that feed a trigger, numbered like `lines`.
-pub fn triage_lines(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {
-    let Some(first) = lines.first().map(|l| l.0) else {
-        return Vec::new();
-    };
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("golive-watch-{}-{seq}.log", std::process::id()));
-    let text: String = lines.iter().map(|(_, l)| format!("{l}\n")).collect();
-    if std::fs::write(&path, text).is_err() {
-        return Vec::new();
+    if hits.is_empty() && !traceback {
+        return hits;
     }
-    let result = triage::analyze_paths(
-        std::slice::from_ref(&path),
-        &triage::TriageOptions::default(),
-    );
-    let _ = std::fs::remove_file(&path);
-    let Ok(report) = result else {
-        return Vec::new();
-    };
-    report
+    // The engine only where there is something to explain: it groups tracebacks and
+    // classes an exception by its frames, which no single line shows.
+    let text = String::from_utf8_lossy(bytes);
+    let report = triage::analyze_text(rules, "log", &text);
+    let engine: Vec<LogHit> = report
         .primary
         .into_iter()
         .chain(report.secondary)
         .filter_map(|f| {
             kind_of_class(f.class).map(|kind| LogHit {
                 kind,
-                line: first + f.line.saturating_sub(1),
-                text: f.text,
+                line: chunk.first_line + f.line.saturating_sub(1),
+                text: crate::text::truncate(&f.text, HIT_TEXT_MAX),
                 source: format!("triage:{}", f.rule),
                 t,
             })
         })
-        .collect()
+        .collect();
+    let mut all = engine;
+    for h in hits {
+        if !all.iter().any(|x| x.line == h.line) {
+            all.push(h);
+        }
+    }
+    all.sort_by_key(|h| h.line);
+    all
 }
 
-/// A log file followed like `tail -F`: new complete lines on each poll; a file that
+/// A log file read like `tail -F`: new complete lines in bounded reads; a file that
 /// shrank (rotated or truncated) is read again from its start.
-pub struct LogFollower {
+pub struct LogReader {
     pub path: PathBuf,
     offset: u64,
     next_line: u64,
     partial: Vec<u8>,
+    /// Inside a line longer than [`MAX_LINE`]: bytes are dropped up to its newline.
+    skipping: bool,
 }
 
-impl LogFollower {
+impl LogReader {
     /// Starts at the end of the file (only lines written from now on count), or at its
     /// start with `from_start`. A missing file is waited for.
-    pub fn open(path: &Path, from_start: bool) -> LogFollower {
+    pub fn open(path: &Path, from_start: bool) -> LogReader {
         let offset = if from_start {
             0
         } else {
             std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
         };
-        LogFollower {
+        LogReader {
             path: path.to_path_buf(),
             offset,
             next_line: 1,
             partial: Vec::new(),
+            skipping: false,
         }
     }
 
-    /// The complete lines written since the last poll, numbered.
-    pub fn poll(&mut self) -> anyhow::Result<Vec<(u64, String)>> {
+    /// The next complete lines (at most about [`READ_CHUNK`] bytes); `None` when nothing
+    /// new is complete yet.
+    pub fn read_chunk(&mut self) -> anyhow::Result<Option<LogChunk>> {
         let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return Ok(Vec::new());
+            return Ok(None);
         };
         let len = f.metadata()?.len();
         if len < self.offset {
             self.offset = 0;
             self.partial.clear();
+            self.skipping = false;
+        }
+        if len == self.offset {
+            return Ok(None);
         }
         f.seek(SeekFrom::Start(self.offset))?;
-        let mut buf = Vec::new();
-        f.take(len - self.offset).read_to_end(&mut buf)?;
-        self.offset += buf.len() as u64;
-        self.partial.extend_from_slice(&buf);
-        let mut lines = Vec::new();
-        while let Some(pos) = memchr::memchr(b'\n', &self.partial) {
-            let raw: Vec<u8> = self.partial.drain(..=pos).collect();
-            let text = String::from_utf8_lossy(&raw[..raw.len() - 1])
-                .trim_end_matches('\r')
-                .to_string();
-            lines.push((self.next_line, text));
-            self.next_line += 1;
+        let want = (len - self.offset).min(READ_CHUNK as u64);
+        let mut buf = std::mem::take(&mut self.partial);
+        let old = buf.len();
+        f.take(want).read_to_end(&mut buf)?;
+        self.offset += (buf.len() - old) as u64;
+        if self.skipping {
+            match memchr::memchr(b'\n', &buf) {
+                Some(p) => {
+                    buf.drain(..=p);
+                    self.skipping = false;
+                    self.next_line += 1;
+                }
+                None => return Ok(None),
+            }
         }
-        Ok(lines)
+        let Some(last_nl) = memchr::memrchr(b'\n', &buf) else {
+            if buf.len() > MAX_LINE {
+                self.skipping = true;
+            } else {
+                self.partial = buf;
+            }
+            return Ok(None);
+        };
+        self.partial = buf.split_off(last_nl + 1);
+        if self.partial.len() > MAX_LINE {
+            self.partial.clear();
+            self.skipping = true;
+        }
+        let first_line = self.next_line;
+        self.next_line += memchr::memchr_iter(b'\n', &buf).count() as u64;
+        Ok(Some(LogChunk {
+            first_line,
+            bytes: buf,
+        }))
+    }
+}
+
+/// A log file followed on its own thread, so a fast-growing log is read and judged as
+/// it grows (bounded reads, one core at most) while the watch loop only collects hits.
+pub struct LogFollower {
+    pub path: PathBuf,
+    rx: std::sync::mpsc::Receiver<anyhow::Result<Vec<LogHit>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Bytes of the file judged so far (their hits sent): `catch_up` waits for it.
+    progress: std::sync::Arc<Progress>,
+}
+
+#[derive(Default)]
+struct Progress {
+    judged_to: std::sync::atomic::AtomicU64,
+}
+
+/// How long the follower waits at the end of the file before looking again.
+const FOLLOW_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+impl LogFollower {
+    /// Starts following (see [`LogReader::open`]).
+    pub fn open(path: &Path, from_start: bool) -> LogFollower {
+        let mut reader = LogReader::open(path, from_start);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let progress = std::sync::Arc::new(Progress::default());
+        let shared = progress.clone();
+        std::thread::spawn(move || {
+            use std::sync::atomic::Ordering::Relaxed;
+            while !stopped.load(Relaxed) {
+                match reader.read_chunk() {
+                    Ok(Some(chunk)) => {
+                        // Stamped when collected (`poll_hits`), like a line read then.
+                        if tx.send(Ok(hits_in_chunk(&chunk, 0.0))).is_err() {
+                            return;
+                        }
+                        shared.judged_to.store(reader.offset, Relaxed);
+                    }
+                    Ok(None) => {
+                        shared.judged_to.store(reader.offset, Relaxed);
+                        std::thread::sleep(FOLLOW_PAUSE);
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        shared.judged_to.store(u64::MAX, Relaxed);
+                        return;
+                    }
+                }
+            }
+        });
+        LogFollower {
+            path: path.to_path_buf(),
+            rx,
+            stop,
+            progress,
+        }
+    }
+
+    /// Waits (at most `patience`) until the thread has judged the file up to its length
+    /// now, so a window is judged on the lines written before it ends (and `--once` on a
+    /// log read from its start sees all of it).
+    pub fn catch_up(&self, patience: std::time::Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let Ok(len) = std::fs::metadata(&self.path).map(|m| m.len()) else {
+            return;
+        };
+        let until = std::time::Instant::now() + patience;
+        loop {
+            // (A file shorter than judged was rotated: the thread starts it again.)
+            if self.progress.judged_to.load(Relaxed) >= len || std::time::Instant::now() >= until {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// The hits found since the last call, stamped `t`.
+    pub fn poll_hits(&mut self, t: f64) -> anyhow::Result<Vec<LogHit>> {
+        let mut hits = Vec::new();
+        while let Ok(found) = self.rx.try_recv() {
+            let found =
+                found.map_err(|e| e.context(format!("cannot read {}", self.path.display())))?;
+            hits.extend(found.into_iter().map(|h| LogHit { t, ..h }));
+        }
+        Ok(hits)
+    }
+}
+
+impl Drop for LogFollower {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -213,14 +389,27 @@ impl CommandFollower {
         })
     }
 
-    /// The lines received since the last poll, numbered in arrival order.
-    pub fn poll(&mut self) -> Vec<(u64, String)> {
-        let mut lines = Vec::new();
+    /// The lines received since the last poll, as one chunk.
+    pub fn poll(&mut self) -> LogChunk {
+        let mut chunk = LogChunk {
+            first_line: self.next_line,
+            bytes: Vec::new(),
+        };
         while let Ok(l) = self.rx.try_recv() {
-            lines.push((self.next_line, l));
+            chunk.bytes.extend_from_slice(l.as_bytes());
+            chunk.bytes.push(b'\n');
             self.next_line += 1;
         }
-        lines
+        chunk
+    }
+
+    /// The hits in the lines received since the last call, stamped `t`.
+    pub fn poll_hits(&mut self, t: f64) -> Vec<LogHit> {
+        let chunk = self.poll();
+        if chunk.bytes.is_empty() {
+            return Vec::new();
+        }
+        hits_in_chunk(&chunk, t)
     }
 }
 
@@ -231,39 +420,37 @@ impl Drop for CommandFollower {
     }
 }
 
-/// Trigger hits in new lines: the triage engine's, plus our own patterns for lines it
-/// left unclassified.
-pub fn hits_in(lines: &[(u64, String)], t: f64) -> Vec<LogHit> {
-    let mut hits = triage_lines(lines, t);
-    for h in scan_lines(lines, t) {
-        if !hits.iter().any(|x| x.line == h.line) {
-            hits.push(h);
-        }
-    }
-    hits.sort_by_key(|h| h.line);
-    hits
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn chunk(lines: &[&str]) -> LogChunk {
+        LogChunk {
+            first_line: 1,
+            bytes: lines
+                .iter()
+                .flat_map(|l| format!("{l}\n").into_bytes())
+                .collect(),
+        }
+    }
+
+    fn kinds(hits: &[LogHit]) -> Vec<(u64, LogKind)> {
+        hits.iter().map(|h| (h.line, h.kind)).collect()
+    }
+
     #[test]
     fn trigger_texts_are_classified() {
-        let lines: Vec<(u64, String)> = [
-            "INFO 01-01 00:00:00 Avg prompt throughput: 10 tokens/s",
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
-            "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
-            "ERROR Error in extracting tool call from response.",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l.to_string()))
-        .collect();
-        let hits = scan_lines(&lines, 0.0);
-        let kinds: Vec<(u64, LogKind)> = hits.iter().map(|h| (h.line, h.kind)).collect();
+        let hits = hits_in_chunk(
+            &chunk(&[
+                "INFO 01-01 00:00:00 Avg prompt throughput: 10 tokens/s",
+                "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)",
+                "ERROR Error in extracting tool call from response.",
+            ]),
+            0.0,
+        );
         assert_eq!(
-            kinds,
+            kinds(&hits),
             vec![
                 (2, LogKind::Oom),
                 (3, LogKind::DriverNccl),
@@ -274,23 +461,18 @@ mod tests {
 
     #[test]
     fn texts_watch_used_to_keep_apart_are_triage_rules_now() {
-        let lines: Vec<(u64, String)> = [
-            "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory",
-            "[Tue Dec  1 10:00:00 2026] Out of memory: Killed process 4188 (python3) total-vm:81234567kB",
-            "[Tue Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=4188, GPU has fallen off the bus.",
-            "ERROR 12-01 10:00:00 [serving_chat.py:300] ValueError: Grammar error: Invalid type: notatype",
-            "INFO 12-01 10:00:00 [logger.py:40] Received request chatcmpl-1: prompt: 'out of memory'",
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (i as u64 + 1, l.to_string()))
-        .collect();
-        let kinds: Vec<(u64, LogKind)> = scan_lines(&lines, 0.0)
-            .iter()
-            .map(|h| (h.line, h.kind))
-            .collect();
+        let hits = hits_in_chunk(
+            &chunk(&[
+                "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 8192.00 MiB on device 0: cudaMalloc failed: out of memory",
+                "[Tue Dec  1 10:00:00 2026] Out of memory: Killed process 4188 (python3) total-vm:81234567kB",
+                "[Tue Dec  1 10:00:00 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=4188, GPU has fallen off the bus.",
+                "ERROR 12-01 10:00:00 [serving_chat.py:300] ValueError: Grammar error: Invalid type: notatype",
+                "INFO 12-01 10:00:00 [logger.py:40] Received request chatcmpl-1: prompt: 'out of memory'",
+            ]),
+            0.0,
+        );
         assert_eq!(
-            kinds,
+            kinds(&hits),
             vec![
                 (1, LogKind::Oom),
                 (2, LogKind::Oom),
@@ -301,19 +483,92 @@ mod tests {
     }
 
     #[test]
-    fn follower_reads_only_new_complete_lines_and_survives_truncation() {
+    fn a_traceback_is_judged_by_the_engine_and_numbered_from_the_chunk() {
+        let mut c = chunk(&[
+            "INFO 12-01 10:00:00 [engine.py:10] Added request chatcmpl-1.",
+            "ERROR 12-01 10:00:01 [core.py:600] EngineCore encountered a fatal error.",
+            "ERROR 12-01 10:00:01 [core.py:600] Traceback (most recent call last):",
+            "ERROR 12-01 10:00:01 [core.py:600]   File \"/usr/lib/python3/site-packages/vllm/v1/engine/core.py\", line 700, in run_busy_loop",
+            "ERROR 12-01 10:00:01 [core.py:600] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 79.10 GiB",
+        ]);
+        c.first_line = 101;
+        let hits = hits_in_chunk(&c, 7.0);
+        assert!(
+            hits.iter()
+                .any(|h| h.kind == LogKind::Oom && h.line == 105 && h.t == 7.0),
+            "{hits:?}"
+        );
+        // A healthy chunk costs one automaton pass and gives nothing.
+        assert!(hits_in_chunk(&chunk(&["INFO 12-01 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s"]), 0.0).is_empty());
+    }
+
+    #[test]
+    fn reader_reads_only_new_complete_lines_and_survives_truncation() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("s.log");
         std::fs::write(&p, "old line\n").unwrap();
-        let mut f = LogFollower::open(&p, false);
-        assert!(f.poll().unwrap().is_empty());
+        let mut f = LogReader::open(&p, false);
+        assert_eq!(f.read_chunk().unwrap(), None);
         use std::io::Write;
         let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         write!(w, "new one\npart").unwrap();
-        assert_eq!(f.poll().unwrap(), vec![(1, "new one".to_string())]);
+        let c = f.read_chunk().unwrap().unwrap();
+        assert_eq!((c.first_line, c.bytes.as_slice()), (1, &b"new one\n"[..]));
         writeln!(w, "ial").unwrap();
-        assert_eq!(f.poll().unwrap(), vec![(2, "partial".to_string())]);
+        let c = f.read_chunk().unwrap().unwrap();
+        assert_eq!((c.first_line, c.bytes.as_slice()), (2, &b"partial\n"[..]));
         std::fs::write(&p, "x\n").unwrap();
-        assert_eq!(f.poll().unwrap(), vec![(3, "x".to_string())]);
+        let c = f.read_chunk().unwrap().unwrap();
+        assert_eq!((c.first_line, c.bytes.as_slice()), (3, &b"x\n"[..]));
+    }
+
+    #[test]
+    fn an_endless_line_is_dropped_and_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.log");
+        std::fs::write(&p, "").unwrap();
+        let mut f = LogReader::open(&p, true);
+        use std::io::Write;
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        let junk = vec![b'x'; MAX_LINE + 10];
+        w.write_all(&junk).unwrap();
+        while f.read_chunk().unwrap().is_some() {}
+        assert!(f.partial.len() <= MAX_LINE, "the buffer stays bounded");
+        w.write_all(b"yyy\nafter\n").unwrap();
+        let mut got = Vec::new();
+        while let Some(c) = f.read_chunk().unwrap() {
+            got.push(c);
+        }
+        assert_eq!(got.len(), 1);
+        assert_eq!(
+            (got[0].first_line, got[0].bytes.as_slice()),
+            (2, &b"after\n"[..])
+        );
+    }
+
+    #[test]
+    fn follower_finds_hits_in_a_growing_file_on_its_own_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("s.log");
+        std::fs::write(
+            &p,
+            "torch.OutOfMemoryError: CUDA out of memory. (old, before the watch)\n",
+        )
+        .unwrap();
+        let mut f = LogFollower::open(&p, false);
+        use std::io::Write;
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        for i in 0..2000 {
+            writeln!(w, "INFO 12-01 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s").unwrap();
+        }
+        writeln!(w, "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut hits = Vec::new();
+        while hits.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            hits.extend(f.poll_hits(3.0).unwrap());
+        }
+        assert_eq!(kinds(&hits), vec![(2001, LogKind::DriverNccl)]);
+        assert_eq!(hits[0].t, 3.0);
     }
 }

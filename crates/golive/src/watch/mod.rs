@@ -216,15 +216,18 @@ async fn watch_loop(
                 });
             }
         }
-        let mut lines = match log.as_mut() {
-            Some(f) => f.poll()?,
-            None => Vec::new(),
-        };
-        if let Some(c) = log_cmd.as_mut() {
-            lines.extend(c.poll());
+        if let Some(f) = log.as_mut() {
+            // The window ends now: judge the lines written until now (a one-shot window
+            // may wait for a whole log read from its start).
+            f.catch_up(if args.once {
+                Duration::from_secs(120)
+            } else {
+                args.interval / 2
+            });
+            state.hits.extend(f.poll_hits(t)?);
         }
-        if !lines.is_empty() {
-            state.hits.extend(logscan::hits_in(&lines, t));
+        if let Some(c) = log_cmd.as_mut() {
+            state.hits.extend(c.poll_hits(t));
         }
         state.trim(t);
         let window_full = t + 1e-6 >= window_s;
