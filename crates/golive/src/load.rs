@@ -412,6 +412,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
     let _ = into.itl.add(&other.itl);
     let _ = into.tpot.add(&other.tpot);
     let _ = into.e2e.add(&other.e2e);
+    let _ = into.stream_gap.add(&other.stream_gap);
+    let _ = into.first_tool_call.add(&other.first_tool_call);
+    into.tool_call_gap_max_us = into.tool_call_gap_max_us.max(other.tool_call_gap_max_us);
     into.requests += other.requests;
     into.errors += other.errors;
     for (k, v) in &other.errors_by_kind {
