@@ -252,9 +252,10 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
             kv_cache_usage: Some(0.1 * f),
             waiting_max: Some(f - 1.0),
             running_max: Some(c as f64),
-            // The longest silence grows with the step; step 5 (32 streams) has 30 s inside a tool call.
+            // The longest silence grows with the step (server-owned: above 10 s from step 4);
+            // step 5 has a short one inside a tool call.
             stream_gap_ms: p(800.0 * f),
-            tool_call_gap_max_ms: (c == 32).then_some(30_000.0),
+            tool_call_gap_max_ms: (c == 32).then_some(3_000.0),
             ..Default::default()
         });
     }

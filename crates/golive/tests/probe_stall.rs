@@ -254,7 +254,7 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
     assert_eq!(code, Some(0), "{text}");
     assert!(stalled_evidence(&w).is_none(), "{w:#}");
     assert_eq!(w["probe"]["probe"]["ok"], true, "{w:#}");
-    assert_eq!(w["engine"], "llamacpp", "{w:#}");
+    assert_eq!(w["engine"], "llama_cpp", "{w:#}");
 
     // Stopped: /health still 200 (nginx), no token comes.
     signal(pid, "-STOP");
@@ -264,8 +264,14 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
     assert_eq!(out.status.code(), Some(1), "{v:#}");
     assert_eq!(v["reason"], "no_first_token", "{v:#}");
     assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
-    let health = common::golive(&["probe", "--url", &url, "--deadline-s", "2"]);
-    assert_eq!(health.status.code(), Some(1), "the model lookup hangs too");
+    // Without --model the /v1/models lookup hangs too, within the same deadline.
+    let (out, v) = probe(&url, "2", &[]);
+    assert_eq!(out.status.code(), Some(1), "{v:#}");
+    assert_eq!(v["reason"], "no_first_token", "{v:#}");
+    assert!(
+        v["detail"].as_str().unwrap().contains("model lookup"),
+        "{v:#}"
+    );
     // /metrics hangs as well (proxied): watch judges by the probe, not "unreachable".
     let (code, w, text) = watch_once(
         &url,

@@ -181,7 +181,8 @@ impl Reading {
             }
         }
         if let Some((v, n)) = first_sum(m, GENERATED_TOKENS) {
-            put(&mut r, Counter::GeneratedTokens, v, n);
+            // Named as exported (the family name drops the counter's `_total`).
+            put(&mut r, Counter::GeneratedTokens, v, &format!("{n}_total"));
         }
         if let Some(((sum, count), n)) = first_hist(m, TTFT) {
             put(&mut r, Counter::TtftSum, sum, n);
