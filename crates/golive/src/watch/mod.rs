@@ -122,10 +122,6 @@ pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
         "--tolerance must be between 0 and 1"
     );
     anyhow::ensure!(
-        args.stall_after <= args.window,
-        "--stall-after-s must not exceed --window (a stall is judged within one window)"
-    );
-    anyhow::ensure!(
         args.probe_every.is_none_or(|d| !d.is_zero()) && !args.probe_deadline.is_zero(),
         "--probe-every-s and --probe-deadline-s must be above zero"
     );

@@ -90,6 +90,7 @@ fn judge_counter(
     let flat_s = last.t - rs[from].t;
     if flat_s < limits.stall_after_s {
         if flat_s > 0.0 {
+            // With a window shorter than --stall-after-s this is all that can show.
             ev.notes.push(format!(
                 "work in flight and no new token for {flat_s:.1} s (stalled after {} s)",
                 fmt_num(limits.stall_after_s)
