@@ -1151,6 +1151,40 @@ mod tests {
     }
 
     #[test]
+    fn tool_call_deltas_are_told_apart_from_text() {
+        let mut rec = RequestRecord::default();
+        let call = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#;
+        assert_eq!(scan_event_fast(call, &mut rec), Ok(Some(Output::ToolCall)));
+        assert_eq!(scan_event_full(call, &mut rec), Ok(Some(Output::ToolCall)));
+        let text = br#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#;
+        assert_eq!(scan_event_full(text, &mut rec), Ok(Some(Output::Text)));
+    }
+
+    #[test]
+    fn stream_gaps_are_summarised_per_request() {
+        let gap = |us: u32, in_tool: bool, first_tool: Option<u32>| RequestRecord {
+            start_us: 0,
+            first_token_us: Some(10),
+            token_us: vec![10, 10 + us],
+            end_us: u64::from(us) + 20,
+            longest_gap_us: Some(us),
+            longest_gap_in_tool_call: in_tool,
+            first_tool_call_us: first_tool,
+            ..Default::default()
+        };
+        let mut s = LatencyStats::default();
+        s.record(&gap(2_000_000, false, None));
+        s.record(&gap(500_000, true, Some(40_000)));
+        s.record(&gap(30_000, false, None));
+        let p = s.stream_gap_ms();
+        assert_eq!(p.count, 3);
+        assert!((p.max - 2000.0).abs() < 2.0, "{p:?}");
+        // Only the gap inside a tool call counts as the parser's.
+        assert_eq!(s.tool_call_gap_max_ms(), Some(500.0));
+        assert_eq!(s.first_tool_call_ms().count, 1);
+    }
+
+    #[test]
     fn malformed_and_error_events_are_classified() {
         let mut rec = RequestRecord::default();
         let bad = scan_event_fast(b"not json", &mut rec).unwrap_err();
