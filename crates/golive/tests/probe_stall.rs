@@ -141,6 +141,14 @@ fn probe_reasons_and_the_stalled_trigger_on_scripted_servers() {
     let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
     assert!(ev[0].contains("/health answered HTTP 200"), "{ev:?}");
     assert!(ev[0].contains("no_first_token"), "{ev:?}");
+    let fired = &w["firing"].as_array().unwrap()[0];
+    assert!(
+        fired["next_step"]
+            .as_str()
+            .unwrap()
+            .contains("golive probe"),
+        "{w:#}"
+    );
     assert_eq!(w["probe"]["probe"]["reason"], "no_first_token", "{w:#}");
 }
 

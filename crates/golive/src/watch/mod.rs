@@ -410,6 +410,17 @@ fn opt(v: Option<f64>, unit: &str, digits: usize) -> String {
 pub fn evaluation_json(url: &str, ev: &Evaluation) -> anyhow::Result<serde_json::Value> {
     let mut v = serde_json::to_value(ev)?;
     v["url"] = serde_json::Value::String(url.to_string());
+    for (f, out) in ev.firing.iter().zip(
+        v["firing"]
+            .as_array_mut()
+            .map(|a| a.iter_mut())
+            .into_iter()
+            .flatten(),
+    ) {
+        if let Some(step) = f.trigger.next_step() {
+            out["next_step"] = step.into();
+        }
+    }
     if !ev.firing.is_empty() {
         v["rollback_reminder"] = ROLLBACK_REMINDER.into();
     }
@@ -471,6 +482,9 @@ pub fn render_text(url: &str, ev: &Evaluation) -> String {
         let _ = writeln!(out, "TRIGGER {}: {}", f.trigger.id(), f.title);
         for e in &f.evidence {
             let _ = writeln!(out, "  evidence: {e}");
+        }
+        if let Some(step) = f.trigger.next_step() {
+            let _ = writeln!(out, "  next step: {step}");
         }
     }
     if !ev.firing.is_empty() {

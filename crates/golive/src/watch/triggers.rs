@@ -64,6 +64,15 @@ impl Trigger {
             Trigger::Stalled => "engine alive but not generating (stalled)",
         }
     }
+    /// What to do first, where it is not the rollback of [`ROLLBACK_REMINDER`] alone.
+    pub fn next_step(self) -> Option<&'static str> {
+        match self {
+            Trigger::Stalled => Some(
+                "save the server log and find the first cause (golive triage), then restart the engine; /health alone does not show this, so use `golive probe` as the liveness probe",
+            ),
+            _ => None,
+        }
+    }
 }
 
 /// Tunable limits; the defaults are documented on the command line.
