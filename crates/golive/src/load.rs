@@ -475,6 +475,8 @@ pub struct LoadSummary {
     pub itl_ms: Percentiles,
     pub tpot_ms: Percentiles,
     pub e2e_ms: Percentiles,
+    /// Per request, the longest gap between output deltas (stream silence).
+    pub stream_gap_ms: Percentiles,
 }
 
 impl LoadSummary {
@@ -509,6 +511,7 @@ impl LoadSummary {
             itl_ms: s.itl_ms(),
             tpot_ms: s.tpot_ms(),
             e2e_ms: s.e2e_ms(),
+            stream_gap_ms: s.stream_gap_ms(),
         }
     }
 
