@@ -32,6 +32,8 @@ pub enum Command {
     Load(commands::load::LoadArgs),
     /// Send a saved agent regression case again.
     Replay(commands::replay::ReplayArgs),
+    /// One tiny streamed generation with a deadline: is the engine generating? (exec probe, cron)
+    Probe(commands::probe::ProbeArgs),
     /// Watch a live server for the rollback triggers.
     Watch(commands::watch::WatchArgs),
     /// Write Prometheus alerting rules for the rollback triggers.

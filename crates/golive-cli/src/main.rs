@@ -22,6 +22,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Accept(a) => commands::accept::run(*a),
         Command::Load(a) => commands::load::run(a),
         Command::Replay(a) => commands::replay::run(a),
+        Command::Probe(a) => commands::probe::run(a),
         Command::Watch(a) => commands::watch::run(a),
         Command::Rules(a) => commands::rules::run(a),
         Command::Signoff(a) => commands::signoff::run(a),

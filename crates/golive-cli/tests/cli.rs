@@ -150,7 +150,14 @@ fn completions_cover_every_subcommand() {
         let o = run(&["completions", shell]);
         assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
         let script = String::from_utf8(o.stdout).unwrap();
-        for sub in ["triage", "accept", "watch", "signoff", "completions"] {
+        for sub in [
+            "triage",
+            "accept",
+            "probe",
+            "watch",
+            "signoff",
+            "completions",
+        ] {
             assert!(script.contains(sub), "{shell} lacks {sub}");
         }
     }
@@ -238,6 +245,10 @@ fn watch_listen_serves_healthz_and_its_own_metrics() {
     );
     assert!(
         metrics.contains("golive_watch_trigger_firing{trigger=\"queue_growth\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("golive_watch_trigger_firing{trigger=\"stalled\"} 0"),
         "{metrics}"
     );
     assert!(metrics.contains("golive_watch_target_up 1"), "{metrics}");

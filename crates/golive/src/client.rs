@@ -186,6 +186,23 @@ pub struct RequestRecord {
     /// The first send failed on a pooled connection before anything came back, and the
     /// request was sent once more on a fresh connection (see [`OpenAiClient::send`]).
     pub reconnected: bool,
+    /// Longest silence between two output deltas of the stream (µs); `None` with fewer
+    /// than two. Agent clients time out on this, not on the whole request.
+    pub longest_gap_us: Option<u32>,
+    /// The longest gap fell inside a tool call (a tool-call delta on both sides): the
+    /// tokens were generated but the tool parser held them back.
+    pub longest_gap_in_tool_call: bool,
+    /// Arrival of the first tool-call delta (µs after `start_us`).
+    pub first_tool_call_us: Option<u32>,
+}
+
+/// What one stream event carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Content, reasoning or completion text.
+    Text,
+    /// A `tool_calls` delta.
+    ToolCall,
 }
 
 impl RequestRecord {
@@ -225,6 +242,10 @@ impl RequestRecord {
     /// Inter-token latencies (between chunks that carried output), in microseconds.
     pub fn itl_us(&self) -> impl Iterator<Item = u32> + '_ {
         self.token_us.windows(2).map(|w| w[1].saturating_sub(w[0]))
+    }
+    /// The longest gap between output deltas, in ms.
+    pub fn longest_gap_ms(&self) -> Option<f64> {
+        self.longest_gap_us.map(|g| f64::from(g) / 1000.0)
     }
     pub fn output_tokens(&self) -> u64 {
         self.usage
@@ -370,6 +391,7 @@ impl OpenAiClient {
         rec: &mut RequestRecord,
     ) {
         let mut decoder = SseDecoder::new();
+        let mut last_output: Option<Output> = None;
         loop {
             let chunk = match tokio::time::timeout_at(deadline, resp.chunk()).await {
                 Err(_) => {
@@ -426,16 +448,31 @@ impl OpenAiClient {
                             scan_event_fast(&data, rec)
                         };
                         match outcome {
-                            Ok(true) => {
+                            Ok(Some(kind)) => {
                                 let t = self.micros(now);
                                 if rec.first_token_us.is_none() {
                                     rec.first_token_us = Some(t);
                                 }
-                                rec.token_us.push(
-                                    t.saturating_sub(rec.start_us).min(u32::MAX as u64) as u32,
-                                );
+                                let at = t.saturating_sub(rec.start_us).min(u32::MAX as u64) as u32;
+                                // Stream silence, measured here once for every caller.
+                                if let (Some(&prev), Some(prev_kind)) =
+                                    (rec.token_us.last(), last_output)
+                                {
+                                    let gap = at.saturating_sub(prev);
+                                    if rec.longest_gap_us.is_none_or(|g| gap > g) {
+                                        rec.longest_gap_us = Some(gap);
+                                        rec.longest_gap_in_tool_call = prev_kind
+                                            == Output::ToolCall
+                                            && kind == Output::ToolCall;
+                                    }
+                                }
+                                if kind == Output::ToolCall && rec.first_tool_call_us.is_none() {
+                                    rec.first_tool_call_us = Some(at);
+                                }
+                                last_output = Some(kind);
+                                rec.token_us.push(at);
                             }
-                            Ok(false) => {}
+                            Ok(None) => {}
                             Err((kind, detail)) => {
                                 rec.fail(kind, detail);
                                 return;
@@ -704,7 +741,10 @@ fn non_empty_string_after(data: &[u8], pos: usize, key_len: usize) -> bool {
 
 /// Hot path: does this chunk carry output? Scans bytes; parses JSON only for the
 /// rare chunks with `usage`/`timings`/`error`.
-fn scan_event_fast(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorKind, String)> {
+fn scan_event_fast(
+    data: &[u8],
+    rec: &mut RequestRecord,
+) -> Result<Option<Output>, (ErrorKind, String)> {
     let body = trim_ascii(data);
     if body.first() != Some(&b'{') || body.last() != Some(&b'}') {
         return Err((
@@ -725,7 +765,10 @@ fn scan_event_fast(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
             rec.finish_reason = Some(String::from_utf8_lossy(&rest[..end]).into_owned());
         }
     }
-    let has_output = CONTENT_KEY
+    if TOOL_CALLS_KEY.find(body).is_some() {
+        return Ok(Some(Output::ToolCall));
+    }
+    let has_text = CONTENT_KEY
         .find(body)
         .is_some_and(|p| non_empty_string_after(body, p, CONTENT_KEY.needle().len()))
         || TEXT_KEY
@@ -736,9 +779,8 @@ fn scan_event_fast(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
             let rest = &body[p + REASONING_KEY.needle().len()..];
             let colon = memchr::memchr(b':', rest).unwrap_or(0);
             non_empty_string_after(rest, colon, 1)
-        })
-        || TOOL_CALLS_KEY.find(body).is_some();
-    Ok(has_output)
+        });
+    Ok(has_text.then_some(Output::Text))
 }
 
 #[derive(Deserialize)]
@@ -845,7 +887,10 @@ pub fn fuzz_scan_event(data: &[u8]) {
 }
 
 /// Slow path: full (borrowed) parse of one chunk; keeps the text in collect mode.
-fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorKind, String)> {
+fn scan_event_full(
+    data: &[u8],
+    rec: &mut RequestRecord,
+) -> Result<Option<Output>, (ErrorKind, String)> {
     let chunk: StreamChunk<'_> = serde_json::from_slice(data).map_err(|e| {
         (
             ErrorKind::MalformedStream,
@@ -863,6 +908,7 @@ fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
     }
     apply_usage(rec, chunk.usage.as_ref(), chunk.timings.as_ref());
     let mut has_output = false;
+    let mut tool_call = false;
     for choice in &chunk.choices {
         if let Some(f) = choice.finish_reason {
             rec.finish_reason = Some(f.to_string());
@@ -884,12 +930,16 @@ fn scan_event_full(data: &[u8], rec: &mut RequestRecord) -> Result<bool, (ErrorK
                 has_output = true;
             }
             if let Some(tc) = &d.tool_calls {
-                has_output = true;
+                tool_call = true;
                 rec.text.push_str(&tc.to_string());
             }
         }
     }
-    Ok(has_output)
+    Ok(if tool_call {
+        Some(Output::ToolCall)
+    } else {
+        has_output.then_some(Output::Text)
+    })
 }
 
 fn excerpt(b: &[u8]) -> String {
@@ -920,6 +970,12 @@ pub struct LatencyStats {
     pub prompt_tokens: u64,
     pub cached_tokens: u64,
     pub last_success_at: Option<DateTime<Utc>>,
+    /// Longest gap between output deltas, one value per streamed request (µs).
+    pub stream_gap: Histogram<u64>,
+    /// The longest of those gaps that fell inside a tool call (µs), if any did.
+    pub tool_call_gap_max_us: Option<u64>,
+    /// Time to the first tool-call delta, per request that streamed a tool call (µs).
+    pub first_tool_call: Histogram<u64>,
 }
 
 impl Default for LatencyStats {
@@ -943,6 +999,9 @@ impl Default for LatencyStats {
             prompt_tokens: 0,
             cached_tokens: 0,
             last_success_at: None,
+            stream_gap: h(),
+            tool_call_gap_max_us: None,
+            first_tool_call: h(),
         }
     }
 }
@@ -981,6 +1040,15 @@ impl LatencyStats {
         }
         self.e2e
             .saturating_record(r.end_us.saturating_sub(r.start_us).max(1));
+        if let Some(gap) = r.longest_gap_us {
+            self.stream_gap.saturating_record(u64::from(gap).max(1));
+            if r.longest_gap_in_tool_call {
+                self.tool_call_gap_max_us = self.tool_call_gap_max_us.max(Some(u64::from(gap)));
+            }
+        }
+        if let Some(t) = r.first_tool_call_us {
+            self.first_tool_call.saturating_record(u64::from(t).max(1));
+        }
         self.output_tokens += r.output_tokens();
         self.chunks += r.chunks;
         self.prompt_tokens += r.usage.prompt_tokens.unwrap_or(0);
@@ -1018,6 +1086,17 @@ impl LatencyStats {
     pub fn e2e_ms(&self) -> Percentiles {
         percentiles(&self.e2e)
     }
+    /// Percentiles of the per-request longest gap between output deltas.
+    pub fn stream_gap_ms(&self) -> Percentiles {
+        percentiles(&self.stream_gap)
+    }
+    pub fn first_tool_call_ms(&self) -> Percentiles {
+        percentiles(&self.first_tool_call)
+    }
+    /// The longest gap inside a tool call, in ms.
+    pub fn tool_call_gap_max_ms(&self) -> Option<f64> {
+        self.tool_call_gap_max_us.map(|us| us as f64 / 1000.0)
+    }
 }
 
 /// A microsecond histogram from 1 µs to one hour, 3 significant figures.
@@ -1051,21 +1130,58 @@ mod tests {
         let mut rec = RequestRecord::default();
         let chunk =
             br#"{"id":"x","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
-        assert_eq!(scan_event_fast(chunk, &mut rec), Ok(true));
+        assert_eq!(scan_event_fast(chunk, &mut rec), Ok(Some(Output::Text)));
         let role = br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#;
-        assert_eq!(scan_event_fast(role, &mut rec), Ok(false));
+        assert_eq!(scan_event_fast(role, &mut rec), Ok(None));
         let stop = br#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#;
-        assert_eq!(scan_event_fast(stop, &mut rec), Ok(false));
+        assert_eq!(scan_event_fast(stop, &mut rec), Ok(None));
         assert_eq!(rec.finish_reason.as_deref(), Some("stop"));
         let usage = br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}},"timings":{"cache_n":8,"prompt_n":4,"prompt_ms":1.5}}"#;
-        assert_eq!(scan_event_fast(usage, &mut rec), Ok(false));
+        assert_eq!(scan_event_fast(usage, &mut rec), Ok(None));
         assert_eq!(rec.usage.prompt_tokens, Some(12));
         assert_eq!(rec.cached_tokens(), Some(8));
         assert_eq!(rec.timings.unwrap().prompt_ms, Some(1.5));
         let reasoning = br#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#;
-        assert_eq!(scan_event_fast(reasoning, &mut rec), Ok(true));
+        assert_eq!(scan_event_fast(reasoning, &mut rec), Ok(Some(Output::Text)));
         let completion = br#"{"choices":[{"text":" a","index":0}]}"#;
-        assert_eq!(scan_event_fast(completion, &mut rec), Ok(true));
+        assert_eq!(
+            scan_event_fast(completion, &mut rec),
+            Ok(Some(Output::Text))
+        );
+    }
+
+    #[test]
+    fn tool_call_deltas_are_told_apart_from_text() {
+        let mut rec = RequestRecord::default();
+        let call = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#;
+        assert_eq!(scan_event_fast(call, &mut rec), Ok(Some(Output::ToolCall)));
+        assert_eq!(scan_event_full(call, &mut rec), Ok(Some(Output::ToolCall)));
+        let text = br#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#;
+        assert_eq!(scan_event_full(text, &mut rec), Ok(Some(Output::Text)));
+    }
+
+    #[test]
+    fn stream_gaps_are_summarised_per_request() {
+        let gap = |us: u32, in_tool: bool, first_tool: Option<u32>| RequestRecord {
+            start_us: 0,
+            first_token_us: Some(10),
+            token_us: vec![10, 10 + us],
+            end_us: u64::from(us) + 20,
+            longest_gap_us: Some(us),
+            longest_gap_in_tool_call: in_tool,
+            first_tool_call_us: first_tool,
+            ..Default::default()
+        };
+        let mut s = LatencyStats::default();
+        s.record(&gap(2_000_000, false, None));
+        s.record(&gap(500_000, true, Some(40_000)));
+        s.record(&gap(30_000, false, None));
+        let p = s.stream_gap_ms();
+        assert_eq!(p.count, 3);
+        assert!((p.max - 2000.0).abs() < 2.0, "{p:?}");
+        // Only the gap inside a tool call counts as the parser's.
+        assert_eq!(s.tool_call_gap_max_ms(), Some(500.0));
+        assert_eq!(s.first_tool_call_ms().count, 1);
     }
 
     #[test]
@@ -1085,7 +1201,7 @@ mod tests {
         let mut rec = RequestRecord::default();
         assert_eq!(
             scan_event_full(br#"{"choices":[{"delta":{"content":"a\"b"}}]}"#, &mut rec),
-            Ok(true)
+            Ok(Some(Output::Text))
         );
         assert_eq!(rec.text, "a\"b");
     }

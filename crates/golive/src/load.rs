@@ -412,6 +412,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
     let _ = into.itl.add(&other.itl);
     let _ = into.tpot.add(&other.tpot);
     let _ = into.e2e.add(&other.e2e);
+    let _ = into.stream_gap.add(&other.stream_gap);
+    let _ = into.first_tool_call.add(&other.first_tool_call);
+    into.tool_call_gap_max_us = into.tool_call_gap_max_us.max(other.tool_call_gap_max_us);
     into.requests += other.requests;
     into.errors += other.errors;
     for (k, v) in &other.errors_by_kind {
@@ -472,6 +475,8 @@ pub struct LoadSummary {
     pub itl_ms: Percentiles,
     pub tpot_ms: Percentiles,
     pub e2e_ms: Percentiles,
+    /// Per request, the longest gap between output deltas (stream silence).
+    pub stream_gap_ms: Percentiles,
 }
 
 impl LoadSummary {
@@ -506,6 +511,7 @@ impl LoadSummary {
             itl_ms: s.itl_ms(),
             tpot_ms: s.tpot_ms(),
             e2e_ms: s.e2e_ms(),
+            stream_gap_ms: s.stream_gap_ms(),
         }
     }
 

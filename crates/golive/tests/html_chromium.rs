@@ -252,6 +252,10 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
             kv_cache_usage: Some(0.1 * f),
             waiting_max: Some(f - 1.0),
             running_max: Some(c as f64),
+            // The longest silence grows with the step (server-owned: above 10 s from step 4);
+            // step 5 has a short one inside a tool call.
+            stream_gap_ms: p(800.0 * f),
+            tool_call_gap_max_ms: (c == 32).then_some(3_000.0),
             ..Default::default()
         });
     }
@@ -288,8 +292,26 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
     );
     c.evidence = "line 1\n<script>alert('x')</script>".into();
     r.checks.push(c);
+    let gap_rows: Vec<golive::accept::silence::GapRow> = r
+        .measurements
+        .ramp
+        .iter()
+        .map(golive::accept::silence::GapRow::from_step)
+        .collect();
+    let silence =
+        golive::accept::silence::check(&gap_rows, std::time::Duration::from_secs(10), "u")
+            .expect("rows give a check");
+    assert_eq!(silence.status, Status::Fail, "{}", silence.measurement);
+    r.checks.push(silence);
     r.decide();
     let html = golive::report::html::render(&r);
+    // The stream-silence bars: one group per step, drawn from the check's data.
+    let fig = html
+        .split("<figure>")
+        .find(|f| f.contains("Stream silence"))
+        .expect("a stream-silence chart");
+    assert!(!fig.contains("no data"), "{fig}");
+    assert_eq!(fig.matches("<rect class=\"series\"").count(), 13, "{fig}");
     assert!(!html.contains("<script"), "unescaped text");
     assert!(html.contains("Verdict: OBSERVE"), "verdict at the top");
     assert!(html.find("Verdict:").unwrap() < html.find("id=\"checklist\"").unwrap());

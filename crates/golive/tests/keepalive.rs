@@ -7,7 +7,7 @@
 mod common;
 mod fault_server;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -214,20 +214,6 @@ fn wait_listening(port: u16, what: &str) {
     }
 }
 
-/// A peer binary, or (outside CI) `None` with a skip message; under `CI=true` a missing
-/// peer fails the test.
-fn peer(paths: &[&str], what: &str) -> Option<PathBuf> {
-    let found = paths.iter().map(PathBuf::from).find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{what} is missing (scripts/test.sh installs it)"
-        );
-        eprintln!("skipping: {what} is not installed (scripts/test.sh installs it)");
-    }
-    found
-}
-
 /// A canned OpenAI stream of `n` content chunks.
 fn sse_body(n: usize) -> String {
     let mut s = String::from(
@@ -262,7 +248,7 @@ fn golive_load(url: &str, concurrency: u32, requests: u32, think: &str) -> serde
 
 #[test]
 fn nginx_with_a_short_keepalive_timeout_loses_no_request() {
-    let Some(nginx) = peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx") else {
+    let Some(nginx) = common::peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -79,7 +79,7 @@ fn rules_pass_promtool_check_for_full_and_empty_baselines() {
     );
     let (ok, out) = promtool_ok(&["check", "rules", "rules.yml"], full.path());
     assert!(ok, "{out}\n{yaml}");
-    assert!(out.contains("SUCCESS: 7 rules found"), "{out}");
+    assert!(out.contains("SUCCESS: 8 rules found"), "{out}");
 
     // Without baseline numbers the rules that need them are left out and named.
     let empty = tempfile::tempdir().unwrap();
@@ -202,6 +202,28 @@ fn alert_tests(ann: &std::collections::BTreeMap<String, Value>) -> Value {
                     alert("GoliveKvCacheAboveAccepted", l("a", None, "warning"), ann),
                     alert("GoliveKvCacheAboveAccepted", l("b", None, "warning"), ann),
                  ]},
+            ],
+        },
+        {   // a: one request running, tokens rise for 10 minutes, then stand still: fires.
+            // b: idle (nothing running or waiting, counter flat): quiet.
+            // c: busy and generating: quiet.
+            "interval": "1m",
+            "input_series": [
+                s("vllm:num_requests_running", "a", "1x30"),
+                s("vllm:num_requests_waiting", "a", "0x30"),
+                s("vllm:generation_tokens_total", "a", "0+100x10 1000x20"),
+                s("vllm:num_requests_running", "b", "0x30"),
+                s("vllm:num_requests_waiting", "b", "0x30"),
+                s("vllm:generation_tokens_total", "b", "500x30"),
+                s("vllm:num_requests_running", "c", "4x30"),
+                s("vllm:num_requests_waiting", "c", "2x30"),
+                s("vllm:generation_tokens_total", "c", "0+100x30"),
+            ],
+            "alert_rule_test": [
+                {"eval_time": "20m", "alertname": "GoliveStalled",
+                 "exp_alerts": [alert("GoliveStalled", l("a", Some("stalled"), "critical"), ann)]},
+                // While tokens still advanced, nothing fires.
+                {"eval_time": "8m", "alertname": "GoliveStalled", "exp_alerts": []},
             ],
         },
         {   // An XID 79 on GPU 3 at minute 10: fires while it is in the window, then clears.

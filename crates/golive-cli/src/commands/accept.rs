@@ -104,6 +104,10 @@ pub struct AcceptArgs {
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
     #[arg(help_heading = "Objectives", long)]
     pub slo_itl_p95_ms: Option<f64>,
+    /// `stream_silence` fails when a streamed answer of the ramp or soak is silent
+    /// for longer than this many seconds between two output deltas.
+    #[arg(help_heading = "Objectives", long, default_value_t = 10.0, value_parser = positive_seconds)]
+    pub max_stream_gap_s: f64,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
     #[arg(help_heading = "Load", long)]
     pub dcgm: Option<String>,
@@ -120,6 +124,16 @@ pub struct AcceptArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub agent: AgentArgs,
+}
+
+/// A number of seconds above zero (and below a day), for the `-s` flags.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a number of seconds between 0 and 86400"
+        )),
+    }
 }
 
 impl From<AcceptArgs> for AcceptOptions {
@@ -142,6 +156,7 @@ impl From<AcceptArgs> for AcceptOptions {
             prefix_words: a.prefix_words,
             slo_ttft_p95_ms: a.slo_ttft_p95_ms,
             slo_itl_p95_ms: a.slo_itl_p95_ms,
+            max_stream_gap: std::time::Duration::from_secs_f64(a.max_stream_gap_s),
             dcgm: a.dcgm,
             reviewer: a.reviewer,
             operator: a.operator,

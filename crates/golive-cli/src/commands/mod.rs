@@ -7,6 +7,7 @@ pub mod collect;
 pub mod completions;
 pub mod diff;
 pub mod load;
+pub mod probe;
 pub mod replay;
 pub mod rules;
 pub mod signoff;

@@ -28,6 +28,9 @@ pub struct RulesArgs {
     /// A counter of tool-call or schema failures (e.g. from the gateway); any increase alerts.
     #[arg(long = "tool-error-counter")]
     pub tool_error_counters: Vec<String>,
+    /// Requests in flight without a generated token for this long alert `GoliveStalled`.
+    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    pub stall_after: Duration,
 }
 
 impl From<&RulesArgs> for RulesOptions {
@@ -38,6 +41,7 @@ impl From<&RulesArgs> for RulesOptions {
             for_: a.for_,
             tolerance: a.tolerance,
             tool_error_counters: a.tool_error_counters.clone(),
+            stall_after: a.stall_after,
         }
     }
 }

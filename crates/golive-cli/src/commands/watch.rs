@@ -59,6 +59,18 @@ pub struct WatchArgs {
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
     #[arg(long, default_value_t = 0.2)]
     pub tolerance: f64,
+    /// Seconds of queued or running work without a new generated token that fire
+    /// `stalled`.
+    #[arg(long, default_value_t = 60.0)]
+    pub stall_after_s: f64,
+    /// Every this many seconds, send `/health` and one probe generation (as `golive
+    /// probe`); `stalled` fires when /health answers but the probe gets no token. Off
+    /// by default: watch then sends no generation traffic of its own.
+    #[arg(long)]
+    pub probe_every_s: Option<f64>,
+    /// Deadline of each probe generation.
+    #[arg(long, default_value_t = 10.0)]
+    pub probe_deadline_s: f64,
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
     /// Serve `/healthz` and `/metrics` (golive's own: one gauge per trigger, scrape
@@ -69,9 +81,19 @@ pub struct WatchArgs {
     pub target: TargetArgs,
 }
 
-impl From<&WatchArgs> for WatchOptions {
-    fn from(a: &WatchArgs) -> Self {
-        WatchOptions {
+/// Seconds from the command line as a duration; clear errors for the rest.
+fn seconds(flag: &str, v: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        v.is_finite() && v > 0.0,
+        "{flag} must be a number of seconds above zero"
+    );
+    Ok(Duration::from_secs_f64(v))
+}
+
+impl TryFrom<&WatchArgs> for WatchOptions {
+    type Error = anyhow::Error;
+    fn try_from(a: &WatchArgs) -> anyhow::Result<Self> {
+        Ok(WatchOptions {
             url: a.url.clone(),
             baseline: a.baseline.clone(),
             interval: a.interval,
@@ -86,8 +108,14 @@ impl From<&WatchArgs> for WatchOptions {
             oom_min: a.oom_min,
             queue_min_growth: a.queue_min_growth,
             tolerance: a.tolerance,
+            stall_after: seconds("--stall-after-s", a.stall_after_s)?,
+            probe_every: a
+                .probe_every_s
+                .map(|v| seconds("--probe-every-s", v))
+                .transpose()?,
+            probe_deadline: seconds("--probe-deadline-s", a.probe_deadline_s)?,
             target: a.target.clone().into(),
-        }
+        })
     }
 }
 
@@ -140,7 +168,7 @@ impl Reporter for Terminal {
 }
 
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
-    let opts = WatchOptions::from(&args);
+    let opts = WatchOptions::try_from(&args)?;
     let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(Terminal {
         url: args.url.clone(),
         format: args.format,

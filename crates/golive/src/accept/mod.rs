@@ -13,6 +13,7 @@ pub mod engine;
 pub mod prefix_cache;
 pub mod ramp;
 pub mod service;
+pub mod silence;
 pub mod soak;
 
 use std::path::{Path, PathBuf};
@@ -72,6 +73,8 @@ pub struct AcceptOptions {
     pub slo_ttft_p95_ms: Option<f64>,
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
     pub slo_itl_p95_ms: Option<f64>,
+    /// `stream_silence` fails when a streamed answer is silent longer than this between deltas.
+    pub max_stream_gap: Duration,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
     pub dcgm: Option<String>,
     /// Who reviews this run (recorded on every check).
@@ -455,6 +458,7 @@ async fn run_stages(
         max_context = limit;
     }
     let mut accepted: Option<(u32, Option<f64>)> = None;
+    let mut gap_rows: Vec<silence::GapRow> = Vec::new();
     if skip(SkippableStage::Ramp) {
         report
             .checks
@@ -500,6 +504,7 @@ async fn run_stages(
             .accepted_concurrency
             .map(|c| (c, outcome.accepted_rate));
         let steps = &report.measurements.ramp;
+        gap_rows.extend(steps.iter().map(silence::GapRow::from_step));
         report.baseline.kv_cache_usage_max = steps
             .iter()
             .filter_map(|s| s.kv_cache_usage)
@@ -549,6 +554,7 @@ async fn run_stages(
         )
         .await;
         report.measurements.soak = o.samples;
+        gap_rows.push(silence::GapRow::from_stats(Stage::Soak, "soak", &o.stats));
         let b = &mut report.baseline;
         b.cache_hit_ratio = o.cache_hit_ratio;
         if o.stats.requests > 0 {
@@ -576,6 +582,9 @@ async fn run_stages(
             b.accepted_concurrency = (o.check.status != Status::Fail).then_some(conc);
         }
         report.checks.push(o.check);
+    }
+    if let Some(c) = silence::check(&gap_rows, args.max_stream_gap, &node.client.base_url) {
+        report.checks.push(c);
     }
     report.save_json(out)?;
     stage.end(report);

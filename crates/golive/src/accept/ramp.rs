@@ -264,6 +264,9 @@ pub async fn run(
             gpu_memory_used_mib: peaks.gpu_memory_used_mib_max,
             last_success_at: s.last_success_at,
             status: Some(status),
+            stream_gap_ms: s.stream_gap_ms(),
+            tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
+            first_tool_call_ms: s.first_tool_call_ms(),
         };
         let mut c = Check::new(
             step_id(p),

@@ -273,6 +273,8 @@ pub async fn run(
         "request_rate": request_rate, "queue_first_third": q_first, "queue_last_third": q_last,
         "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
         "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
+        "stream_gap_ms": stats.stream_gap_ms(), "tool_call_gap_max_ms": stats.tool_call_gap_max_ms(),
+        "first_tool_call_ms": stats.first_tool_call_ms(),
     });
     if c.status == Status::Fail && !capacity_evidence {
         c.impact = Impact::Info;

@@ -424,7 +424,43 @@ fn charts(h: &mut String, report: &Report) {
             ),
         ],
     ));
+    stream_silence_chart(h, report);
     h.push_str("</div></section>\n");
+}
+
+/// The longest gap between output deltas per ramp step and soak (p99, max), and the
+/// part of it inside tool calls, from the `stream_silence` check.
+fn stream_silence_chart(h: &mut String, report: &Report) {
+    let rows = report
+        .checks
+        .iter()
+        .find(|c| c.id == "stream_silence")
+        .and_then(|c| c.data["rows"].as_array().cloned())
+        .unwrap_or_default();
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| r["label"].as_str().unwrap_or("").to_string())
+        .collect();
+    let field = |key: &str| -> Vec<(f64, f64)> {
+        rows.iter()
+            .enumerate()
+            .filter_map(|(i, r)| r[key].as_f64().map(|v| (i as f64, v)))
+            .collect()
+    };
+    h.push_str(&bar_chart(
+        "Stream silence: longest gap between deltas per step",
+        "ms",
+        &labels,
+        &[
+            series("p99", COLORS[0], field("p99_ms")),
+            series("max", COLORS[2], field("max_ms")),
+            series(
+                "inside a tool call (max)",
+                COLORS[4],
+                field("tool_call_max_ms"),
+            ),
+        ],
+    ));
 }
 
 fn short_tokens(n: u32) -> String {

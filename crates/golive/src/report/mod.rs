@@ -218,6 +218,16 @@ pub struct RampStep {
     pub gpu_memory_used_mib: Option<f64>,
     pub last_success_at: Option<DateTime<Utc>>,
     pub status: Option<Status>,
+    /// Per request, the longest silence between output deltas (ms); the
+    /// `stream_silence` check judges its p99 and max.
+    #[serde(default)]
+    pub stream_gap_ms: Percentiles,
+    /// The longest of those gaps that fell inside a tool call (ms), if any did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_gap_max_ms: Option<f64>,
+    /// Time to the first tool-call delta (ms), for requests that streamed one.
+    #[serde(default)]
+    pub first_tool_call_ms: Percentiles,
 }
 
 /// One request of the prefix-cache proof.

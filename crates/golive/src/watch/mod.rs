@@ -7,6 +7,7 @@
 pub mod logscan;
 pub mod rules;
 pub mod signals;
+pub mod stalled;
 pub mod triggers;
 
 use std::path::PathBuf;
@@ -18,6 +19,7 @@ use crate::report::{Baseline, Report};
 
 use logscan::{LogFollower, LogHit};
 use signals::Reading;
+use stalled::ProbeSample;
 use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
 
 /// How a watch ended.
@@ -63,6 +65,13 @@ pub struct WatchOptions {
     pub queue_min_growth: f64,
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
     pub tolerance: f64,
+    /// Queued or running work without a new generated token for this long is a stall.
+    pub stall_after: Duration,
+    /// Send a probe request (`golive probe`) with `/health` this often; `None`: never
+    /// (watch then sends no generation traffic of its own).
+    pub probe_every: Option<Duration>,
+    /// Deadline of each probe request.
+    pub probe_deadline: Duration,
     pub target: crate::target::TargetOptions,
 }
 
@@ -70,6 +79,7 @@ pub struct WatchOptions {
 struct State {
     readings: Vec<Reading>,
     hits: Vec<LogHit>,
+    probes: Vec<ProbeSample>,
     window_s: f64,
 }
 
@@ -83,6 +93,19 @@ impl State {
         // short window sits exactly at its start).
         let hits_from = self.readings.first().map_or(from, |r| r.t.min(from));
         self.hits.retain(|h| h.t >= hits_from);
+        self.probes.retain(|p| p.t >= from);
+    }
+
+    fn evaluate(&self, baseline: &Baseline, limits: &Limits) -> Evaluation {
+        triggers::evaluate_with_probes(&self.readings, &self.hits, &self.probes, baseline, limits)
+    }
+
+    /// The latest probe got no token while `/health` answered: the target is up (and
+    /// stuck) even when its `/metrics` does not answer.
+    fn alive_but_stalled(&self) -> bool {
+        self.probes.last().is_some_and(|p| {
+            p.probe.stalled() && p.health_status.is_some_and(|s| (200..300).contains(&s))
+        })
     }
 }
 
@@ -98,17 +121,67 @@ pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
         (0.0..1.0).contains(&args.tolerance),
         "--tolerance must be between 0 and 1"
     );
+    anyhow::ensure!(
+        args.probe_every.is_none_or(|d| !d.is_zero()) && !args.probe_deadline.is_zero(),
+        "--probe-every-s and --probe-deadline-s must be above zero"
+    );
     let baseline = match &args.baseline {
         Some(p) => Report::load(p)?.baseline,
         None => Baseline::default(),
     };
     let target = crate::target::Target::new(&args.url, &args.target)?;
     let client = target.http_client()?;
+    let prober = Prober {
+        client: crate::client::OpenAiClient::new(&target)?,
+        model: target.model.clone(),
+        every: args.probe_every,
+        deadline: args.probe_deadline,
+    };
     let metrics_url = target.url("/metrics");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(watch_loop(args, events, &baseline, &client, &metrics_url))
+    rt.block_on(watch_loop(
+        args,
+        events,
+        &baseline,
+        &client,
+        &metrics_url,
+        &prober,
+    ))
+}
+
+/// The probe requests of `--probe-every-s`.
+struct Prober {
+    client: crate::client::OpenAiClient,
+    model: Option<String>,
+    every: Option<Duration>,
+    deadline: Duration,
+}
+
+impl Prober {
+    fn due(&self, t: f64, last: Option<f64>) -> bool {
+        self.every
+            .is_some_and(|every| last.is_none_or(|l| t - l + 1e-6 >= every.as_secs_f64()))
+    }
+
+    /// `/health` and one probe generation, at the same time.
+    async fn sample(&self, t: f64) -> ProbeSample {
+        let (health, probe) = tokio::join!(
+            self.client.get_text("/health", self.deadline),
+            crate::probe::probe(&self.client, self.model.as_deref(), self.deadline, 1)
+        );
+        let (health_status, health_error) = match health {
+            Ok((status, _)) => (Some(status), None),
+            Err((_, e)) => (None, Some(e)),
+        };
+        ProbeSample {
+            t,
+            health_status,
+            health_error,
+            probe,
+        }
+    }
 }
 
 async fn watch_loop(
@@ -117,19 +190,23 @@ async fn watch_loop(
     baseline: &Baseline,
     client: &reqwest::Client,
     metrics_url: &str,
+    prober: &Prober,
 ) -> anyhow::Result<WatchEnd> {
     let limits = Limits {
         oom_min: args.oom_min.max(1),
         queue_min_growth: args.queue_min_growth,
         tolerance: args.tolerance,
+        stall_after_s: args.stall_after.as_secs_f64(),
     };
     let start = Instant::now();
     let window_s = args.window.as_secs_f64();
     let mut state = State {
         readings: Vec::new(),
         hits: Vec::new(),
+        probes: Vec::new(),
         window_s,
     };
+    let mut last_probe: Option<f64> = None;
     if let Some(p) = &args.log {
         if !p.exists() {
             events.notice(format!(
@@ -161,21 +238,36 @@ async fn watch_loop(
         // Ctrl-C / SIGTERM are honoured during a scrape too: a server that is going
         // down may hold the request open (llama-server on SIGTERM answers nothing
         // until it is killed).
-        let scraped = tokio::select! {
-            r = tokio::time::timeout(timeout, MetricsSnapshot::scrape(client, metrics_url)) => {
-                Some(r.unwrap_or_else(|_| {
+        let probe_due = prober.due(t, last_probe);
+        let scrape = async {
+            tokio::time::timeout(timeout, MetricsSnapshot::scrape(client, metrics_url))
+                .await
+                .unwrap_or_else(|_| {
                     Err(anyhow::anyhow!(
                         "GET {metrics_url} gave no answer within {}",
                         humantime::format_duration(timeout)
                     ))
-                }))
+                })
+        };
+        let probing = async {
+            if probe_due {
+                Some(prober.sample(t).await)
+            } else {
+                None
             }
+        };
+        let scraped = tokio::select! {
+            r = async { tokio::join!(scrape, probing) } => Some(r),
             _ = interrupt.recv() => None,
             _ = terminate.recv() => None,
         };
-        let Some(scraped) = scraped else {
+        let Some((scraped, probed)) = scraped else {
             return Ok(finish(events, &state, baseline, &limits, last_ok.is_some()));
         };
+        if let Some(p) = probed {
+            last_probe = Some(t);
+            state.probes.push(p);
+        }
         match scraped {
             Ok(m) => {
                 let mut reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
@@ -196,7 +288,7 @@ async fn watch_loop(
             Err(e) => {
                 // Unreachable from the start, or for longer than the grace: exit 3.
                 let down_for = t - last_ok.unwrap_or(0.0);
-                if last_ok.is_none() || down_for >= down_grace_s {
+                if (last_ok.is_none() || down_for >= down_grace_s) && !state.alive_but_stalled() {
                     let hint = if format!("{e:#}").contains("404") {
                         " (llama.cpp serves /metrics only when started with --metrics)"
                     } else {
@@ -232,7 +324,7 @@ async fn watch_loop(
         state.trim(t);
         let window_full = t + 1e-6 >= window_s;
         if window_full {
-            let ev = triggers::evaluate(&state.readings, &state.hits, baseline, &limits);
+            let ev = state.evaluate(baseline, &limits);
             if !ev.firing.is_empty() {
                 events.emit(Event::Evaluated(Box::new(ev)));
                 return Ok(WatchEnd::Fired);
@@ -296,13 +388,13 @@ fn finish(
     limits: &Limits,
     ever_reached: bool,
 ) -> WatchEnd {
-    if !ever_reached {
+    if !ever_reached && !state.alive_but_stalled() {
         events.emit(Event::Unreachable(
             "stopped before the target answered a scrape".into(),
         ));
         return WatchEnd::Unreachable;
     }
-    let ev = triggers::evaluate(&state.readings, &state.hits, baseline, limits);
+    let ev = state.evaluate(baseline, limits);
     let end = if ev.firing.is_empty() {
         WatchEnd::Quiet
     } else {
@@ -321,6 +413,17 @@ fn opt(v: Option<f64>, unit: &str, digits: usize) -> String {
 pub fn evaluation_json(url: &str, ev: &Evaluation) -> anyhow::Result<serde_json::Value> {
     let mut v = serde_json::to_value(ev)?;
     v["url"] = serde_json::Value::String(url.to_string());
+    for (f, out) in ev.firing.iter().zip(
+        v["firing"]
+            .as_array_mut()
+            .map(|a| a.iter_mut())
+            .into_iter()
+            .flatten(),
+    ) {
+        if let Some(step) = f.trigger.next_step() {
+            out["next_step"] = step.into();
+        }
+    }
     if !ev.firing.is_empty() {
         v["rollback_reminder"] = ROLLBACK_REMINDER.into();
     }
@@ -364,10 +467,27 @@ pub fn render_text(url: &str, ev: &Evaluation) -> String {
     for n in &ev.notes {
         let _ = writeln!(out, "  note: {n}");
     }
+    if let Some(p) = &ev.probe {
+        let _ = writeln!(
+            out,
+            "  probe at {:.1} s: /health {}, generation {}",
+            p.t,
+            p.health_status
+                .map(|s| format!("HTTP {s}"))
+                .unwrap_or_else(|| "no answer".into()),
+            match p.probe.reason {
+                None => format!("ok ({})", p.probe.detail),
+                Some(r) => format!("{} ({})", r.as_str(), p.probe.detail),
+            }
+        );
+    }
     for f in &ev.firing {
         let _ = writeln!(out, "TRIGGER {}: {}", f.trigger.id(), f.title);
         for e in &f.evidence {
             let _ = writeln!(out, "  evidence: {e}");
+        }
+        if let Some(step) = f.trigger.next_step() {
+            let _ = writeln!(out, "  next step: {step}");
         }
     }
     if !ev.firing.is_empty() {

@@ -27,6 +27,8 @@ pub struct RulesOptions {
     pub tolerance: f64,
     /// A counter of tool-call or schema failures (e.g. from the gateway); any increase alerts.
     pub tool_error_counters: Vec<String>,
+    /// Work in flight without a generated token for this long alerts `GoliveStalled`.
+    pub stall_after: Duration,
 }
 
 /// A Prometheus rule file.
@@ -58,6 +60,7 @@ pub struct RuleOptions {
     pub for_: Duration,
     pub tolerance: f64,
     pub tool_error_counters: Vec<String>,
+    pub stall_after: Duration,
 }
 
 impl Default for RuleOptions {
@@ -67,6 +70,7 @@ impl Default for RuleOptions {
             for_: Duration::from_secs(300),
             tolerance: 0.2,
             tool_error_counters: Vec::new(),
+            stall_after: Duration::from_secs(300),
         }
     }
 }
@@ -344,6 +348,23 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         ));
     }
 
+    // Alive but stuck: work in flight all along while no token is generated. /health
+    // and the gauges alone cannot show it (vLLM #46811).
+    let stall = prom_duration(opts.stall_after);
+    rules.push(rule(
+        Some(Trigger::Stalled),
+        "GoliveStalled",
+        "critical",
+        format!(
+            "(sum {BY} (min_over_time(vllm:num_requests_running[{stall}])) + sum {BY} (min_over_time(vllm:num_requests_waiting[{stall}]))) > 0\nand\nsum {BY} (increase(vllm:generation_tokens_total[{stall}])) == 0"
+        ),
+        "1m",
+        "vLLM has requests in flight but generates no tokens".into(),
+        format!(
+            "Requests were running or waiting for {stall} while vllm:generation_tokens_total did not advance: the engine is alive but stuck (health checks may still pass). Confirm with `golive probe --url URL --deadline-s 10`, save the server log for `golive triage`, then restart the engine."
+        ),
+    ));
+
     (
         RuleFile {
             groups: vec![RuleGroup {
@@ -375,6 +396,10 @@ pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> 
         "--tolerance must be between 0 and 1"
     );
     anyhow::ensure!(!args.window.is_zero(), "--window must be above zero");
+    anyhow::ensure!(
+        !args.stall_after.is_zero(),
+        "--stall-after must be above zero"
+    );
     let metric_name =
         regex::Regex::new(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$").expect("name pattern compiles");
     for n in &args.tool_error_counters {
@@ -389,6 +414,7 @@ pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> 
         for_: args.for_,
         tolerance: args.tolerance,
         tool_error_counters: args.tool_error_counters.clone(),
+        stall_after: args.stall_after,
     };
     let (file, left_out) = build_rules(&report.baseline, &opts);
     let source = crate::report::report_path(&args.baseline)

@@ -50,6 +50,13 @@ pub const FINISHED_HIST: &[&str] = &[
     "sglang:e2e_request_latency_seconds",
 ];
 
+/// Output tokens generated (the stalled-engine trigger watches it advance).
+pub const GENERATED_TOKENS: &[&str] = &[
+    "vllm:generation_tokens",
+    "sglang:generation_tokens",
+    "llamacpp:tokens_predicted",
+];
+
 /// The counters watch follows, by role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +75,8 @@ pub enum Counter {
     ToolErrors,
     /// Prompt tokens in total (llama.cpp: computed plus cached).
     PromptTokens,
+    /// Output tokens generated.
+    GeneratedTokens,
 }
 
 /// One scrape, reduced to the numbers the triggers need.
@@ -170,6 +179,10 @@ impl Reading {
                     "sglang:prompt_tokens_total",
                 );
             }
+        }
+        if let Some((v, n)) = first_sum(m, GENERATED_TOKENS) {
+            // Named as exported (the family name drops the counter's `_total`).
+            put(&mut r, Counter::GeneratedTokens, v, &format!("{n}_total"));
         }
         if let Some(((sum, count), n)) = first_hist(m, TTFT) {
             put(&mut r, Counter::TtftSum, sum, n);

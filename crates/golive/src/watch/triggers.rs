@@ -6,6 +6,7 @@ use crate::report::Baseline;
 
 use super::logscan::{LogHit, LogKind};
 use super::signals::{self, Counter, Reading, Reset};
+pub use super::stalled::ProbeSample;
 
 /// What the change record must cover before a rollback (acceptance protocol).
 pub const ROLLBACK_REMINDER: &str = "Rollback: the change record must cover image digest, driver, start parameters, topology and cache flag together; a rollback of the application alone does not undo a change that came with the host driver or the container.";
@@ -24,16 +25,21 @@ pub enum Trigger {
     CacheRegression,
     /// Tool-call failures or answers that break the agreed schema.
     ToolSchema,
+    /// The engine is alive but generates nothing: work waits or runs while the
+    /// generated-token counter stands still, or `/health` answers while a probe
+    /// request gets no token.
+    Stalled,
 }
 
 impl Trigger {
     /// Every trigger, in the runbook's order.
-    pub const ALL: [Trigger; 5] = [
+    pub const ALL: [Trigger; 6] = [
         Trigger::Oom,
         Trigger::QueueGrowth,
         Trigger::DriverNccl,
         Trigger::CacheRegression,
         Trigger::ToolSchema,
+        Trigger::Stalled,
     ];
 
     pub fn id(self) -> &'static str {
@@ -43,6 +49,7 @@ impl Trigger {
             Trigger::DriverNccl => "driver_nccl",
             Trigger::CacheRegression => "cache_regression",
             Trigger::ToolSchema => "tool_schema",
+            Trigger::Stalled => "stalled",
         }
     }
     pub fn title(self) -> &'static str {
@@ -54,6 +61,16 @@ impl Trigger {
                 "prefix-cache hits below the accepted baseline while prefill latency rises"
             }
             Trigger::ToolSchema => "tool-call failures or schema breaks",
+            Trigger::Stalled => "engine alive but not generating (stalled)",
+        }
+    }
+    /// What to do first, where it is not the rollback of [`ROLLBACK_REMINDER`] alone.
+    pub fn next_step(self) -> Option<&'static str> {
+        match self {
+            Trigger::Stalled => Some(
+                "save the server log and find the first cause (golive triage), then restart the engine; /health alone does not show this, so use `golive probe` as the liveness probe",
+            ),
+            _ => None,
         }
     }
 }
@@ -67,6 +84,8 @@ pub struct Limits {
     pub queue_min_growth: f64,
     /// Relative tolerance: request rate "unchanged", cache ratio "below", latency "above".
     pub tolerance: f64,
+    /// Seconds of queued or running work without a generated token that count as stalled.
+    pub stall_after_s: f64,
 }
 
 impl Default for Limits {
@@ -75,6 +94,7 @@ impl Default for Limits {
             oom_min: 1,
             queue_min_growth: 1.0,
             tolerance: 0.2,
+            stall_after_s: 60.0,
         }
     }
 }
@@ -111,9 +131,12 @@ pub struct Evaluation {
     pub resets: Vec<Reset>,
     /// Why a trigger could not be judged, or was close.
     pub notes: Vec<String>,
+    /// The latest probe of the window (`--probe-every-s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeSample>,
 }
 
-fn fmt_num(v: f64) -> String {
+pub(super) fn fmt_num(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e12 {
         format!("{v:.0}")
     } else {
@@ -122,7 +145,7 @@ fn fmt_num(v: f64) -> String {
 }
 
 /// At most `max` values spread over the series, for an evidence line.
-fn series_text(points: &[(f64, f64)], max: usize) -> String {
+pub(super) fn series_text(points: &[(f64, f64)], max: usize) -> String {
     let step = points.len().div_ceil(max).max(1);
     let mut parts: Vec<String> = points
         .iter()
@@ -153,10 +176,21 @@ fn arrival_rate(rs: &[Reading]) -> Option<f64> {
     Some((finished + inflight(last) - inflight(first)) / dt)
 }
 
-/// Judges one window.
+/// Judges one window (metrics and log only).
 pub fn evaluate(
     readings: &[Reading],
     hits: &[LogHit],
+    baseline: &Baseline,
+    limits: &Limits,
+) -> Evaluation {
+    evaluate_with_probes(readings, hits, &[], baseline, limits)
+}
+
+/// Judges one window, with the probe requests sent in it (`--probe-every-s`).
+pub fn evaluate_with_probes(
+    readings: &[Reading],
+    hits: &[LogHit],
+    probes: &[ProbeSample],
     baseline: &Baseline,
     limits: &Limits,
 ) -> Evaluation {
@@ -172,6 +206,7 @@ pub fn evaluate(
         firing: Vec::new(),
         resets: signals::resets(readings),
         notes: Vec::new(),
+        probe: probes.last().cloned(),
     };
     summarize(readings, &mut ev.summary);
     judge_oom(readings, hits, baseline, limits, &mut ev);
@@ -179,6 +214,7 @@ pub fn evaluate(
     judge_driver(hits, &mut ev);
     judge_cache(readings, baseline, limits, &mut ev);
     judge_tool(readings, hits, &mut ev);
+    super::stalled::judge(readings, probes, limits, &mut ev);
     ev
 }
 

@@ -203,3 +203,30 @@ pub fn promtool_check_rules(rules: &Path, yaml: &str) {
         text(&p)
     );
 }
+
+/// A peer binary, or (outside CI) `None` with a skip message; under `CI=true` a missing
+/// peer fails the test.
+pub fn peer(paths: &[&str], what: &str) -> Option<PathBuf> {
+    let found = paths.iter().map(PathBuf::from).find(|p| p.exists());
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{what} is missing (scripts/test.sh installs it)"
+        );
+        eprintln!("skipping: {what} is not installed (scripts/test.sh installs it)");
+    }
+    found
+}
+
+/// The process id of the local llama-server that [`start_local_server`] started on `port`
+/// (from the script's pid file).
+pub fn local_server_pid(port: u16) -> Option<u32> {
+    let local = std::env::var_os("GOLIVE_LOCAL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".golive-local"));
+    std::fs::read_to_string(local.join(format!("run/{port}.pid")))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}

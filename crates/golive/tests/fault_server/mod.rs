@@ -46,6 +46,16 @@ pub enum Fault {
         retention: Option<usize>,
         nonce_prefix: bool,
     },
+    /// A stream whose content goes silent for `gap_ms` between its first and second
+    /// token (the server holds decoding back).
+    ContentGap { gap_ms: u64 },
+    /// A tool-call stream whose parser holds the arguments back: the delta with the
+    /// function name, `gap_ms` of silence, then the arguments in one delta.
+    ToolCallGap { gap_ms: u64 },
+    /// Alive but stuck: `/health` 200, `/metrics` with one running request and a
+    /// generated-token counter that never moves, and completions that get their
+    /// headers and then nothing.
+    Stuck,
 }
 
 /// Counters and seen prompts of the vLLM-like engine.
@@ -242,6 +252,16 @@ async fn serve(
                 continue;
             }
         }
+        if fault == Fault::Stuck && req.path == "/metrics" {
+            respond_metrics(
+                &mut sock,
+                "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{engine=\"0\",model_name=\"fault-model\"} 1.0\n\
+                 # TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{engine=\"0\",model_name=\"fault-model\"} 0.0\n\
+                 # TYPE vllm:generation_tokens_total counter\nvllm:generation_tokens_total{engine=\"0\",model_name=\"fault-model\"} 42.0\n",
+            )
+            .await?;
+            continue;
+        }
         if let Fault::Vllm {
             caching,
             retention,
@@ -391,6 +411,9 @@ async fn serve(
                         json_answer(&mut sock, tokens).await?
                     }
                     Fault::DropReused { tokens } if !stream => json_answer(&mut sock, tokens).await?,
+                    Fault::ContentGap { .. } | Fault::ToolCallGap { .. } if !stream => {
+                        json_answer(&mut sock, 4).await?
+                    }
                     Fault::Flaky { every } => {
                         let n = counter.load(Ordering::Relaxed);
                         if !stream {
@@ -434,6 +457,24 @@ async fn serve(
                                         tokio::time::sleep(Duration::from_millis(300)).await;
                                     }
                                 }
+                            }
+                            Fault::ContentGap { gap_ms } => {
+                                chunk(&mut sock, &content_event("t0")).await?;
+                                tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+                                for t in ["t1", "t2", "t3"] {
+                                    chunk(&mut sock, &content_event(t)).await?;
+                                }
+                                finish(&mut sock, "stop", 4).await?;
+                            }
+                            Fault::ToolCallGap { gap_ms } => {
+                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"lookup_order\",\"arguments\":\"\"}}]}}]}\n\n").await?;
+                                tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+                                chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"order_id\\\": \\\"A-1234\\\"}\"}}]}}]}\n\n").await?;
+                                finish(&mut sock, "tool_calls", 12).await?;
+                            }
+                            Fault::Stuck => {
+                                // Headers went out; not one event follows.
+                                tokio::time::sleep(Duration::from_secs(3600)).await;
                             }
                             Fault::HangBeforeFirstByte
                             | Fault::Http500
@@ -482,6 +523,16 @@ async fn stream_body(sock: &mut TcpStream, tokens: u32, delay_ms: u64) -> std::i
     )
     .await?;
     chunk(sock, &format!("data: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{tokens},\"total_tokens\":{}}}}}\n\ndata: [DONE]\n\n", tokens + 10)).await?;
+    sock.write_all(b"0\r\n\r\n").await
+}
+
+/// The end of a stream: `finish_reason`, usage, `[DONE]`, the last chunk.
+async fn finish(sock: &mut TcpStream, reason: &str, tokens: u32) -> std::io::Result<()> {
+    chunk(
+        sock,
+        &format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"{reason}\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":10,\"completion_tokens\":{tokens}}}}}\n\ndata: [DONE]\n\n"),
+    )
+    .await?;
     sock.write_all(b"0\r\n\r\n").await
 }
 
