@@ -60,6 +60,9 @@ pub struct FlagReq {
     pub required: Vec<String>,
     /// Flags required on one hardware family only (`blackwell`, `hopper`).
     pub required_on: BTreeMap<String, Vec<String>>,
+    /// Flags that must have this value in the running flags (command line merged with
+    /// its `--config` file), e.g. `{ "--prefix-match-unit" = "64" }`.
+    pub values: BTreeMap<String, String>,
     pub tool_call_parser: Option<String>,
     pub reasoning_parser: Option<String>,
 }
@@ -101,6 +104,29 @@ pub struct Profile {
     pub flags: FlagReq,
     pub transport: TransportReq,
     pub cache: CacheReq,
+    /// PEP 440 bounds on the Python packages inside the serving container, by package
+    /// (`vllm`, `torch`, `nccl`, `nvshmem`, `deep_ep`, `flashinfer`, `xgrammar` or a
+    /// distribution name), e.g. `vllm = ">=0.27.0"`.
+    pub packages: BTreeMap<String, String>,
+}
+
+/// Recipe flags whose value the recipe fixes and a profile then requires.
+pub const RECIPE_VALUE_FLAGS: &[&str] = &[
+    "--prefix-match-unit",
+    "--prefix-caching-hash-algo",
+    "--kv-cache-dtype",
+];
+
+/// The value of `flag` in a recipe's argument list (`--flag V` or `--flag=V`).
+fn value_after(args: &[String], flag: &str) -> Option<String> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            return Some(v.to_string());
+        }
+        (a == flag)
+            .then(|| args.get(i + 1).filter(|v| !v.starts_with("--")).cloned())
+            .flatten()
+    })
 }
 
 /// Hardware family of a GPU name, as recipes key their overrides.
@@ -270,6 +296,13 @@ impl Profile {
                 .collect()
         };
         p.flags.required = switches(strs(model.get("base_args")));
+        // The recipe-era cache flags carry a value the recipe fixes.
+        let base = strs(model.get("base_args"));
+        for flag in RECIPE_VALUE_FLAGS {
+            if let Some(v) = value_after(&base, flag) {
+                p.flags.values.insert(flag.to_string(), v);
+            }
+        }
         if let Some(hw) = doc.get("hardware_overrides").and_then(|h| h.as_mapping()) {
             for (k, v) in hw {
                 let Some(k) = k.as_str() else { continue };
