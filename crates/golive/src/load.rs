@@ -648,18 +648,7 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
         anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
     }
     anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
-    let shard = args.shard.unwrap_or(Shard::WHOLE);
-    let total_concurrency = args
-        .concurrency
-        .unwrap_or(if args.rate.is_some() { 1024 } else { 1 });
-    if args.rate.is_none() {
-        anyhow::ensure!(
-            total_concurrency >= shard.count,
-            "--shard {shard}: the closed loop's --concurrency ({total_concurrency}) is split \
-             across the shards and must be at least {} so every shard has a stream",
-            shard.count
-        );
-    }
+    let (shard, total_concurrency) = shard::shard_and_concurrency(args)?;
     let mut target = Target::new(&args.url, &args.target)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

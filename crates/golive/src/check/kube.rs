@@ -16,6 +16,16 @@ struct Termination {
     restarts: u64,
 }
 
+/// The memory limit of a container in the pod spec (`resources.limits.memory`).
+fn memory_limit(pod: &Value, container: &str) -> Option<String> {
+    pod["spec"]["containers"]
+        .as_array()?
+        .iter()
+        .find(|c| c["name"] == container)?["resources"]["limits"]["memory"]
+        .as_str()
+        .map(String::from)
+}
+
 fn terminations(pod: &Value) -> Vec<Termination> {
     let status = &pod["status"];
     ["initContainerStatuses", "containerStatuses"]
@@ -110,12 +120,15 @@ pub(super) fn check_pod_crash(c: &Ctx) -> Option<CheckItem> {
             let code = t.exit_code.map_or("?".into(), |c| c.to_string());
             let verdict = if t.is_oom() {
                 status = Status::Fail;
-                ": killed for host memory (OOM at the container's memory limit)"
+                let limit = memory_limit(pod, &t.container)
+                    .map(|m| format!(" {m}"))
+                    .unwrap_or_default();
+                format!(": killed for host memory (OOM at the container's memory limit{limit})")
             } else if t.is_clean() {
-                ""
+                String::new()
             } else {
                 status = Status::Fail;
-                ": crashed (see raw/pod-previous.log, golive triage)"
+                ": crashed (see raw/pod-previous.log, golive triage)".into()
             };
             ev.push(c.tag(
                 b,

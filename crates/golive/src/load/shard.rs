@@ -69,6 +69,22 @@ impl FromStr for Shard {
     }
 }
 
+/// The shard of `args` and the whole plan's concurrency (streams, or the open loop's
+/// in-flight cap), which the shards split.
+pub(super) fn shard_and_concurrency(args: &LoadOptions) -> anyhow::Result<(Shard, u32)> {
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let total = args
+        .concurrency
+        .unwrap_or(if args.rate.is_some() { 1024 } else { 1 });
+    anyhow::ensure!(
+        args.rate.is_some() || total >= shard.count,
+        "--shard {shard}: the closed loop's --concurrency ({total}) is split across the \
+         shards and must be at least {} so every shard has a stream",
+        shard.count
+    );
+    Ok((shard, total))
+}
+
 /// The whole plan a shard belongs to: every shard of one run must carry the same one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardPlan {
