@@ -504,7 +504,8 @@ impl LoadSummary {
             model: plan.model.clone(),
             api: plan.api,
             concurrency: plan.concurrency,
-            rate: plan.rate,
+            // A shard's own share of the plan's rate.
+            rate: plan.rate.map(|r| r / f64::from(plan.shard.count.max(1))),
             prompt_tokens: plan.prompt_tokens,
             max_tokens: plan.max_tokens,
             shared_prefix_tokens: plan.shared_prefix_tokens,
