@@ -223,6 +223,10 @@ impl Profile {
             ..Default::default()
         };
         p.vllm.min_version = s(model.get("min_vllm_version"));
+        // The same bound on the vllm distribution inside the container.
+        if let Some(v) = &p.vllm.min_version {
+            p.packages.insert("vllm".into(), format!(">={v}"));
+        }
         p.cache.max_context = model.get("context_length").and_then(|v| v.as_u64());
         // docker_image: { nvidia: { cu130: "..." } } or { nvidia: "..." }.
         if let Some(nv) = model.get("docker_image").and_then(|d| d.get("nvidia")) {
@@ -395,6 +399,23 @@ mod tests {
         let v = Profile::load("vllm").unwrap();
         assert!(v.flags.required.is_empty());
         assert!(Profile::load("nope").is_err());
+    }
+
+    #[test]
+    fn recipe_cache_flags_and_vllm_bound() {
+        let p = Profile::from_recipe(
+            "model:\n  model_id: org/m\n  min_vllm_version: \"0.27.0\"\n  base_args:\n    - \"--enable-prefix-caching\"\n    - \"--prefix-match-unit\"\n    - \"64\"\n    - \"--kv-cache-dtype=fp8\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.flags.values["--prefix-match-unit"], "64");
+        assert_eq!(p.flags.values["--kv-cache-dtype"], "fp8");
+        assert_eq!(
+            p.flags.required,
+            vec!["--enable-prefix-caching".to_string()]
+        );
+        assert_eq!(p.packages["vllm"], ">=0.27.0");
+        let k = Profile::load("kimi-k3").unwrap();
+        assert_eq!(k.packages["vllm"], ">=0.27.0");
     }
 
     #[test]
