@@ -199,6 +199,28 @@ fn config_file_flags_and_package_versions_from_the_container() {
         assert!(pv.evidence.contains(want), "{want}: {}", pv.evidence);
     }
 
+    // Two nodes with different NCCL wheels: named, and a failure.
+    let node2 = tmp.path().join("node2");
+    copy_bundle(&dir, &node2);
+    let pip = raw("python-packages.json").replace("2.28.7", "2.27.3");
+    std::fs::write(node2.join("raw/python-packages.json"), pip).unwrap();
+    std::fs::write(
+        node2.join("manifest.json"),
+        std::fs::read_to_string(dir.join("manifest.json"))
+            .unwrap()
+            .replacen("\"host\": \"", "\"host\": \"node2-", 1),
+    )
+    .unwrap();
+    let r = golive::check::check_bundles(&[dir.clone(), node2], Some("vllm")).unwrap();
+    let pv = r.item("package_versions").unwrap();
+    assert_eq!(pv.status, Status::Fail, "{}", pv.evidence);
+    assert!(
+        pv.evidence.contains("nccl differs between nodes:") && pv.evidence.contains("2.27.3"),
+        "{}",
+        pv.evidence
+    );
+    assert!(!pv.evidence.contains("torch differs"), "{}", pv.evidence);
+
     // The command line overrides the file, as in vLLM.
     let over = tmp.path().join("override");
     copy_bundle(&dir, &over);

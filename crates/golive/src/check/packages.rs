@@ -70,6 +70,28 @@ pub(super) fn check_packages(c: &Ctx) -> Option<CheckItem> {
         }
         st.push(status);
     }
+    // Every node of one deployment runs the same versions (NCCL, NVSHMEM and DeepEP
+    // talk to their peers on the other nodes).
+    if c.multi {
+        for (label, _) in KEY_PACKAGES {
+            let seen: Vec<(String, String)> = c
+                .bundles
+                .iter()
+                .filter_map(|b| {
+                    let (_, v) = find_package(b.python_packages.as_ref()?, label)?;
+                    Some((b.host.clone(), v.to_string()))
+                })
+                .collect();
+            if seen.iter().any(|(_, v)| *v != seen[0].1) {
+                let list: Vec<String> = seen.iter().map(|(h, v)| format!("{h} {v}")).collect();
+                ev.push(format!(
+                    "{label} differs between nodes: {}",
+                    list.join(", ")
+                ));
+                st.push(Status::Fail);
+            }
+        }
+    }
     Some(item(
         "package_versions",
         "Python packages in the serving container (vllm, torch, NCCL, NVSHMEM, DeepEP, FlashInfer, xgrammar)",
