@@ -34,6 +34,16 @@ pub mod names {
     pub const UNAME: &str = "uname.txt";
     pub const NVCC: &str = "nvcc.txt";
     pub const POD_SPEC: &str = "pod-spec.yaml";
+    /// The `vllm serve --config FILE` contents (redacted).
+    pub const VLLM_CONFIG: &str = "vllm-config.yaml";
+    /// Python distributions inside the serving container, `pip list --format json` shape.
+    pub const PYTHON_PACKAGES: &str = "python-packages.json";
+    /// `kubectl get pod -o json` (containerStatuses[].lastState).
+    pub const POD_JSON: &str = "pod.json";
+    /// `kubectl logs --previous`: the crashed container's log.
+    pub const POD_PREVIOUS_LOG: &str = "pod-previous.log";
+    /// `kubectl get events --field-selector involvedObject.name=POD -o json`.
+    pub const POD_EVENTS: &str = "pod-events.json";
 }
 
 /// One probe as recorded in the manifest.

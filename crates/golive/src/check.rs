@@ -18,6 +18,10 @@ use crate::text::truncate;
 use crate::triage::rules::RuleKind;
 use crate::triage::Class;
 
+mod flags;
+mod kube;
+mod packages;
+
 /// One checklist item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckItem {
@@ -28,6 +32,9 @@ pub struct CheckItem {
     pub evidence: String,
     #[serde(default)]
     pub next_step: String,
+    /// Who fixes a failure, where the item knows it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::report::Owner>,
 }
 
 /// The checklist and the repair direction.
@@ -109,6 +116,12 @@ pub fn render_text(r: &CheckReport) -> String {
         for line in i.evidence.lines() {
             s.push_str(&format!("         evidence: {line}\n"));
         }
+        if let Some(owner) = i.owner.filter(|_| i.status != Status::Pass) {
+            s.push_str(&format!(
+                "         owner: {}\n",
+                format!("{owner:?}").to_ascii_lowercase()
+            ));
+        }
         if i.status != Status::Pass && !i.next_step.is_empty() {
             s.push_str(&format!("         next: {}\n", i.next_step));
         }
@@ -149,6 +162,7 @@ fn item(
         } else {
             next_step.into()
         },
+        owner: None,
     }
 }
 
@@ -755,6 +769,16 @@ fn check_prefix_flag(c: &Ctx) -> CheckItem {
             None => "no prefix-caching flag (engine default applies)",
         };
         ev.push(c.tag(b, format!("{state}: {}", truncate(&l.command_line(), 240))));
+        let (notes, config_status) = flags::config_file_notes(b, l);
+        ev.extend(notes.into_iter().map(|n| c.tag(b, n)));
+        if let Some(s) = config_status {
+            status = s;
+        }
+        let (notes, values_ok) = flags::required_values(c.profile, l);
+        ev.extend(notes.into_iter().map(|n| c.tag(b, n)));
+        if !values_ok {
+            status = Status::Fail;
+        }
         for f in &required {
             let present = if f == "--enable-prefix-caching" {
                 pc == Some(true)
@@ -765,8 +789,13 @@ fn check_prefix_flag(c: &Ctx) -> CheckItem {
                 ev.push(c.tag(
                     b,
                     format!(
-                        "{f} required by {} but not in the running command line",
-                        c.profile.name
+                        "{f} required by {} but not in the running command line{}",
+                        c.profile.name,
+                        if b.config_args.is_empty() {
+                            ""
+                        } else {
+                            " nor in its --config file"
+                        }
                     ),
                 ));
                 status = Status::Fail;
@@ -1226,6 +1255,8 @@ pub fn judge(bundles: &[Bundle], profile: &Profile) -> CheckReport {
     if let Some(p) = check_parsers(&c) {
         items.push(p);
     }
+    items.extend(packages::check_packages(&c));
+    items.extend(kube::check_pod_crash(&c));
     if c.multi {
         items.push(check_consistency(&c));
     }
@@ -1260,7 +1291,8 @@ fn decide(items: &[CheckItem], classes: &BTreeSet<Class>) -> String {
         host.push("failure_phase".into());
     }
     rules.push((host, "host or image first: fix the host driver, the image or GPU access before changing any model parameter"));
-    let mut deps = failed(&["vllm_version", "parsers"]);
+    rules.push((failed(&["pod_crash_record"]), "the pod's crash record: a container OOMKilled (exit 137) needs a higher memory limit on the host side; any other crash, its previous log triaged first"));
+    let mut deps = failed(&["vllm_version", "parsers", "package_versions"]);
     if has(&[Class::Dependency, Class::Config, Class::ToolParser]) {
         deps.push("failure_phase".into());
     }

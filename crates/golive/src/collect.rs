@@ -24,6 +24,9 @@ pub use crate::bundle_format::{Manifest, ProbeRecord};
 use crate::envparse::is_relevant_env;
 use crate::redact::{redact_args, redact_env_line, redact_text};
 
+mod inside;
+mod kube;
+
 #[derive(Debug, Clone)]
 pub struct CollectOptions {
     /// Directory that receives `<host>-<UTC timestamp>/` bundles.
@@ -520,6 +523,11 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
                 Keep::Stdout,
             )
             .is_some();
+        inside::packages(
+            &mut c,
+            &["docker".into(), "exec".into(), name.clone()],
+            "container",
+        );
     }
     if let Some(pod) = &args.pod {
         let mut target: Vec<String> = vec![pod.clone()];
@@ -567,6 +575,8 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
                 Keep::Stdout,
             )
             .is_some();
+        inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod");
+        kube::crash_record(&mut c, pod, args.namespace.as_deref());
     }
     if let Some(image) = &args.probe_image {
         c.cmd(
@@ -651,6 +661,19 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
     if let Some(log) = &args.log {
         c.file("startup log", log, names::STARTUP_LOG);
     }
+    // The flags in `--config FILE`, read where the server reads them.
+    let exec: Option<Vec<String>> = match (&args.container, &args.pod) {
+        _ if args.pid.is_some() => None,
+        (Some(name), _) => Some(vec!["docker".into(), "exec".into(), name.clone()]),
+        (None, Some(pod)) => Some(kube::kubectl(
+            pod,
+            args.namespace.as_deref(),
+            &["kubectl", "exec"],
+            &["--"],
+        )),
+        (None, None) => None,
+    };
+    inside::config_file(&mut c, exec.as_deref(), pid);
 
     let options = redact_args(&args.command_line);
     let manifest = Manifest {

@@ -13,6 +13,11 @@ use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec}
 use crate::report::Percentiles;
 use crate::target::Target;
 
+pub mod k8s;
+pub mod shard;
+
+pub use shard::Shard;
+
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
@@ -45,6 +50,8 @@ pub struct LoadOptions {
     /// Keep every request's record in the result (for a per-request CSV).
     pub keep_records: bool,
     pub target: crate::target::TargetOptions,
+    /// Run only this share of the plan (`--shard I/N`); `None` = the whole plan.
+    pub shard: Option<Shard>,
 }
 
 impl LoadOptions {
@@ -80,6 +87,9 @@ pub struct LoadPlan {
     pub run_tag: String,
     /// Server tokens per prompt word (see [`calibrate_tokens_per_word`]); 1.0 if unknown.
     pub tokens_per_word: f64,
+    /// Which share of the request indices this run sends (all of them by default);
+    /// `requests` and `rate` stay the whole plan's.
+    pub shard: Shard,
 }
 
 impl LoadPlan {
@@ -99,6 +109,7 @@ impl LoadPlan {
             keep_records: false,
             run_tag: run_tag(),
             tokens_per_word: 1.0,
+            shard: Shard::WHOLE,
         }
     }
 
@@ -251,9 +262,9 @@ pub async fn run_load(
     let started = Instant::now();
     let deadline = plan.duration.map(|d| started + d);
     let limit = match (plan.requests, plan.duration) {
-        (Some(n), _) => n,
+        (Some(n), _) => plan.shard.share_of(n),
         (None, Some(_)) => u64::MAX,
-        (None, None) => 100,
+        (None, None) => plan.shard.share_of(100),
     };
     let (stats, records) = if let Some(rate) = plan.rate.filter(|r| *r > 0.0) {
         open_loop(
@@ -290,7 +301,10 @@ async fn open_loop(
         let plan = plan.clone();
         async move {
             while index < limit {
-                let scheduled = started + interval.mul_f64(index as f64);
+                // The whole plan's schedule: a shard sends its own indices at the times
+                // the unsharded run would, so N shards together keep the total rate.
+                let global = plan.shard.global_index(index);
+                let scheduled = started + interval.mul_f64(global as f64);
                 if deadline.is_some_and(|d| scheduled >= d) {
                     break;
                 }
@@ -302,7 +316,7 @@ async fn open_loop(
                 };
                 let (client, plan, counters, tx) =
                     (client.clone(), plan.clone(), counters.clone(), tx.clone());
-                let i = index;
+                let i = global;
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
@@ -364,10 +378,11 @@ async fn closed_loop(
                 if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= limit {
+                let local = next.fetch_add(1, Ordering::Relaxed);
+                if local >= limit {
                     break;
                 }
+                let i = plan.shard.global_index(local);
                 let spec = plan.request(i);
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
@@ -442,7 +457,7 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
 }
 
 /// The JSON summary of `golive load`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LoadSummary {
     pub tool_version: String,
     /// The git commit golive was built from.
@@ -481,8 +496,12 @@ pub struct LoadSummary {
 
 impl LoadSummary {
     pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
-        let s = &result.stats;
-        let secs = result.elapsed.as_secs_f64().max(1e-9);
+        Self::from_stats(url, plan, &result.stats, result.elapsed)
+    }
+
+    /// The summary of these statistics, measured over `elapsed` (also of merged shards).
+    pub fn from_stats(url: &str, plan: &LoadPlan, s: &LatencyStats, elapsed: Duration) -> Self {
+        let secs = elapsed.as_secs_f64().max(1e-9);
         LoadSummary {
             tool_version: crate::TOOL_VERSION.to_string(),
             tool_commit: crate::GIT_COMMIT.to_string(),
@@ -490,7 +509,8 @@ impl LoadSummary {
             model: plan.model.clone(),
             api: plan.api,
             concurrency: plan.concurrency,
-            rate: plan.rate,
+            // A shard's own share of the plan's rate.
+            rate: plan.rate.map(|r| r / f64::from(plan.shard.count.max(1))),
             prompt_tokens: plan.prompt_tokens,
             max_tokens: plan.max_tokens,
             shared_prefix_tokens: plan.shared_prefix_tokens,
@@ -635,6 +655,7 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
         anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
     }
     anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
+    let (shard, total_concurrency) = shard::shard_and_concurrency(args)?;
     let mut target = Target::new(&args.url, &args.target)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -650,9 +671,8 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
             api: args.api,
             model: model.clone(),
             // Open loop: the concurrency flag is only a cap; by default a generous one.
-            concurrency: args
-                .concurrency
-                .unwrap_or(if args.rate.is_some() { 1024 } else { 1 }),
+            // A shard gets its share of the streams (or of the cap).
+            concurrency: shard.share_of(u64::from(total_concurrency)).max(1) as u32,
             rate: args.rate,
             requests: args.planned_requests(),
             duration: args.duration,
@@ -670,6 +690,7 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
                     .await
                     .unwrap_or(1.0)
             },
+            shard,
         };
         let plan = Arc::new(plan);
         let result = run_load(

@@ -60,6 +60,9 @@ pub struct FlagReq {
     pub required: Vec<String>,
     /// Flags required on one hardware family only (`blackwell`, `hopper`).
     pub required_on: BTreeMap<String, Vec<String>>,
+    /// Flags that must have this value in the running flags (command line merged with
+    /// its `--config` file), e.g. `{ "--prefix-match-unit" = "64" }`.
+    pub values: BTreeMap<String, String>,
     pub tool_call_parser: Option<String>,
     pub reasoning_parser: Option<String>,
 }
@@ -101,6 +104,29 @@ pub struct Profile {
     pub flags: FlagReq,
     pub transport: TransportReq,
     pub cache: CacheReq,
+    /// PEP 440 bounds on the Python packages inside the serving container, by package
+    /// (`vllm`, `torch`, `nccl`, `nvshmem`, `deep_ep`, `flashinfer`, `xgrammar` or a
+    /// distribution name), e.g. `vllm = ">=0.27.0"`.
+    pub packages: BTreeMap<String, String>,
+}
+
+/// Recipe flags whose value the recipe fixes and a profile then requires.
+pub const RECIPE_VALUE_FLAGS: &[&str] = &[
+    "--prefix-match-unit",
+    "--prefix-caching-hash-algo",
+    "--kv-cache-dtype",
+];
+
+/// The value of `flag` in a recipe's argument list (`--flag V` or `--flag=V`).
+fn value_after(args: &[String], flag: &str) -> Option<String> {
+    args.iter().enumerate().find_map(|(i, a)| {
+        if let Some(v) = a.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+            return Some(v.to_string());
+        }
+        (a == flag)
+            .then(|| args.get(i + 1).filter(|v| !v.starts_with("--")).cloned())
+            .flatten()
+    })
 }
 
 /// Hardware family of a GPU name, as recipes key their overrides.
@@ -197,6 +223,10 @@ impl Profile {
             ..Default::default()
         };
         p.vllm.min_version = s(model.get("min_vllm_version"));
+        // The same bound on the vllm distribution inside the container.
+        if let Some(v) = &p.vllm.min_version {
+            p.packages.insert("vllm".into(), format!(">={v}"));
+        }
         p.cache.max_context = model.get("context_length").and_then(|v| v.as_u64());
         // docker_image: { nvidia: { cu130: "..." } } or { nvidia: "..." }.
         if let Some(nv) = model.get("docker_image").and_then(|d| d.get("nvidia")) {
@@ -270,6 +300,13 @@ impl Profile {
                 .collect()
         };
         p.flags.required = switches(strs(model.get("base_args")));
+        // The recipe-era cache flags carry a value the recipe fixes.
+        let base = strs(model.get("base_args"));
+        for flag in RECIPE_VALUE_FLAGS {
+            if let Some(v) = value_after(&base, flag) {
+                p.flags.values.insert(flag.to_string(), v);
+            }
+        }
         if let Some(hw) = doc.get("hardware_overrides").and_then(|h| h.as_mapping()) {
             for (k, v) in hw {
                 let Some(k) = k.as_str() else { continue };
@@ -362,6 +399,23 @@ mod tests {
         let v = Profile::load("vllm").unwrap();
         assert!(v.flags.required.is_empty());
         assert!(Profile::load("nope").is_err());
+    }
+
+    #[test]
+    fn recipe_cache_flags_and_vllm_bound() {
+        let p = Profile::from_recipe(
+            "model:\n  model_id: org/m\n  min_vllm_version: \"0.27.0\"\n  base_args:\n    - \"--enable-prefix-caching\"\n    - \"--prefix-match-unit\"\n    - \"64\"\n    - \"--kv-cache-dtype=fp8\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.flags.values["--prefix-match-unit"], "64");
+        assert_eq!(p.flags.values["--kv-cache-dtype"], "fp8");
+        assert_eq!(
+            p.flags.required,
+            vec!["--enable-prefix-caching".to_string()]
+        );
+        assert_eq!(p.packages["vllm"], ">=0.27.0");
+        let k = Profile::load("kimi-k3").unwrap();
+        assert_eq!(k.packages["vllm"], ">=0.27.0");
     }
 
     #[test]

@@ -25,6 +25,12 @@ pub fn is_secret_name(name: &str) -> bool {
     SECRET_NAME_PARTS.iter().any(|p| upper.contains(p))
 }
 
+/// True when a config key (`api-key`, `hf_token`) looks like it holds a secret; a
+/// count of tokens (`max-num-batched-tokens`) does not.
+pub fn is_secret_key(name: &str) -> bool {
+    is_secret_name(name) && !name.to_ascii_uppercase().ends_with("TOKENS")
+}
+
 /// Redacts a `NAME=value` line when NAME looks secret.
 pub fn redact_env_line(line: &str) -> String {
     match line.split_once('=') {
@@ -78,7 +84,8 @@ static QUOTED_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
 static BARE_ASSIGN_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)=([^\s"',;}\]]+)"#).unwrap());
 static YAML_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_]*):[ \t]+([^\s'\x22].*)$").unwrap()
+    // Dashed keys too: `vllm serve --config` files spell flags as `api-key:`.
+    Regex::new(r"^(\s*-?\s*)([A-Za-z_][A-Za-z0-9_-]*):[ \t]+([^\s'\x22].*)$").unwrap()
 });
 static YAML_NAME_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"^\s*-?\s*name:\s*['"]?([A-Za-z_][A-Za-z0-9_]*)"#).unwrap());
@@ -109,6 +116,18 @@ fn redact_json(v: &mut serde_json::Value) {
             }
         }
         Value::Object(o) => {
+            // A Kubernetes env entry: `{"name": "HF_TOKEN", "value": "..."}`.
+            let secret_entry = o
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(is_secret_name);
+            if secret_entry
+                && o.get("value")
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| !v.is_empty())
+            {
+                o.insert("value".into(), Value::String(REDACTED.into()));
+            }
             for (k, val) in o.iter_mut() {
                 if is_secret_name(k) && val.as_str().is_some_and(|s| !s.is_empty()) {
                     *val = Value::String(REDACTED.into());
@@ -177,7 +196,7 @@ pub fn redact_text(text: &str) -> String {
             })
             .into_owned();
         if let Some(c) = YAML_SECRET_RE.captures(l.trim_end_matches('\n')) {
-            if is_secret_name(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
+            if is_secret_key(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
                 let eol = if l.ends_with('\n') { "\n" } else { "" };
                 l = format!("{}{}: {REDACTED}{eol}", &c[1], &c[2]);
             }
@@ -234,6 +253,20 @@ mod tests {
         }
         assert!(r.contains("NCCL_DEBUG=INFO"));
         assert!(r.contains("'model': 'm'"));
+    }
+
+    #[test]
+    fn redacts_config_yaml_and_pod_env() {
+        let yaml = "api-key: sk-live-1\nhf_token: hf_2\nmax-num-batched-tokens: 8192\nenable-prefix-caching: true\n";
+        let r = redact_text(yaml);
+        assert!(!r.contains("sk-live-1") && !r.contains("hf_2"), "{r}");
+        assert!(
+            r.contains("max-num-batched-tokens: 8192") && r.contains("enable-prefix-caching: true"),
+            "{r}"
+        );
+        let pod = r#"{"env": [{"name": "HF_TOKEN", "value": "hf_3"}, {"name": "NCCL_DEBUG", "value": "WARN"}]}"#;
+        let r = redact_text(pod);
+        assert!(!r.contains("hf_3") && r.contains("WARN"), "{r}");
     }
 
     #[test]

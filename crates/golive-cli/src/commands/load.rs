@@ -3,17 +3,20 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use golive::load::{self, LoadOptions, LoadOutcome};
+use golive::load::{self, LoadOptions, LoadOutcome, Shard};
 
 use crate::args::{ApiArg, OutputFormat, TargetArgs};
 use crate::progress::Live;
 use crate::{exit, out};
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct LoadArgs {
+    #[command(subcommand)]
+    pub command: Option<LoadCommand>,
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
-    #[arg(long)]
-    pub url: String,
+    #[arg(long, required_unless_present = "k8s_job")]
+    pub url: Option<String>,
     /// Requests in flight at once (closed loop, default 1); with --rate, the most in
     /// flight (default 1024).
     #[arg(long)]
@@ -61,12 +64,56 @@ pub struct LoadArgs {
     pub format: OutputFormat,
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Run only shard INDEX of COUNT (0-based) of this plan: the request indices
+    /// i % COUNT == INDEX and 1/COUNT of --rate and --concurrency; the shard document
+    /// (summary and raw histograms) goes to --out DIR and, with --format json, stdout.
+    #[arg(long, value_name = "INDEX/COUNT", conflicts_with = "k8s_job")]
+    pub shard: Option<Shard>,
+    /// With --shard: the directory that receives load-shard-INDEX-of-COUNT.json.
+    #[arg(long, requires = "shard")]
+    pub out: Option<PathBuf>,
+    /// Print a Kubernetes Indexed Job that runs this many shards of the load given
+    /// after `--` (e.g. `--k8s-job 4 --image IMG -- --url URL --requests 4000`).
+    #[arg(long, value_name = "N", requires = "image")]
+    pub k8s_job: Option<u32>,
+    /// With --k8s-job: the image (with `golive` on its PATH) the shards run in.
+    #[arg(long, requires = "k8s_job")]
+    pub image: Option<String>,
+    /// With --k8s-job: the Job's name.
+    #[arg(long, default_value = "golive-load", requires = "k8s_job")]
+    pub job_name: String,
+    /// With --k8s-job: the Job's namespace.
+    #[arg(long, requires = "k8s_job")]
+    pub job_namespace: Option<String>,
+    /// With --k8s-job: the `golive load` arguments of every shard.
+    #[arg(last = true, value_name = "LOAD_ARGS")]
+    pub job_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LoadCommand {
+    /// Combine the shards of one `golive load --shard I/N` run into one summary, with
+    /// percentiles from the merged histograms.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct MergeArgs {
+    /// Shard files, or directories of load-shard-*.json files (pod logs work too).
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Write the merged summary as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Summary on stdout: text or json.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: OutputFormat,
 }
 
 impl From<&LoadArgs> for LoadOptions {
     fn from(a: &LoadArgs) -> Self {
         LoadOptions {
-            url: a.url.clone(),
+            url: a.url.clone().unwrap_or_default(),
             concurrency: a.concurrency,
             rate: a.rate,
             requests: a.requests,
@@ -80,11 +127,18 @@ impl From<&LoadArgs> for LoadOptions {
             api: a.api.into(),
             keep_records: a.csv.is_some(),
             target: a.target.clone().into(),
+            shard: a.shard,
         }
     }
 }
 
 pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
+    if let Some(LoadCommand::Merge(m)) = &args.command {
+        return merge(m);
+    }
+    if let Some(n) = args.k8s_job {
+        return k8s_job(&args, n);
+    }
     let opts = LoadOptions::from(&args);
     let live = Live::start("load", opts.planned_requests());
     let outcome = load::load(&opts, live.as_ref().map(Live::on_record));
@@ -104,6 +158,21 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if let Some(path) = &args.csv {
         load::write_csv(path, &result.records)?;
     }
+    if opts.shard.is_some() {
+        let doc = load::shard::ShardOutput::new(&opts, &summary, &result)?;
+        if let Some(dir) = &args.out {
+            std::fs::create_dir_all(dir)?;
+            golive::report::write_atomic(
+                &dir.join(doc.file_name()),
+                &serde_json::to_vec_pretty(&doc)?,
+            )?;
+        }
+        if args.format == OutputFormat::Json {
+            // One line: a pod log (`kubectl logs`) mixes stderr into it.
+            out::line(serde_json::to_string(&doc)?)?;
+            return Ok(load_exit(&summary));
+        }
+    }
     match args.format {
         OutputFormat::Json => out::json_pretty(&summary)?,
         OutputFormat::Text => {
@@ -116,9 +185,74 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
             ))?;
         }
     }
-    Ok(if summary.errors == 0 && summary.requests > 0 {
+    Ok(load_exit(&summary))
+}
+
+fn load_exit(summary: &load::LoadSummary) -> u8 {
+    if summary.errors == 0 && summary.requests > 0 {
         exit::OK
     } else {
         exit::FOUND
-    })
+    }
+}
+
+/// `golive load merge`: exit 0 when no shard had errors, 1 otherwise.
+fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
+    let merged = load::shard::merge(&args.paths)?;
+    if let Some(path) = &args.json {
+        golive::report::write_atomic(path, &serde_json::to_vec_pretty(&merged)?)?;
+    }
+    match args.format {
+        OutputFormat::Json => out::json_pretty(&merged)?,
+        OutputFormat::Text => out::text(&merged.to_text())?,
+    }
+    Ok(load_exit(&merged.summary))
+}
+
+/// `golive load --k8s-job N`: checks the shards' arguments as `golive load` would
+/// parse them, then prints the Job.
+fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
+    anyhow::ensure!(shards >= 1, "--k8s-job needs at least 1 shard");
+    anyhow::ensure!(
+        args.url.is_none(),
+        "--k8s-job: give the shards' load arguments after `--` (--url too), \
+         e.g. golive load --k8s-job {shards} --image IMG -- --url URL --requests 4000"
+    );
+    for own in ["--shard", "--format", "--out", "--k8s-job"] {
+        anyhow::ensure!(
+            !args
+                .job_args
+                .iter()
+                .any(|a| a == own || a.starts_with(&format!("{own}="))),
+            "--k8s-job sets {own} of each shard itself; leave it out after `--`"
+        );
+    }
+    let first_shard = format!("0/{shards}");
+    let argv = ["golive", "load", "--shard", &first_shard]
+        .into_iter()
+        .map(String::from)
+        .chain(args.job_args.iter().cloned());
+    let parsed = crate::cli::command()
+        .try_get_matches_from(argv)
+        .map_err(|e| anyhow::anyhow!("the shards' load arguments after `--`: {e}"))?;
+    if let Some(("load", sub)) = parsed.subcommand() {
+        if sub
+            .get_one::<u32>("concurrency")
+            .is_some_and(|c| *c < shards)
+            && sub.get_one::<f64>("rate").is_none()
+        {
+            anyhow::bail!(
+                "--concurrency is split across the {shards} shards: give at least {shards}"
+            );
+        }
+    }
+    let yaml = load::k8s::job_yaml(&load::k8s::JobOptions {
+        name: args.job_name.clone(),
+        namespace: args.job_namespace.clone(),
+        image: args.image.clone().unwrap_or_default(),
+        shards,
+        load_args: args.job_args.clone(),
+    })?;
+    out::text(&yaml)?;
+    Ok(exit::OK)
 }

@@ -22,7 +22,12 @@ pub struct Bundle {
     pub topo: Option<Topology>,
     pub container: Option<DockerInfo>,
     pub image: Option<DockerInfo>,
+    /// The running flags: the launch command merged with its `--config` file.
     pub launch: Option<Launch>,
+    /// The flags `raw/vllm-config.yaml` (the `--config FILE`) sets.
+    pub config_args: Vec<LaunchArg>,
+    /// Why `raw/vllm-config.yaml` could not be read as flags.
+    pub config_error: Option<String>,
     /// `raw/env.txt` as written.
     pub env_file: BTreeMap<String, String>,
     pub modules: Option<Modules>,
@@ -38,6 +43,14 @@ pub struct Bundle {
     pub proc_driver: Option<String>,
     pub uname: Option<String>,
     pub nvcc: Option<String>,
+    /// Python distributions inside the serving container (normalised name → version).
+    pub python_packages: Option<BTreeMap<String, String>>,
+    /// `kubectl get pod -o json` of the serving pod.
+    pub pod: Option<serde_json::Value>,
+    /// The pod's events (`kubectl get events -o json`).
+    pub pod_events: Option<serde_json::Value>,
+    /// `kubectl logs --previous`: the log of the container before its last restart.
+    pub pod_previous_log: Option<String>,
     /// Raw files present (names under raw/).
     pub files: Vec<String>,
 }
@@ -101,6 +114,16 @@ impl Bundle {
                     r(names::POD_SPEC).and_then(|t| launch::parse_launch(&pod_spec_command(&t)))
                 });
         }
+        let (config_args, config_error) = match r(names::VLLM_CONFIG) {
+            Some(text) => match config_file::parse_config_file(&text) {
+                Ok(args) => (args, None),
+                Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+            },
+            None => (Vec::new(), None),
+        };
+        if let Some(l) = launch.as_mut() {
+            config_file::merge_config(l, &config_args);
+        }
         let startup_log_text = r(names::STARTUP_LOG);
         let mut container_cuda_errors = Vec::new();
         let mut container_smi = None;
@@ -130,6 +153,8 @@ impl Bundle {
             container,
             image,
             launch,
+            config_args,
+            config_error,
             env_file: r(names::ENV).map(|t| parse_env(&t)).unwrap_or_default(),
             modules: r(names::LSMOD).map(|t| parse_modules(&t)),
             ibv: r(names::IBV_DEVINFO).map(|t| parse_ibv_devinfo(&t)),
@@ -147,6 +172,10 @@ impl Bundle {
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty()),
             nvcc: r(names::NVCC).and_then(|t| parse_nvcc(&t)),
+            python_packages: r(names::PYTHON_PACKAGES).and_then(|t| parse_python_packages(&t)),
+            pod: r(names::POD_JSON).and_then(|t| serde_json::from_str(&t).ok()),
+            pod_events: r(names::POD_EVENTS).and_then(|t| serde_json::from_str(&t).ok()),
+            pod_previous_log: r(names::POD_PREVIOUS_LOG),
             files,
         })
     }
@@ -275,6 +304,13 @@ impl Bundle {
     pub fn vllm_version(&self) -> Option<(String, String)> {
         if let Some(v) = &self.vllm_version_file {
             return Some((v.clone(), "vllm-version.txt".into()));
+        }
+        if let Some((_, v)) = self
+            .python_packages
+            .as_ref()
+            .and_then(|p| find_package(p, "vllm"))
+        {
+            return Some((v.to_string(), "python-packages.json".into()));
         }
         let log = self.startup_log_text.as_ref()?;
         parse_vllm_version(log).map(|v| (v, "startup.log banner".into()))

@@ -6,6 +6,7 @@
 //! Missing facts are `None`/empty, never guessed.
 
 pub mod bundle;
+pub mod config_file;
 mod docker;
 mod env;
 mod ibv_devinfo;
@@ -13,6 +14,7 @@ mod ip_link;
 pub mod launch;
 mod lsmod;
 mod nvidia_smi;
+mod packages;
 mod probes;
 
 pub use docker::*;
@@ -21,6 +23,7 @@ pub use ibv_devinfo::*;
 pub use ip_link::*;
 pub use lsmod::*;
 pub use nvidia_smi::*;
+pub use packages::*;
 pub use probes::*;
 
 pub use bundle::Bundle;

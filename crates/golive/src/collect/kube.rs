@@ -1,0 +1,55 @@
+//! Kubernetes' own record of a crash, with `--pod`: the previous container's log, the
+//! pod object (each container's `lastState`: OOMKilled, exit code) and the pod's events.
+
+use super::{Collector, Keep};
+use crate::bundle_format::names;
+
+/// `kubectl ARGS... POD [-n NS] TAIL...` for this pod.
+pub(super) fn kubectl(
+    pod: &str,
+    namespace: Option<&str>,
+    pre: &[&str],
+    post: &[&str],
+) -> Vec<String> {
+    let mut argv: Vec<String> = pre.iter().map(|s| s.to_string()).collect();
+    argv.push(pod.to_string());
+    if let Some(n) = namespace {
+        argv.extend(["-n".to_string(), n.to_string()]);
+    }
+    argv.extend(post.iter().map(|s| s.to_string()));
+    argv
+}
+
+/// Saves the crash record of `pod`; every probe is optional.
+pub(super) fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>) {
+    c.cmd(
+        "pod object",
+        &kubectl(pod, namespace, &["kubectl", "get", "pod"], &["-o", "json"]),
+        names::POD_JSON,
+        Keep::Stdout,
+    );
+    // No earlier container (never restarted) is an error of kubectl, and an answer:
+    // the message is kept in pod-previous.log.failed.txt.
+    c.cmd(
+        "pod previous logs",
+        &kubectl(
+            pod,
+            namespace,
+            &["kubectl", "logs"],
+            &["--previous", "--timestamps", "--all-containers=true"],
+        ),
+        names::POD_PREVIOUS_LOG,
+        Keep::Both,
+    );
+    let mut events = vec!["kubectl".to_string(), "get".into(), "events".into()];
+    if let Some(n) = namespace {
+        events.extend(["-n".to_string(), n.to_string()]);
+    }
+    events.extend([
+        "--field-selector".to_string(),
+        format!("involvedObject.name={pod}"),
+        "-o".into(),
+        "json".into(),
+    ]);
+    c.cmd("pod events", &events, names::POD_EVENTS, Keep::Stdout);
+}
