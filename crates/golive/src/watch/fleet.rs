@@ -274,7 +274,7 @@ pub fn judge(
         let mut absent = Vec::new();
         match up {
             Some((t, v)) if v < 1.0 => absent.push(format!(
-                "up == {v} at {} s before the end of the window: Prometheus cannot scrape it",
+                "up == {v} in the latest scrape ({} s before the end of the window): Prometheus cannot scrape it",
                 fmt_ago(end - t)
             )),
             Some((t, _)) if t < fresh => absent.push(format!(
