@@ -53,22 +53,39 @@ fn by_metric(report: &Value) -> BTreeMap<String, Vec<String>> {
 
 /// The stale names in the fixtures and the start of their hint.
 const STALE: &[(&str, &str)] = &[
-    ("vllm:gpu_cache_usage_perc", "renamed to vllm:kv_cache_usage_perc"),
-    ("vllm:gpu_prefix_cache_hits_total", "renamed to vllm:prefix_cache_hits_total"),
-    ("vllm:gpu_prefix_cache_queries_total", "renamed to vllm:prefix_cache_queries_total"),
+    (
+        "vllm:gpu_cache_usage_perc",
+        "renamed to vllm:kv_cache_usage_perc",
+    ),
+    (
+        "vllm:gpu_prefix_cache_hits_total",
+        "renamed to vllm:prefix_cache_hits_total",
+    ),
+    (
+        "vllm:gpu_prefix_cache_queries_total",
+        "renamed to vllm:prefix_cache_queries_total",
+    ),
     (
         "vllm:time_per_output_token_seconds_bucket",
         "renamed to vllm:inter_token_latency_seconds_bucket",
     ),
-    ("vllm:gpu_prefix_cache_hit_rate", "removed with V1: compute rate(vllm:prefix_cache_hits_total)"),
+    (
+        "vllm:gpu_prefix_cache_hit_rate",
+        "removed with V1: compute rate(vllm:prefix_cache_hits_total)",
+    ),
     ("vllm:cpu_cache_usage_perc", "removed with V1"),
     ("vllm:num_requests_swapped", "removed with V1"),
 ];
 
 fn assert_every_stale_name(found: &BTreeMap<String, Vec<String>>, text: &str) {
     for (name, hint) in STALE {
-        let hints = found.get(*name).unwrap_or_else(|| panic!("{name} not found: {text}"));
-        assert!(hints.iter().all(|h| h.starts_with(hint)), "{name}: {hints:?}");
+        let hints = found
+            .get(*name)
+            .unwrap_or_else(|| panic!("{name} not found: {text}"));
+        assert!(
+            hints.iter().all(|h| h.starts_with(hint)),
+            "{name}: {hints:?}"
+        );
     }
 }
 
@@ -85,7 +102,10 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
     // Nothing else: the current names, histogram suffixes, `up` and the recording
     // rule defined in the same file are no findings.
     let stale: Vec<&str> = STALE.iter().map(|s| s.0).collect();
-    let extra: Vec<&String> = found.keys().filter(|k| !stale.contains(&k.as_str())).collect();
+    let extra: Vec<&String> = found
+        .keys()
+        .filter(|k| !stale.contains(&k.as_str()))
+        .collect();
     assert!(extra.is_empty(), "unexpected findings {extra:?}: {text}");
     // Every rename points at a name vLLM 0.32 exports.
     for f in report["findings"].as_array().unwrap() {
@@ -101,8 +121,14 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
         .iter()
         .map(|f| f["location"].as_str().unwrap())
         .collect();
-    assert!(locations.contains(&"panel \"GPU KV Cache Hit Rate\""), "{locations:?}");
-    assert!(locations.contains(&"panel \"Time per output token (p99)\""), "{locations:?}");
+    assert!(
+        locations.contains(&"panel \"GPU KV Cache Hit Rate\""),
+        "{locations:?}"
+    );
+    assert!(
+        locations.contains(&"panel \"Time per output token (p99)\""),
+        "{locations:?}"
+    );
     assert!(report["notes"].as_array().unwrap().is_empty(), "{text}");
 
     // vLLM's documented sample page holds one family: the histogram's `_bucket`
@@ -112,7 +138,10 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
     assert_eq!(code, 1, "{text}");
     let found = by_metric(&report);
     assert_every_stale_name(&found, &text);
-    assert!(!found.contains_key("vllm:iteration_tokens_total_bucket"), "{text}");
+    assert!(
+        !found.contains_key("vllm:iteration_tokens_total_bucket"),
+        "{text}"
+    );
 
     // golive's own rules (current names first, pre-0.11 names as `or` fallbacks) pass.
     let dir = tempfile::tempdir().unwrap();
@@ -131,7 +160,10 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
     assert_eq!(code, 0, "{text}");
     assert!(report["expressions"].as_u64().unwrap() >= 4, "{text}");
     // The GPU rule reads dcgm-exporter, whose page is not among the sources: a note.
-    assert!(text.contains("DCGM_FI_DEV_XID_ERRORS is NVIDIA dcgm-exporter's"), "{text}");
+    assert!(
+        text.contains("DCGM_FI_DEV_XID_ERRORS is NVIDIA dcgm-exporter's"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -101,7 +101,12 @@ fn watch_once() -> (i32, Value, String) {
     ];
     let json = common::golive(&[&base[..], &["--format", "json"]].concat());
     let text = common::golive(&base);
-    assert_eq!(json.status.code(), text.status.code(), "{}", common::text(&text));
+    assert_eq!(
+        json.status.code(),
+        text.status.code(),
+        "{}",
+        common::text(&text)
+    );
     let v: Value = serde_json::from_slice(&json.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", common::text(&json)));
     (text.status.code().unwrap(), v, common::text(&text))
@@ -152,7 +157,10 @@ fn fleet_quiet_then_imbalance_and_absent() {
     let _prometheus = PrometheusGuard(
         Command::new("prometheus")
             .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
             .arg(format!("--web.listen-address=127.0.0.1:{PROMETHEUS}"))
             .stdout(Stdio::null())
             .stderr(log)
@@ -163,11 +171,19 @@ fn fleet_quiet_then_imbalance_and_absent() {
         http_get(PROMETHEUS, "/-/ready").is_some()
     });
     // A full window of healthy scrapes of all three.
-    wait_for("three targets up for a window", Duration::from_secs(40), || {
-        query_value(&format!(r#"sum(min_over_time(up{{job="llama"}}[{WINDOW}]))"#)) == Some(3.0)
-            && query_value(&format!(r#"min(count_over_time(up{{job="llama"}}[{WINDOW}]))"#))
+    wait_for(
+        "three targets up for a window",
+        Duration::from_secs(40),
+        || {
+            query_value(&format!(
+                r#"sum(min_over_time(up{{job="llama"}}[{WINDOW}]))"#
+            )) == Some(3.0)
+                && query_value(&format!(
+                    r#"min(count_over_time(up{{job="llama"}}[{WINDOW}]))"#
+                ))
                 .is_some_and(|n| n >= 9.0)
-    });
+        },
+    );
     let (code, v, text) = watch_once();
     eprintln!("{text}");
     assert_eq!(code, 0, "the healthy fleet is quiet: {text}");
@@ -177,23 +193,35 @@ fn fleet_quiet_then_imbalance_and_absent() {
     // One slot, four long generations: three wait.
     let _streams: Vec<TcpStream> = (0..4).map(|_| long_generation(QUEUING)).collect();
     let queuing = format!("127.0.0.1:{QUEUING}");
-    wait_for("a window of queue on the one-slot server", Duration::from_secs(40), || {
-        query_value(&format!(
-            r#"min_over_time(llamacpp:requests_deferred{{instance="{queuing}"}}[{WINDOW}])"#
-        ))
-        .is_some_and(|q| q >= 3.0)
-    });
+    wait_for(
+        "a window of queue on the one-slot server",
+        Duration::from_secs(40),
+        || {
+            query_value(&format!(
+                r#"min_over_time(llamacpp:requests_deferred{{instance="{queuing}"}}[{WINDOW}])"#
+            ))
+            .is_some_and(|q| q >= 3.0)
+        },
+    );
     common::stop_local_server(STOPPED);
     let stopped = format!("127.0.0.1:{STOPPED}");
-    wait_for("the stopped server's up at 0", Duration::from_secs(20), || {
-        query_value(&format!(r#"up{{instance="{stopped}"}}"#)) == Some(0.0)
-    });
+    wait_for(
+        "the stopped server's up at 0",
+        Duration::from_secs(20),
+        || query_value(&format!(r#"up{{instance="{stopped}"}}"#)) == Some(0.0),
+    );
     let (code, v, text) = watch_once();
     eprintln!("{text}");
     assert_eq!(code, 1, "{text}");
     let found = findings(&v);
-    assert!(found.contains(&("imbalance".into(), queuing.clone())), "{text}");
-    assert!(found.contains(&("absent".into(), stopped.clone())), "{text}");
+    assert!(
+        found.contains(&("imbalance".into(), queuing.clone())),
+        "{text}"
+    );
+    assert!(
+        found.contains(&("absent".into(), stopped.clone())),
+        "{text}"
+    );
     let healthy = format!("127.0.0.1:{HEALTHY}");
     assert!(found.iter().all(|(_, r)| *r != healthy), "{text}");
     // Absent is its own finding, never a quiet replica.

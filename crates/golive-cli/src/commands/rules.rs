@@ -96,7 +96,11 @@ fn run_lint(args: &RulesArgs) -> anyhow::Result<u8> {
         OutputFormat::Json => out::json_pretty(&report)?,
         OutputFormat::Text => out::text(&lint_text(&report))?,
     }
-    Ok(if report.findings.is_empty() { OK } else { FOUND })
+    Ok(if report.findings.is_empty() {
+        OK
+    } else {
+        FOUND
+    })
 }
 
 fn lint_text(r: &LintReport) -> String {

@@ -18,7 +18,11 @@ mod listen;
 #[derive(Debug, Clone, clap::Args)]
 pub struct WatchArgs {
     /// Base URL of the server (its `/metrics` is scraped).
-    #[arg(long, required_unless_present = "prometheus", conflicts_with = "prometheus")]
+    #[arg(
+        long,
+        required_unless_present = "prometheus",
+        conflicts_with = "prometheus"
+    )]
     pub url: Option<String>,
     /// Read the fleet from this Prometheus server (PromQL over --window) instead of
     /// scraping one server; the triggers are judged per replica, plus imbalance and absent.

@@ -283,10 +283,16 @@ mod tests {
                 assert!(rename_of(new).is_none(), "{new} is itself renamed");
             }
         }
-        assert_eq!(role_of("vllm:gpu_cache_usage_perc").unwrap().0, "KV-cache usage");
+        assert_eq!(
+            role_of("vllm:gpu_cache_usage_perc").unwrap().0,
+            "KV-cache usage"
+        );
         let m = engine_metrics(Engine::LlamaCpp);
         assert_eq!(m.waiting, &["llamacpp:requests_deferred"]);
-        assert_eq!(engine_metrics(Engine::Sglang).kv_usage, &["sglang:token_usage"]);
+        assert_eq!(
+            engine_metrics(Engine::Sglang).kv_usage,
+            &["sglang:token_usage"]
+        );
         assert_eq!(
             engine_metrics(Engine::Vllm).cache_hits,
             &["vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"]

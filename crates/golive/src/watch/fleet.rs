@@ -96,8 +96,14 @@ fn step_for(window: Duration) -> Duration {
 /// Runs the fleet watch until a finding, `once`/`duration`, or a signal.
 pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
     anyhow::ensure!(!opts.interval.is_zero(), "--interval must be above zero");
-    anyhow::ensure!(opts.imbalance_factor >= 1.0, "--imbalance-factor must be at least 1");
-    anyhow::ensure!(!opts.replica_label.is_empty(), "--replica-label must not be empty");
+    anyhow::ensure!(
+        opts.imbalance_factor >= 1.0,
+        "--imbalance-factor must be at least 1"
+    );
+    anyhow::ensure!(
+        !opts.replica_label.is_empty(),
+        "--replica-label must not be empty"
+    );
     let matchers = selector_matchers(&opts.selector)?;
     let baseline = match &opts.baseline {
         Some(p) => Report::load(p)?.baseline,
@@ -126,7 +132,11 @@ pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
                 _ = terminate.recv() => None,
             };
             let Some(judged) = judged else {
-                return Ok(if ever { WatchEnd::Quiet } else { WatchEnd::Unreachable });
+                return Ok(if ever {
+                    WatchEnd::Quiet
+                } else {
+                    WatchEnd::Unreachable
+                });
             };
             let ev = match judged {
                 Ok(ev) => ev,
@@ -162,8 +172,7 @@ pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
 
 /// The families watch reads: every engine family except bucket and `_created`
 /// series (the triggers use `_sum`/`_count`), and the process start time.
-const ENGINE_FAMILIES: &str =
-    r#"__name__=~"(vllm|sglang|llamacpp):.+|process_start_time_seconds",__name__!~".+_(bucket|created)""#;
+const ENGINE_FAMILIES: &str = r#"__name__=~"(vllm|sglang|llamacpp):.+|process_start_time_seconds",__name__!~".+_(bucket|created)""#;
 
 /// One window: two range queries, then the per-replica and cross-replica judgement.
 pub async fn evaluate_fleet(
@@ -176,7 +185,12 @@ pub async fn evaluate_fleet(
     let start = end - opts.window.as_secs_f64();
     let step = step_for(opts.window);
     let up = api
-        .query_range(&format!("up{}", with_matchers(matchers, "")), start, end, step)
+        .query_range(
+            &format!("up{}", with_matchers(matchers, "")),
+            start,
+            end,
+            step,
+        )
         .await?;
     let series = api
         .query_range(&with_matchers(matchers, ENGINE_FAMILIES), start, end, step)
@@ -270,7 +284,9 @@ pub fn judge(
             .collect();
         let evaluation = triggers::evaluate(&readings, &[], baseline, &opts.limits);
         let up = up_last.get(&replica).copied();
-        let last_t = page.and_then(|p| p.keys().next_back()).map(|t| *t as f64 / 1000.0);
+        let last_t = page
+            .and_then(|p| p.keys().next_back())
+            .map(|t| *t as f64 / 1000.0);
         let mut absent = Vec::new();
         match up {
             Some((t, v)) if v < 1.0 => absent.push(format!(
@@ -399,7 +415,9 @@ fn judge_imbalance(ev: &mut FleetEvaluation, factor: f64) {
                 .filter(|(r, _)| r != replica)
                 .map(|x| x.1)
                 .collect();
-            let Some(m) = median(others.clone()) else { continue };
+            let Some(m) = median(others.clone()) else {
+                continue;
+            };
             if *v > factor * m && v - m >= floor {
                 found.push(FleetFiring {
                     kind: "imbalance".into(),
@@ -445,7 +463,10 @@ pub fn render_text(ev: &FleetEvaluation) -> String {
             out,
             "  {} ({}): {}up {}, mean queue {}, running {}, KV cache {}, TTFT {}, {} point(s)",
             r.replica,
-            r.evaluation.engine.map(Engine::as_str).unwrap_or("engine unknown"),
+            r.evaluation
+                .engine
+                .map(Engine::as_str)
+                .unwrap_or("engine unknown"),
             if r.absent { "ABSENT, " } else { "" },
             r.up.map(|u| format!("{u}")).unwrap_or_else(|| "n/a".into()),
             opt(r.queue_mean, 1.0, ""),
@@ -464,7 +485,11 @@ pub fn render_text(ev: &FleetEvaluation) -> String {
             let _ = writeln!(out, "  evidence: {e}");
         }
     }
-    if ev.firing.iter().any(|f| f.kind != "imbalance" && f.kind != "absent") {
+    if ev
+        .firing
+        .iter()
+        .any(|f| f.kind != "imbalance" && f.kind != "absent")
+    {
         let _ = writeln!(out, "{}", triggers::ROLLBACK_REMINDER);
     }
     out
@@ -517,16 +542,38 @@ mod tests {
             s.push(series("llamacpp:requests_processing", r, &pts(1.0)));
             up.push(series("up", r, &pts(1.0)));
         }
-        let ev = judge(&opts(), &Baseline::default(), &up, &s, 0.0, 10.0, Duration::from_secs(1));
-        let kinds: Vec<(&str, &str)> =
-            ev.firing.iter().map(|f| (f.kind.as_str(), f.replica.as_str())).collect();
+        let ev = judge(
+            &opts(),
+            &Baseline::default(),
+            &up,
+            &s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        );
+        let kinds: Vec<(&str, &str)> = ev
+            .firing
+            .iter()
+            .map(|f| (f.kind.as_str(), f.replica.as_str()))
+            .collect();
         assert_eq!(kinds, vec![("imbalance", "a")], "{}", render_text(&ev));
         // c stops: up 0 at the end, its series end early.
         up[2] = series("up", "c", &[(0.0, 1.0), (5.0, 1.0), (10.0, 0.0)]);
         s.retain(|x| x.labels["instance"] != "c");
-        let ev = judge(&opts(), &Baseline::default(), &up, &s, 0.0, 10.0, Duration::from_secs(1));
-        let kinds: Vec<(&str, &str)> =
-            ev.firing.iter().map(|f| (f.kind.as_str(), f.replica.as_str())).collect();
+        let ev = judge(
+            &opts(),
+            &Baseline::default(),
+            &up,
+            &s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        );
+        let kinds: Vec<(&str, &str)> = ev
+            .firing
+            .iter()
+            .map(|f| (f.kind.as_str(), f.replica.as_str()))
+            .collect();
         assert!(kinds.contains(&("absent", "c")), "{kinds:?}");
         assert!(kinds.contains(&("imbalance", "a")), "{kinds:?}");
         // A healthy fleet with one replica at 1 against 0: under the floor, quiet.
@@ -539,14 +586,36 @@ mod tests {
                 ]
             })
             .collect();
-        let up: Vec<Series> = ["a", "b"].iter().map(|r| series("up", r, &pts(1.0))).collect();
-        let ev = judge(&opts(), &Baseline::default(), &up, &s, 0.0, 10.0, Duration::from_secs(1));
+        let up: Vec<Series> = ["a", "b"]
+            .iter()
+            .map(|r| series("up", r, &pts(1.0)))
+            .collect();
+        let ev = judge(
+            &opts(),
+            &Baseline::default(),
+            &up,
+            &s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        );
         assert!(ev.firing.is_empty(), "{}", render_text(&ev));
         // A family the engine always exports, missing: absent, not quiet.
         let s = vec![series("llamacpp:requests_deferred", "a", &pts(0.0))];
         let up = vec![series("up", "a", &pts(1.0))];
-        let ev = judge(&opts(), &Baseline::default(), &up, &s, 0.0, 10.0, Duration::from_secs(1));
+        let ev = judge(
+            &opts(),
+            &Baseline::default(),
+            &up,
+            &s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        );
         assert_eq!(ev.firing.len(), 1, "{}", render_text(&ev));
-        assert_eq!(ev.firing[0].title, "llamacpp:requests_processing is missing");
+        assert_eq!(
+            ev.firing[0].title,
+            "llamacpp:requests_processing is missing"
+        );
     }
 }

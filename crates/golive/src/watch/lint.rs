@@ -131,7 +131,10 @@ async fn exported_names(e: &Exported) -> anyhow::Result<(Option<HashSet<String>>
 /// Lints the files; errors are bad input (unreadable, not YAML/JSON, no rules).
 pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     anyhow::ensure!(!opts.files.is_empty(), "no files to lint");
-    anyhow::ensure!(!opts.exported.is_empty(), "nothing to check the names against");
+    anyhow::ensure!(
+        !opts.exported.is_empty(),
+        "nothing to check the names against"
+    );
     let mut exprs = Vec::new();
     let mut recorded = HashSet::new();
     for f in &opts.files {
@@ -223,15 +226,16 @@ fn read_file(
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = path.display().to_string();
-    let is_json = path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
+    let is_json =
+        path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
     if is_json {
-        let v: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{file} is not valid JSON"))?;
+        let v: Value =
+            serde_json::from_str(&text).with_context(|| format!("{file} is not valid JSON"))?;
         grafana_exprs(&v, &file, "", out);
         return Ok(());
     }
-    let v: Value = serde_norway::from_str(&text)
-        .with_context(|| format!("{file} is not valid YAML"))?;
+    let v: Value =
+        serde_norway::from_str(&text).with_context(|| format!("{file} is not valid YAML"))?;
     // A Prometheus rule file, or a Kubernetes PrometheusRule (spec.groups).
     let groups = v
         .get("groups")
@@ -278,7 +282,10 @@ fn grafana_exprs(v: &Value, file: &str, title: &str, out: &mut Vec<Located>) {
                     }
                 }
             }
-            if let Some(q) = m.get("query").and_then(|q| q.as_str().or(q["query"].as_str())) {
+            if let Some(q) = m
+                .get("query")
+                .and_then(|q| q.as_str().or(q["query"].as_str()))
+            {
                 if let Some(inner) = q.trim().strip_prefix("label_values(") {
                     if let Some((metric, _)) = inner.rsplit_once(',') {
                         let var = m.get("name").and_then(Value::as_str).unwrap_or("?");
@@ -453,7 +460,9 @@ fn hint_for(metric: &str, exported: Option<&HashSet<String>>) -> Option<String> 
         .iter()
         .map(|n| format!("{n}{suffix}"))
         .find(|n| n != metric && here(n))?;
-    Some(format!("the same role ({role}) on this server: {alternative}"))
+    Some(format!(
+        "the same role ({role}) on this server: {alternative}"
+    ))
 }
 
 #[cfg(test)]
@@ -473,7 +482,10 @@ mod tests {
             vec!["vllm:gpu_prefix_cache_hits_total"]
         );
         let hint = hint_for("vllm:gpu_prefix_cache_hits_total", None).unwrap();
-        assert!(hint.starts_with("renamed to vllm:prefix_cache_hits_total"), "{hint}");
+        assert!(
+            hint.starts_with("renamed to vllm:prefix_cache_hits_total"),
+            "{hint}"
+        );
     }
 
     #[test]

@@ -129,8 +129,9 @@ pub fn selector_matchers(selector: &str) -> anyhow::Result<String> {
     let inner = inner.trim().trim_end_matches(',').to_string();
     // The parser checks the matchers, so a typo is a clear error, not an empty fleet.
     if !inner.is_empty() {
-        promql_parser::parser::parse(&format!("up{{{inner}}}"))
-            .map_err(|e| anyhow::anyhow!("--selector {selector:?} is no label matcher list: {e}"))?;
+        promql_parser::parser::parse(&format!("up{{{inner}}}")).map_err(|e| {
+            anyhow::anyhow!("--selector {selector:?} is no label matcher list: {e}")
+        })?;
     }
     Ok(inner)
 }

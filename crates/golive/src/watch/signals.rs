@@ -4,7 +4,9 @@
 //!
 //! Metric names come from [`crate::metrics::names`].
 
-use crate::metrics::names::{self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS};
+use crate::metrics::names::{
+    self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS,
+};
 use crate::metrics::{Engine, MetricsSnapshot};
 
 pub use crate::metrics::names::{
