@@ -164,6 +164,12 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
         text.contains("DCGM_FI_DEV_XID_ERRORS is NVIDIA dcgm-exporter's"),
         "{text}"
     );
+    // With only a baseline (no scrape) the rename table alone finds the stale names.
+    let (code, report, text) = lint(&fixtures(), &["--baseline", dir.path().to_str().unwrap()]);
+    assert_eq!(code, 1, "{text}");
+    let found = by_metric(&report);
+    assert_every_stale_name(&found, &text);
+    assert_eq!(found.len(), STALE.len(), "{text}");
 }
 
 #[test]
