@@ -600,6 +600,33 @@ mod tests {
             Duration::from_secs(1),
         );
         assert!(ev.firing.is_empty(), "{}", render_text(&ev));
+        // vLLM: one replica's KV cache far fuller than the others'.
+        let mut s = Vec::new();
+        let mut up = Vec::new();
+        for (r, kv) in [("a", 0.9), ("b", 0.3), ("c", 0.35)] {
+            for (name, v) in [
+                ("vllm:num_requests_waiting", 0.0),
+                ("vllm:num_requests_running", 2.0),
+                ("vllm:kv_cache_usage_perc", kv),
+            ] {
+                s.push(series(name, r, &pts(v)));
+            }
+            up.push(series("up", r, &pts(1.0)));
+        }
+        let ev = judge(
+            &opts(),
+            &Baseline::default(),
+            &up,
+            &s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        );
+        assert_eq!(ev.firing.len(), 1, "{}", render_text(&ev));
+        assert_eq!(
+            (ev.firing[0].replica.as_str(), ev.firing[0].title.as_str()),
+            ("a", "peak KV-cache usage far above the other replicas")
+        );
         // A family the engine always exports, missing: absent, not quiet.
         let s = vec![series("llamacpp:requests_deferred", "a", &pts(0.0))];
         let up = vec![series("up", "a", &pts(1.0))];
