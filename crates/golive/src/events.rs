@@ -41,6 +41,8 @@ pub enum Event {
     CounterReset { t: f64, what: String },
     /// watch: a window was judged; `firing` is not empty when a trigger fired.
     Evaluated(Box<Evaluation>),
+    /// watch --prometheus: a window over the fleet was judged.
+    FleetEvaluated(Box<crate::watch::fleet::FleetEvaluation>),
     /// watch: the target did not answer (from the start, or longer than the grace).
     Unreachable(String),
 }

@@ -2,8 +2,10 @@
 //!
 //! Counters appear as `x_total` (plus `x_created`) in newer clients and as `x` in
 //! older ones; lookups match the family, so callers name `vllm:prefix_cache_hits`
-//! and get the `_total` sample too. Metric names of the engines live here, not in
-//! the callers.
+//! and get the `_total` sample too. Metric names of the engines live in [`names`],
+//! not in the callers.
+
+pub mod names;
 
 use anyhow::Context;
 use prometheus_parse::{Sample, Scrape, Value};
@@ -163,16 +165,12 @@ impl MetricsSnapshot {
 
     /// The engine these metrics come from, by name prefix.
     pub fn engine(&self) -> Option<Engine> {
-        let has_prefix = |p: &str| self.samples.iter().any(|s| s.metric.starts_with(p));
-        if has_prefix("vllm:") {
-            Some(Engine::Vllm)
-        } else if has_prefix("sglang:") {
-            Some(Engine::Sglang)
-        } else if has_prefix("llamacpp:") {
-            Some(Engine::LlamaCpp)
-        } else {
-            None
-        }
+        [Engine::Vllm, Engine::Sglang, Engine::LlamaCpp]
+            .into_iter()
+            .find(|e| {
+                let prefix = names::engine_prefix(*e).unwrap_or_default();
+                self.samples.iter().any(|s| s.metric.starts_with(prefix))
+            })
     }
 }
 

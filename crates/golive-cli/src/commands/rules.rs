@@ -1,18 +1,36 @@
-//! `golive rules`: Prometheus alerting rules for the rollback triggers.
+//! `golive rules`: Prometheus alerting rules for the rollback triggers, and
+//! `--lint`: rule files and Grafana dashboards checked against the exported names.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use golive::watch::lint::{self, Exported, LintOptions, LintReport};
 use golive::watch::rules::{self, RulesOptions};
 
-use crate::exit::OK;
+use crate::args::OutputFormat;
+use crate::exit::{FOUND, OK};
 use crate::out;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct RulesArgs {
-    /// The accepted run's report.json (or its directory).
-    #[arg(long)]
-    pub baseline: PathBuf,
+    /// The accepted run's report.json (or its directory). With --lint and no
+    /// --url/--metrics-file: only names the rename table knows as stale are findings.
+    #[arg(long, required_unless_present = "lint")]
+    pub baseline: Option<PathBuf>,
+    /// Check Prometheus rule files (YAML) and Grafana dashboards (JSON) instead: every
+    /// metric name the server does not export is a finding (exit 1), with its rename.
+    #[arg(long, num_args = 1.., value_name = "FILE")]
+    pub lint: Vec<PathBuf>,
+    /// With --lint: a metrics URL (e.g. http://vllm:8000/metrics); repeat it for other
+    /// exporters the rules read (dcgm-exporter): a name exported by any of them counts.
+    #[arg(long, requires = "lint")]
+    pub url: Vec<String>,
+    /// With --lint: a saved /metrics page instead of a live scrape (repeatable).
+    #[arg(long, requires = "lint")]
+    pub metrics_file: Vec<PathBuf>,
+    /// With --lint: text or JSON.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: OutputFormat,
     /// Write to this file instead of stdout.
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
@@ -36,7 +54,7 @@ pub struct RulesArgs {
 impl From<&RulesArgs> for RulesOptions {
     fn from(a: &RulesArgs) -> Self {
         RulesOptions {
-            baseline: a.baseline.clone(),
+            baseline: a.baseline.clone().unwrap_or_default(),
             window: a.window,
             for_: a.for_,
             tolerance: a.tolerance,
@@ -47,6 +65,9 @@ impl From<&RulesArgs> for RulesOptions {
 }
 
 pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
+    if !args.lint.is_empty() {
+        return run_lint(&args);
+    }
     let (yaml, left_out) = rules::rules_yaml(&RulesOptions::from(&args))?;
     match &args.output {
         Some(p) => {
@@ -58,4 +79,60 @@ pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
         None => out::text(&yaml)?,
     }
     Ok(OK)
+}
+
+fn run_lint(args: &RulesArgs) -> anyhow::Result<u8> {
+    let mut exported: Vec<Exported> = args.url.iter().cloned().map(Exported::Url).collect();
+    exported.extend(args.metrics_file.iter().cloned().map(Exported::MetricsFile));
+    if exported.is_empty() {
+        match &args.baseline {
+            Some(b) => exported.push(Exported::Baseline(b.clone())),
+            None => anyhow::bail!(
+                "--lint needs --url METRICS_URL, --metrics-file FILE or --baseline report.json"
+            ),
+        }
+    }
+    let report = lint::lint(&LintOptions {
+        files: args.lint.clone(),
+        exported,
+    })?;
+    match args.format {
+        OutputFormat::Json => out::json_pretty(&report)?,
+        OutputFormat::Text => out::text(&lint_text(&report))?,
+    }
+    Ok(if report.findings.is_empty() {
+        OK
+    } else {
+        FOUND
+    })
+}
+
+fn lint_text(r: &LintReport) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    for f in &r.findings {
+        let _ = write!(
+            s,
+            "{}: {}: {} is not exported",
+            f.file, f.location, f.metric
+        );
+        match &f.hint {
+            Some(h) => {
+                let _ = writeln!(s, "; {h}");
+            }
+            None => s.push('\n'),
+        }
+    }
+    for n in &r.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    let _ = writeln!(
+        s,
+        "golive rules --lint: {} expression(s), {} metric name(s), {} not exported by {}",
+        r.expressions,
+        r.names_used,
+        r.findings.len(),
+        r.against
+    );
+    s
 }

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use golive::events::{Event, Events, Reporter, Tee};
+use golive::watch::fleet::FleetOptions;
+use golive::watch::triggers::Limits;
 use golive::watch::{self, WatchEnd, WatchOptions};
 
 use crate::args::{OutputFormat, TargetArgs};
@@ -16,8 +18,27 @@ mod listen;
 #[derive(Debug, Clone, clap::Args)]
 pub struct WatchArgs {
     /// Base URL of the server (its `/metrics` is scraped).
-    #[arg(long)]
-    pub url: String,
+    #[arg(
+        long,
+        required_unless_present = "prometheus",
+        conflicts_with = "prometheus"
+    )]
+    pub url: Option<String>,
+    /// Read the fleet from this Prometheus server (PromQL over --window) instead of
+    /// scraping one server; the triggers are judged per replica, plus imbalance and absent.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["log", "log_cmd", "listen"])]
+    pub prometheus: Option<String>,
+    /// With --prometheus: label matchers that pick the serving targets.
+    #[arg(long, default_value = "", requires = "prometheus")]
+    pub selector: String,
+    /// With --prometheus: the label that names a replica.
+    #[arg(long, default_value = "instance", requires = "prometheus")]
+    pub replica_label: String,
+    /// With --prometheus: a replica's mean queue, peak KV usage or mean TTFT this many
+    /// times the median of the others (and 2 requests, 20 points, 100 ms above it) is
+    /// an imbalance.
+    #[arg(long, default_value_t = 2.0, requires = "prometheus")]
+    pub imbalance_factor: f64,
     /// The accepted run's report.json (or its directory): thresholds come from its baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
@@ -94,7 +115,7 @@ impl TryFrom<&WatchArgs> for WatchOptions {
     type Error = anyhow::Error;
     fn try_from(a: &WatchArgs) -> anyhow::Result<Self> {
         Ok(WatchOptions {
-            url: a.url.clone(),
+            url: a.url.clone().unwrap_or_default(),
             baseline: a.baseline.clone(),
             interval: a.interval,
             window: a.window,
@@ -136,6 +157,12 @@ impl Terminal {
             (Event::Evaluated(ev), OutputFormat::Text) => {
                 out::text(&watch::render_text(&self.url, ev))?
             }
+            (Event::FleetEvaluated(ev), OutputFormat::Json) => {
+                out::line(serde_json::to_string(ev)?)?
+            }
+            (Event::FleetEvaluated(ev), OutputFormat::Text) => {
+                out::text(&watch::fleet::render_text(ev))?
+            }
             (Event::CounterReset { t, what }, OutputFormat::Json) => {
                 out::line(serde_json::json!({"event": "counter_reset", "t": t, "what": what}))?
             }
@@ -167,13 +194,46 @@ impl Reporter for Terminal {
     }
 }
 
+fn fleet_options(a: &WatchArgs, prometheus: &str) -> FleetOptions {
+    FleetOptions {
+        prometheus: prometheus.to_string(),
+        selector: a.selector.clone(),
+        replica_label: a.replica_label.clone(),
+        baseline: a.baseline.clone(),
+        interval: a.interval,
+        window: a.window,
+        once: a.once,
+        duration: a.duration,
+        limits: Limits {
+            oom_min: a.oom_min.max(1),
+            queue_min_growth: a.queue_min_growth,
+            tolerance: a.tolerance,
+            stall_after_s: a.stall_after_s,
+        },
+        imbalance_factor: a.imbalance_factor,
+        tool_error_counters: a.tool_error_counters.clone(),
+        target: a.target.clone().into(),
+    }
+}
+
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
-    let opts = WatchOptions::try_from(&args)?;
-    let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(Terminal {
-        url: args.url.clone(),
+    let terminal = |url: &str| Terminal {
+        url: url.to_string(),
         format: args.format,
         serving: args.listen.is_some(),
-    })];
+    };
+    if let Some(prometheus) = &args.prometheus {
+        let events = Events::new(Arc::new(terminal(prometheus)));
+        return Ok(
+            match watch::fleet::run(&fleet_options(&args, prometheus), &events)? {
+                WatchEnd::Quiet => exit::OK,
+                WatchEnd::Fired => exit::FOUND,
+                WatchEnd::Unreachable => exit::UNREACHABLE,
+            },
+        );
+    }
+    let opts = WatchOptions::try_from(&args)?;
+    let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
     if let Some(addr) = args.listen {
         reporters.push(listen::serve(addr)?);
     }

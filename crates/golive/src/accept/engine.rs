@@ -12,77 +12,11 @@ use crate::metrics::{Engine, MetricsSnapshot};
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Metric families per engine (names from serving-facts.md; first present wins).
-#[derive(Debug, Clone, Copy)]
-pub struct EngineMetrics {
-    pub kv_usage: &'static [&'static str],
-    pub waiting: &'static [&'static str],
-    pub running: &'static [&'static str],
-    pub preemptions: &'static [&'static str],
-    /// Prefix-cache lookups, in tokens.
-    pub cache_queries: &'static [&'static str],
-    /// Prefix-cache hits, in tokens.
-    pub cache_hits: &'static [&'static str],
-    /// Prompt tokens served from cache (vLLM: local + external).
-    pub cached_tokens: &'static [&'static str],
-    pub recomputed: &'static [&'static str],
-    /// Prompt tokens processed (computed).
-    pub prompt_tokens: &'static [&'static str],
-    /// Prefill time histogram (seconds), for the warm-prefill measurement.
-    pub prefill_histogram: Option<&'static str>,
-}
+pub use crate::metrics::names::EngineMetrics;
 
+/// Metric families per engine (from the one table in [`crate::metrics::names`]).
 pub fn metric_names(engine: Engine) -> EngineMetrics {
-    match engine {
-        Engine::Vllm => EngineMetrics {
-            kv_usage: &["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],
-            waiting: &["vllm:num_requests_waiting"],
-            running: &["vllm:num_requests_running"],
-            preemptions: &["vllm:num_preemptions"],
-            cache_queries: &["vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"],
-            cache_hits: &["vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits"],
-            cached_tokens: &["vllm:prompt_tokens_cached"],
-            recomputed: &["vllm:prompt_tokens_recomputed"],
-            prompt_tokens: &["vllm:prompt_tokens"],
-            prefill_histogram: Some("vllm:request_prefill_time_seconds"),
-        },
-        Engine::Sglang => EngineMetrics {
-            kv_usage: &["sglang:token_usage"],
-            waiting: &["sglang:num_queue_reqs"],
-            running: &["sglang:num_running_reqs"],
-            preemptions: &["sglang:num_retracted_reqs"],
-            cache_queries: &[],
-            cache_hits: &["sglang:cached_tokens"],
-            cached_tokens: &["sglang:cached_tokens"],
-            recomputed: &[],
-            prompt_tokens: &["sglang:prompt_tokens"],
-            prefill_histogram: None,
-        },
-        Engine::LlamaCpp => EngineMetrics {
-            kv_usage: &["llamacpp:kv_cache_usage_ratio"],
-            waiting: &["llamacpp:requests_deferred"],
-            running: &["llamacpp:requests_processing"],
-            preemptions: &[],
-            cache_queries: &[],
-            cache_hits: &["llamacpp:prompt_tokens_cached"],
-            cached_tokens: &["llamacpp:prompt_tokens_cached"],
-            recomputed: &[],
-            prompt_tokens: &["llamacpp:prompt_tokens"],
-            prefill_histogram: None,
-        },
-        Engine::Openai => EngineMetrics {
-            kv_usage: &[],
-            waiting: &[],
-            running: &[],
-            preemptions: &[],
-            cache_queries: &[],
-            cache_hits: &[],
-            cached_tokens: &[],
-            recomputed: &[],
-            prompt_tokens: &[],
-            prefill_histogram: None,
-        },
-    }
+    crate::metrics::names::engine_metrics(engine)
 }
 
 /// Sum of the first family in `names` the snapshot has.
@@ -242,7 +176,7 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
                 "cache_dtype",
                 "prefix_caching_hash_algo",
             ] {
-                if let Some(v) = m.label("vllm:cache_config_info", label) {
+                if let Some(v) = m.label(crate::metrics::names::VLLM_CACHE_CONFIG_INFO, label) {
                     if label == "enable_prefix_caching" {
                         info.prefix_cache_flag = Some(v.clone());
                     }

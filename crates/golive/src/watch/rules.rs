@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::metrics::{names, Engine};
 use crate::report::{Baseline, Report};
 
 use super::triggers::{Trigger, ROLLBACK_REMINDER};
@@ -194,20 +195,9 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
     // Cache hits below the accepted baseline while prefill latency rises.
     match baseline.cache_hit_ratio {
         Some(ratio) => {
-            let hits = either(
-                &[
-                    "vllm:prefix_cache_hits_total",
-                    "vllm:gpu_prefix_cache_hits_total",
-                ],
-                |n| format!("rate({n}[{w}])"),
-            );
-            let queries = either(
-                &[
-                    "vllm:prefix_cache_queries_total",
-                    "vllm:gpu_prefix_cache_queries_total",
-                ],
-                |n| format!("rate({n}[{w}])"),
-            );
+            let vllm = names::engine_metrics(Engine::Vllm);
+            let hits = either(vllm.cache_hits, |n| format!("rate({n}_total[{w}])"));
+            let queries = either(vllm.cache_queries, |n| format!("rate({n}_total[{w}])"));
             let ttft = format!(
                 "sum {BY} (rate(vllm:time_to_first_token_seconds_sum[{w}])) / sum {BY} (rate(vllm:time_to_first_token_seconds_count[{w}]))"
             );
@@ -289,7 +279,8 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         left_out.push("kv preemptions: the baseline has no accepted_concurrency".into());
     }
     if let Some(kv) = baseline.kv_cache_usage_max {
-        let usage = ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"]
+        let usage = names::engine_metrics(Engine::Vllm)
+            .kv_usage
             .iter()
             .map(|n| format!("max {BY} ({n})"))
             .collect::<Vec<_>>()

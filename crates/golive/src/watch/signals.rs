@@ -2,53 +2,16 @@
 //! window arithmetic over a series of such readings (counter increases that survive
 //! restarts, growth of a gauge).
 //!
-//! Metric names live here: vLLM's current names first, then the names they replaced
-//! (pre-0.11 / deprecated in 0.9), then SGLang's and llama.cpp's equivalents.
+//! Metric names come from [`crate::metrics::names`].
 
+use crate::metrics::names::{
+    self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS,
+};
 use crate::metrics::{Engine, MetricsSnapshot};
 
-/// Requests waiting for a slot (queue length).
-pub const WAITING: &[&str] = &[
-    "vllm:num_requests_waiting",
-    "sglang:num_queue_reqs",
-    "llamacpp:requests_deferred",
-];
-/// Requests being processed.
-pub const RUNNING: &[&str] = &[
-    "vllm:num_requests_running",
-    "sglang:num_running_reqs",
-    "llamacpp:requests_processing",
-];
-/// KV-cache usage 0..1 (`gpu_cache_usage_perc` before vLLM 0.11).
-pub const KV_USAGE: &[&str] = &[
-    "vllm:kv_cache_usage_perc",
-    "vllm:gpu_cache_usage_perc",
-    "sglang:token_usage",
-    "llamacpp:kv_cache_usage_ratio",
-];
-/// Prefix-cache lookups in tokens (`gpu_prefix_cache_*` before vLLM 0.11).
-pub const CACHE_QUERIES: &[&str] = &["vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"];
-pub const CACHE_HITS: &[&str] = &[
-    "vllm:prefix_cache_hits",
-    "vllm:gpu_prefix_cache_hits",
-    "sglang:cached_tokens",
-];
-/// Time to first token histograms (the prefill latency as clients see it).
-pub const TTFT: &[&str] = &[
-    "vllm:time_to_first_token_seconds",
-    "sglang:time_to_first_token_seconds",
-];
-/// Inter-token latency (`time_per_output_token_seconds` before vLLM 0.11).
-pub const ITL: &[&str] = &[
-    "vllm:inter_token_latency_seconds",
-    "vllm:time_per_output_token_seconds",
-    "sglang:inter_token_latency_seconds",
-];
-/// Finished requests, for the request rate.
-pub const FINISHED_HIST: &[&str] = &[
-    "vllm:e2e_request_latency_seconds",
-    "sglang:e2e_request_latency_seconds",
-];
+pub use crate::metrics::names::{
+    CACHE_HITS, CACHE_QUERIES, FINISHED_HIST, ITL, KV_USAGE, RUNNING, TTFT, WAITING,
+};
 
 /// Output tokens generated (the stalled-engine trigger watches it advance).
 pub const GENERATED_TOKENS: &[&str] = &[
@@ -143,8 +106,8 @@ impl Reading {
         }
         // llama.cpp counts computed prompt tokens and cached ones apart; a lookup is both.
         if let (Some(computed), Some(cached)) = (
-            m.sum("llamacpp:prompt_tokens"),
-            m.sum("llamacpp:prompt_tokens_cached"),
+            m.sum(names::PROMPT_TOKENS[2]),
+            m.sum(LLAMACPP_PROMPT_TOKENS_CACHED),
         ) {
             put(
                 &mut r,
@@ -159,19 +122,12 @@ impl Reading {
                 "llamacpp:prompt_tokens_cached_total",
             );
         }
-        if let Some((v, n)) = first_sum(
-            m,
-            &[
-                "vllm:prompt_tokens",
-                "sglang:prompt_tokens",
-                "llamacpp:prompt_tokens",
-            ],
-        ) {
+        if let Some((v, n)) = first_sum(m, names::PROMPT_TOKENS) {
             put(&mut r, Counter::PromptTokens, v, n);
         }
         // SGLang's prompt_tokens_total are all prompt tokens; its cached_tokens are the hits.
         if m.engine() == Some(Engine::Sglang) && !r.counters.contains_key(&Counter::CacheQueries) {
-            if let Some(v) = m.sum("sglang:prompt_tokens") {
+            if let Some(v) = m.sum(SGLANG_PROMPT_TOKENS) {
                 put(
                     &mut r,
                     Counter::CacheQueries,
@@ -194,7 +150,7 @@ impl Reading {
         }
         if let Some(((_, count), n)) = first_hist(m, FINISHED_HIST) {
             put(&mut r, Counter::Finished, count, n);
-        } else if let Some(v) = m.sum("vllm:request_success") {
+        } else if let Some(v) = m.sum(FINISHED_COUNTER) {
             put(&mut r, Counter::Finished, v, "vllm:request_success_total");
         }
         let mut tool_total = None;
