@@ -80,6 +80,9 @@ pub struct LoadPlan {
     pub run_tag: String,
     /// Server tokens per prompt word (see [`calibrate_tokens_per_word`]); 1.0 if unknown.
     pub tokens_per_word: f64,
+    /// Agent cases mixed into the load (`--agent-mix`): the requests it picks are sent
+    /// and judged by it instead of the plain prompt, and stay out of the latency stats.
+    pub agent_mix: Option<Arc<crate::agent::mix::AgentMix>>,
 }
 
 impl LoadPlan {
@@ -99,6 +102,7 @@ impl LoadPlan {
             keep_records: false,
             run_tag: run_tag(),
             tokens_per_word: 1.0,
+            agent_mix: None,
         }
     }
 
@@ -306,6 +310,13 @@ async fn open_loop(
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
+                    if let Some(mix) = plan.agent_mix.as_ref().filter(|m| m.picks(i)) {
+                        mix.send(&client, i).await;
+                        counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                        counters.done.fetch_add(1, Ordering::Relaxed);
+                        drop(permit);
+                        return;
+                    }
                     let spec = plan.request(i);
                     let rec = client.send(&spec, scheduled, i).await;
                     counters.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -368,9 +379,15 @@ async fn closed_loop(
                 if i >= limit {
                     break;
                 }
-                let spec = plan.request(i);
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
+                if let Some(mix) = plan.agent_mix.as_ref().filter(|m| m.picks(i)) {
+                    mix.send(&client, i).await;
+                    counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    counters.done.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let spec = plan.request(i);
                 let rec = client.send(&spec, Instant::now(), i).await;
                 counters.in_flight.fetch_sub(1, Ordering::Relaxed);
                 counters.done.fetch_add(1, Ordering::Relaxed);
@@ -664,6 +681,7 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
                     .await
                     .unwrap_or(1.0)
             },
+            agent_mix: None,
         };
         let plan = Arc::new(plan);
         let result = run_load(

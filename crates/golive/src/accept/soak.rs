@@ -10,9 +10,10 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
 use super::Node;
+use crate::agent::mix::{rate_cell, AgentMix};
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
-use crate::report::{Check, Impact, Owner, SoakSample, Stage, Status};
+use crate::report::{AgentConformance, Check, Impact, Owner, SoakSample, Stage, Status};
 
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
@@ -23,6 +24,8 @@ pub struct SoakOutcome {
     pub stats: LatencyStats,
     pub request_rate: f64,
     pub cache_hit_ratio: Option<f64>,
+    /// The agent cases mixed into the soak (`--agent-mix`).
+    pub agent: Option<AgentConformance>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -36,6 +39,7 @@ pub async fn run(
     prompt_tokens: u32,
     output_tokens: u32,
     tokens_per_word: f64,
+    agent_mix: Option<Arc<AgentMix>>,
 ) -> SoakOutcome {
     let names = info.names();
     let metrics_url = info
@@ -58,6 +62,7 @@ pub async fn run(
     plan.ignore_eos = info.ignores_eos();
     plan.keep_records = true;
     plan.tokens_per_word = tokens_per_word;
+    plan.agent_mix = agent_mix;
     let plan = Arc::new(plan);
     let counters = Arc::new(LoadCounters::default());
     let interval = (duration / 12).max(Duration::from_secs(1));
@@ -261,6 +266,11 @@ pub async fn run(
         kv_growth.map(|g| format!(", KV change {:+.0} points", g * 100.0)).unwrap_or_default(),
         if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
     );
+    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
+    if let Some(a) = &agent {
+        c.measurement
+            .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+    }
     c.evidence = stats
         .error_examples
         .iter()
@@ -273,6 +283,7 @@ pub async fn run(
         "request_rate": request_rate, "queue_first_third": q_first, "queue_last_third": q_last,
         "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
         "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
+        "agent": agent,
     });
     if c.status == Status::Fail && !capacity_evidence {
         c.impact = Impact::Info;
@@ -289,5 +300,6 @@ pub async fn run(
         stats: result.stats.clone(),
         request_rate,
         cache_hit_ratio,
+        agent,
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod cases;
 pub mod http;
+pub mod mix;
 pub mod regress;
 pub mod replay;
 pub mod stream;
