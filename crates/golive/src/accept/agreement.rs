@@ -636,7 +636,10 @@ fn known_answer_check(paths: &[Path], prompts: &[AgreementPrompt]) -> Check {
 mod tests {
     use super::*;
 
-    fn generation(tokens: &[(&str, f64, &[(&str, f64)])]) -> Generation {
+    /// A token, its logprob and its runner-ups.
+    type Tok<'a> = (&'a str, f64, &'a [(&'a str, f64)]);
+
+    fn generation(tokens: &[Tok]) -> Generation {
         Generation {
             text: tokens.iter().map(|t| t.0).collect(),
             tokens: Some(
