@@ -493,8 +493,7 @@ async fn run_stages(
     stage.enter(Stage::Agent, report);
     if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
         let checks =
-            crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
-                .await;
+            crate::agent::run_stage(&node.target, &node.client, &model, &args.agent, out).await;
         report.checks.extend(checks);
         report.save_json(out)?;
     }

@@ -102,7 +102,7 @@ impl AgentMix {
         let streamed = case.streamed && (k / self.cases.len()).is_multiple_of(2);
         let body = request_body(&case.request, &self.model, streamed);
         let endpoint = format!("{}/v1/chat/completions", client.base_url);
-        let sent = send(&client.http, &endpoint, &body, self.deadline).await;
+        let sent = send(client, &endpoint, &body, self.deadline).await;
         let problems = judge(&body, &case.answer, &sent.outcome);
         let fails: Vec<_> = problems
             .iter()
