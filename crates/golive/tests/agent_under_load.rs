@@ -68,6 +68,10 @@ fn a_parser_that_breaks_only_under_concurrency_fails_agent_under_load() {
         }
     }
     let c = check(&r, "agent_under_load");
+    eprintln!(
+        "agent_under_load: {} {}\n{}",
+        c["status"], c["measurement"], c["evidence"]
+    );
     assert_eq!(c["status"], "fail", "{c:#}");
     assert_eq!(c["owner"], "parser", "{c:#}");
     assert_eq!(c["impact"], "interface", "{c:#}");
@@ -141,4 +145,11 @@ fn conformance_per_ramp_step_on_the_real_server() {
     assert_eq!(phases.len(), ramp.len() + 1, "{c:#}");
     assert!(phases.iter().all(|p| p["rate"].as_f64().is_some()), "{c:#}");
     assert!(c["measurement"].as_str().unwrap().contains("c2 "), "{c:#}");
+    // A short soak whose only requests were agent cases warns, it does not fail.
+    assert_ne!(
+        check(&r, "soak")["status"],
+        "fail",
+        "{:#}",
+        check(&r, "soak")
+    );
 }

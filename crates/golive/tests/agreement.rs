@@ -89,6 +89,10 @@ fn identical_servers_agree_and_a_different_replica_fails_with_the_position() {
     assert_eq!(c["owner"], "server");
     assert_eq!(c["impact"], "interface");
     let evidence = c["evidence"].as_str().unwrap();
+    eprintln!(
+        "agreement_replicas: {} {}\n{evidence}",
+        c["status"], c["measurement"]
+    );
     assert!(evidence.contains("first diverging token"), "{evidence}");
     let cmps = c["data"]["comparisons"].as_array().unwrap();
     let diverged: Vec<_> = cmps.iter().filter(|x| x["same"] == false).collect();

@@ -66,7 +66,14 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
     let conformant: u64 = phases.iter().map(|p| p.agent.conformant).sum();
     let per_step: Vec<String> = phases
         .iter()
-        .map(|p| format!("c{} {}", p.concurrency, rate_cell(Some(p.agent))))
+        .map(|p| {
+            let soak = if p.label.starts_with("soak") {
+                "soak "
+            } else {
+                ""
+            };
+            format!("{soak}c{} {}", p.concurrency, rate_cell(Some(p.agent)))
+        })
         .collect();
     let status = if !dropped.is_empty() {
         Status::Fail

@@ -209,7 +209,18 @@ pub async fn run(
         "max_tokens": plan.max_tokens, "stream": true,
     }));
     let mut why = Vec::new();
-    if stats.requests == 0 {
+    let agent_requests = plan
+        .agent_mix
+        .as_ref()
+        .map_or(0, |m| m.conformance().requests);
+    if stats.requests == 0 && agent_requests > 0 {
+        // A soak too short for its rate: every request it sent was an agent case.
+        c.status = Status::Warn;
+        why.push(
+            "only agent requests were sent: no plain request measured (a longer --duration)"
+                .to_string(),
+        );
+    } else if stats.requests == 0 {
         c.status = Status::Fail;
         why.push("no request completed".to_string());
     }

@@ -32,6 +32,8 @@ pub struct AgentMix {
     cases: Vec<MixCase>,
     model: String,
     deadline: Duration,
+    /// `--no-content`: quotes of answers stay out of the examples.
+    withhold: bool,
     tally: Mutex<AgentConformance>,
 }
 
@@ -72,6 +74,7 @@ impl AgentMix {
             cases,
             model: model.to_string(),
             deadline,
+            withhold: opts.no_content,
             tally: Mutex::new(AgentConformance::default()),
         })
     }
@@ -83,6 +86,7 @@ impl AgentMix {
             cases: self.cases.clone(),
             model: self.model.clone(),
             deadline: self.deadline,
+            withhold: self.withhold,
             tally: Mutex::new(AgentConformance::default()),
         }
     }
@@ -133,13 +137,18 @@ impl AgentMix {
         }
         if let Some(p) = interface.first() {
             if t.examples.len() < 3 {
+                let detail = if self.withhold {
+                    validate::scrub_quotes(&p.detail)
+                } else {
+                    p.detail.clone()
+                };
                 t.examples.push(format!(
                     "{}{}: [{}] {}: {}",
                     case.id,
                     if streamed { " (streamed)" } else { "" },
                     owner_name(p.owner),
                     p.code,
-                    quote(&validate::scrub_quotes(&p.detail), 300)
+                    quote(&detail, 300)
                 ));
             }
         }

@@ -170,7 +170,7 @@ pub fn render(report: &Report) -> String {
         }
     }
     if m.ramp.iter().any(|s| s.agent.is_some()) {
-        md.push_str("\n## Agent conformance under load\n\n| Step | Conc. | Agent requests | Conformant | Model's failures | Failures |\n|---|---|---|---|---|---|\n");
+        md.push_str("\n## Agent conformance under load\n\n| Step | Conc. | Agent requests | Conformant | Model's failures | Failing problems (all owners) |\n|---|---|---|---|---|---|\n");
         for s in &m.ramp {
             let Some(a) = &s.agent else { continue };
             md.push_str(&format!(
