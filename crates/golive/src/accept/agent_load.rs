@@ -6,15 +6,48 @@
 //! timeouts, broken streams). Interface impact: the verdict is rebuild, like the agent
 //! stage's failures on the user's own schemas.
 
+use std::sync::Arc;
+use std::time::Duration;
+
 use serde_json::json;
 
-use crate::agent::mix::{codes_summary, rate_cell};
+use crate::agent::mix::{codes_summary, rate_cell, AgentMix};
+use crate::agent::AgentOptions;
 use crate::report::{AgentConformance, Check, Impact, Owner, RampStep, Stage, Status};
 
 /// The largest drop of the conformance rate (share of answers) under load that passes:
 /// 2 points, so one bad answer in a few dozen fails while a rate measured on thousands
 /// of answers may wobble by a rare transport hiccup without failing the release.
 pub const MAX_DROP: f64 = 0.02;
+
+/// The agent mix of `--agent-mix SHARE`, or the failing check that says why the cases
+/// could not be read.
+pub fn mix(
+    share: Option<f64>,
+    opts: &AgentOptions,
+    model: &str,
+    deadline: Duration,
+) -> (Option<Arc<AgentMix>>, Option<Check>) {
+    let Some(share) = share else {
+        return (None, None);
+    };
+    match AgentMix::new(share, opts, model, deadline) {
+        Ok(m) => (Some(Arc::new(m)), None),
+        Err(e) => {
+            let mut c = Check::new(
+                "agent_under_load",
+                Stage::Ramp,
+                Status::Fail,
+                "agent cases mixed into the ramp and soak (--agent-mix)",
+            );
+            c.measurement = format!("{e:#}");
+            c.impact = Impact::Interface;
+            c.owner = Some(Owner::Client);
+            c.next_step = "Fix the --tools/--cases file named above.".into();
+            (None, Some(c))
+        }
+    }
+}
 
 /// One load phase with agent requests: a ramp step or the soak.
 struct Phase<'a> {

@@ -456,35 +456,7 @@ async fn run_stages(
             .checks
             .push(skipped("agreement", Stage::Agreement, not_served));
     } else {
-        let reference = match &args.reference_url {
-            None => None,
-            Some(url) => {
-                let mut target = Target::new(url, &args.target)?;
-                let client = OpenAiClient::new(&target)?;
-                let model = target
-                    .resolve_model(&client.http)
-                    .await
-                    .unwrap_or_else(|_| model.clone());
-                Some((client, model))
-            }
-        };
-        let servers: Vec<_> = nodes
-            .iter()
-            .zip(&infos)
-            .map(|(n, i)| {
-                (
-                    n.client.base_url.clone(),
-                    n.client.as_ref(),
-                    i.engine,
-                    model.clone(),
-                )
-            })
-            .collect();
-        let checks = agreement::run(
-            &servers,
-            reference.as_ref().map(|(c, m)| (c, None, m.clone())),
-        )
-        .await;
+        let checks = agreement::stage(args, nodes, &infos, &model).await?;
         report.checks.extend(checks);
     }
     report.save_json(out)?;
@@ -499,31 +471,13 @@ async fn run_stages(
     }
 
     // agent cases mixed into ramp and soak
-    let agent_mix = match args.agent_mix {
-        None => None,
-        Some(share) => match crate::agent::mix::AgentMix::new(
-            share,
-            &args.agent,
-            &model,
-            node.target.request_timeout,
-        ) {
-            Ok(m) => Some(Arc::new(m)),
-            Err(e) => {
-                let mut c = Check::new(
-                    "agent_under_load",
-                    Stage::Ramp,
-                    Status::Fail,
-                    "agent cases mixed into the ramp and soak (--agent-mix)",
-                );
-                c.measurement = format!("{e:#}");
-                c.impact = Impact::Interface;
-                c.owner = Some(crate::report::Owner::Client);
-                c.next_step = "Fix the --tools/--cases file named above.".into();
-                report.checks.push(c);
-                None
-            }
-        },
-    };
+    let (agent_mix, mix_error) = agent_load::mix(
+        args.agent_mix,
+        &args.agent,
+        &model,
+        node.target.request_timeout,
+    );
+    report.checks.extend(mix_error);
 
     // ramp
     stage.enter(Stage::Ramp, report);
