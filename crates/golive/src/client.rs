@@ -566,7 +566,7 @@ impl OpenAiClient {
     /// on it, so nothing came back and the server never answered it), sends it once more
     /// on a fresh connection; if that fails too, its error counts. The flag says whether
     /// the second send happened.
-    async fn send_reconnecting(
+    pub(crate) async fn send_reconnecting(
         &self,
         build: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
         deadline: tokio::time::Instant,

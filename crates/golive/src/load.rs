@@ -90,6 +90,9 @@ pub struct LoadPlan {
     /// Which share of the request indices this run sends (all of them by default);
     /// `requests` and `rate` stay the whole plan's.
     pub shard: Shard,
+    /// Agent cases mixed into the load (`--agent-mix`): the requests it picks are sent
+    /// and judged by it instead of the plain prompt, and stay out of the latency stats.
+    pub agent_mix: Option<Arc<crate::agent::mix::AgentMix>>,
 }
 
 impl LoadPlan {
@@ -110,6 +113,7 @@ impl LoadPlan {
             run_tag: run_tag(),
             tokens_per_word: 1.0,
             shard: Shard::WHOLE,
+            agent_mix: None,
         }
     }
 
@@ -320,6 +324,13 @@ async fn open_loop(
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
                 tokio::spawn(async move {
+                    if let Some(mix) = plan.agent_mix.as_ref().filter(|m| m.picks(i)) {
+                        mix.send(&client, i).await;
+                        counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                        counters.done.fetch_add(1, Ordering::Relaxed);
+                        drop(permit);
+                        return;
+                    }
                     let spec = plan.request(i);
                     let rec = client.send(&spec, scheduled, i).await;
                     counters.in_flight.fetch_sub(1, Ordering::Relaxed);
@@ -383,9 +394,15 @@ async fn closed_loop(
                     break;
                 }
                 let i = plan.shard.global_index(local);
-                let spec = plan.request(i);
                 counters.started.fetch_add(1, Ordering::Relaxed);
                 counters.in_flight.fetch_add(1, Ordering::Relaxed);
+                if let Some(mix) = plan.agent_mix.as_ref().filter(|m| m.picks(i)) {
+                    mix.send(&client, i).await;
+                    counters.in_flight.fetch_sub(1, Ordering::Relaxed);
+                    counters.done.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                let spec = plan.request(i);
                 let rec = client.send(&spec, Instant::now(), i).await;
                 counters.in_flight.fetch_sub(1, Ordering::Relaxed);
                 counters.done.fetch_add(1, Ordering::Relaxed);
@@ -691,6 +708,7 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
                     .unwrap_or(1.0)
             },
             shard,
+            agent_mix: None,
         };
         let plan = Arc::new(plan);
         let result = run_load(

@@ -35,8 +35,8 @@ fn template_file() -> String {
 
 async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
     let mut t = target(url);
-    let client = t.http_client().unwrap();
-    let model = t.resolve_model(&client).await.unwrap();
+    let client = golive::client::OpenAiClient::new(&t).unwrap();
+    let model = t.resolve_model(&client.http).await.unwrap();
     run_stage(&t, &client, &model, opts, out).await
 }
 

@@ -48,8 +48,8 @@ async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
         pool_idle_timeout: Duration::from_secs(3),
     };
     let mut t = Target::new(url, &args).unwrap();
-    let client = t.http_client().unwrap();
-    let model = t.resolve_model(&client).await.unwrap();
+    let client = golive::client::OpenAiClient::new(&t).unwrap();
+    let model = t.resolve_model(&client.http).await.unwrap();
     run_stage(&t, &client, &model, opts, out).await
 }
 

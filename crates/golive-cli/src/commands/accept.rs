@@ -27,6 +27,7 @@ Exit codes: 0 verdict release, 1 any other verdict or interrupted, 2 usage,
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SkipArg {
     PrefixCache,
+    Agreement,
     Agent,
     Ramp,
     Soak,
@@ -36,6 +37,7 @@ impl From<SkipArg> for SkippableStage {
     fn from(s: SkipArg) -> Self {
         match s {
             SkipArg::PrefixCache => SkippableStage::PrefixCache,
+            SkipArg::Agreement => SkippableStage::Agreement,
             SkipArg::Agent => SkippableStage::Agent,
             SkipArg::Ramp => SkippableStage::Ramp,
             SkipArg::Soak => SkippableStage::Soak,
@@ -117,9 +119,17 @@ pub struct AcceptArgs {
     /// Who runs it (default: the login name).
     #[arg(help_heading = "Report", long)]
     pub operator: Option<String>,
-    /// Leave stages out (repeatable): prefix-cache, agent, ramp, soak.
+    /// Leave stages out (repeatable): prefix-cache, agreement, agent, ramp, soak.
     #[arg(help_heading = "Stages", long, value_enum)]
     pub skip: Vec<SkipArg>,
+    /// Share of ramp and soak requests that are agent cases (tool calls, structured
+    /// output; built-in or --tools/--cases), each judged like the agent stage, e.g. 0.2.
+    #[arg(help_heading = "Load", long)]
+    pub agent_mix: Option<f64>,
+    /// Server of the same weights whose greedy answers the agreement stage compares every
+    /// --url against (default: the first --url).
+    #[arg(help_heading = "Server", long)]
+    pub reference_url: Option<String>,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -168,6 +178,8 @@ impl From<AcceptArgs> for AcceptOptions {
                 .collect(),
             target: a.target.into(),
             agent: a.agent.into(),
+            agent_mix: a.agent_mix,
+            reference_url: a.reference_url,
         }
     }
 }
@@ -247,6 +259,7 @@ fn stage_name(stage: Stage) -> &'static str {
         Stage::Soak => "soak",
         Stage::Agent => "agent",
         Stage::Stability => "stability",
+        Stage::Agreement => "agreement",
     }
 }
 

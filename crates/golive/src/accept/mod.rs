@@ -9,6 +9,8 @@
 //! capacity failures at the expected load -> expand; failures only beyond the expected
 //! load (limits), non-blocking failures or warnings -> observe; all pass -> release.
 
+pub mod agent_load;
+pub mod agreement;
 pub mod engine;
 pub mod prefix_cache;
 pub mod ramp;
@@ -31,6 +33,7 @@ use crate::target::Target;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkippableStage {
     PrefixCache,
+    Agreement,
     Agent,
     Ramp,
     Soak,
@@ -81,10 +84,14 @@ pub struct AcceptOptions {
     pub reviewer: Option<String>,
     /// Who runs it (default: the login name).
     pub operator: Option<String>,
-    /// Leave stages out (repeatable): prefix-cache, agent, ramp, soak.
+    /// Leave stages out (repeatable): prefix-cache, agreement, agent, ramp, soak.
     pub skip: Vec<SkippableStage>,
     pub target: crate::target::TargetOptions,
     pub agent: crate::agent::AgentOptions,
+    /// Share of ramp and soak requests that are agent cases (0..1], judged like the agent stage.
+    pub agent_mix: Option<f64>,
+    /// Server whose answers the agreement stage compares every `url` against (default: the first `url`).
+    pub reference_url: Option<String>,
 }
 
 /// One API server under test.
@@ -120,6 +127,12 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
         args.output_tokens >= 1,
         "--output-tokens must be at least 1"
     );
+    if let Some(share) = args.agent_mix {
+        anyhow::ensure!(
+            share > 0.0 && share <= 1.0,
+            "--agent-mix is the share of agent requests: above 0 and at most 1, not {share}"
+        );
+    }
     if let Some(log) = &args.server_log {
         anyhow::ensure!(
             log.exists(),
@@ -435,15 +448,39 @@ async fn run_stages(
     }
     report.save_json(out)?;
 
+    // agreement: cold against cached, replicas against the first or the reference
+    stage.enter(Stage::Agreement, report);
+    if skip(SkippableStage::Agreement) {
+        report
+            .checks
+            .push(skipped("agreement", Stage::Agreement, "--skip agreement"));
+    } else if !basic_ok {
+        report
+            .checks
+            .push(skipped("agreement", Stage::Agreement, not_served));
+    } else {
+        let checks = agreement::stage(args, nodes, &infos, &model).await?;
+        report.checks.extend(checks);
+    }
+    report.save_json(out)?;
+
     // agent
     stage.enter(Stage::Agent, report);
     if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
         let checks =
-            crate::agent::run_stage(&node.target, &node.client.http, &model, &args.agent, out)
-                .await;
+            crate::agent::run_stage(&node.target, &node.client, &model, &args.agent, out).await;
         report.checks.extend(checks);
         report.save_json(out)?;
     }
+
+    // agent cases mixed into ramp and soak
+    let (agent_mix, mix_error) = agent_load::mix(
+        args.agent_mix,
+        &args.agent,
+        &model,
+        node.target.request_timeout,
+    );
+    report.checks.extend(mix_error);
 
     // ramp
     stage.enter(Stage::Ramp, report);
@@ -477,6 +514,7 @@ async fn run_stages(
             tokens_per_word,
             slo_ttft_p95_ms: args.slo_ttft_p95_ms,
             slo_itl_p95_ms: args.slo_itl_p95_ms,
+            agent_mix: agent_mix.clone(),
         };
         let outcome = ramp::run(
             node,
@@ -525,6 +563,7 @@ async fn run_stages(
 
     // soak
     stage.enter(Stage::Soak, report);
+    let mut soak_agent = None;
     if skip(SkippableStage::Soak) {
         report
             .checks
@@ -551,10 +590,12 @@ async fn run_stages(
             args.short_prompt,
             args.output_tokens,
             tokens_per_word,
+            agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
         )
         .await;
         report.measurements.soak = o.samples;
         gap_rows.push(silence::GapRow::from_stats(Stage::Soak, "soak", &o.stats));
+        soak_agent = o.agent.map(|a| (conc, a));
         let b = &mut report.baseline;
         b.cache_hit_ratio = o.cache_hit_ratio;
         if o.stats.requests > 0 {
@@ -584,6 +625,12 @@ async fn run_stages(
         report.checks.push(o.check);
     }
     if let Some(c) = silence::check(&gap_rows, args.max_stream_gap, &node.client.base_url) {
+        report.checks.push(c);
+    }
+    if let Some(c) = agent_load::check(
+        &report.measurements.ramp,
+        soak_agent.as_ref().map(|(c, a)| (*c, a)),
+    ) {
         report.checks.push(c);
     }
     report.save_json(out)?;

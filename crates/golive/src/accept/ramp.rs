@@ -11,6 +11,7 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, ServerInfo};
 use super::Node;
+use crate::agent::mix::{rate_cell, AgentMix};
 use crate::client::{ErrorClass, ErrorKind};
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
 use crate::report::{Check, Impact, Owner, RampStep, Stage, Status};
@@ -42,6 +43,8 @@ pub struct RampConfig {
     pub slo_ttft_p95_ms: Option<f64>,
     /// A step fails when its ITL p95 (ms) is above this.
     pub slo_itl_p95_ms: Option<f64>,
+    /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
+    pub agent_mix: Option<Arc<AgentMix>>,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -139,6 +142,7 @@ pub async fn run(
         // gateway may reject unknown fields.
         plan.ignore_eos = info.ignores_eos();
         plan.tokens_per_word = cfg.tokens_per_word;
+        plan.agent_mix = cfg.agent_mix.as_ref().map(|m| Arc::new(m.fresh()));
         let plan = Arc::new(plan);
         let before = match &metrics_url {
             Some(u) => engine::scrape(&node.client.http, u).await,
@@ -267,6 +271,7 @@ pub async fn run(
             stream_gap_ms: s.stream_gap_ms(),
             tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
             first_tool_call_ms: s.first_tool_call_ms(),
+            agent: plan.agent_mix.as_ref().map(|m| m.conformance()),
         };
         let mut c = Check::new(
             step_id(p),
@@ -296,6 +301,10 @@ pub async fn run(
             step.waiting_max.map(|v| format!(", waiting max {v:.0}")).unwrap_or_default(),
             if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
         );
+        if let Some(a) = &step.agent {
+            c.measurement
+                .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+        }
         c.evidence = s
             .error_examples
             .iter()
@@ -487,6 +496,7 @@ mod tests {
             tokens_per_word: 1.0,
             slo_ttft_p95_ms: None,
             slo_itl_p95_ms: None,
+            agent_mix: None,
         };
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();

@@ -10,9 +10,10 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
 use super::Node;
+use crate::agent::mix::{rate_cell, AgentMix};
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
-use crate::report::{Check, Impact, Owner, SoakSample, Stage, Status};
+use crate::report::{AgentConformance, Check, Impact, Owner, SoakSample, Stage, Status};
 
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
@@ -23,6 +24,8 @@ pub struct SoakOutcome {
     pub stats: LatencyStats,
     pub request_rate: f64,
     pub cache_hit_ratio: Option<f64>,
+    /// The agent cases mixed into the soak (`--agent-mix`).
+    pub agent: Option<AgentConformance>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -36,6 +39,7 @@ pub async fn run(
     prompt_tokens: u32,
     output_tokens: u32,
     tokens_per_word: f64,
+    agent_mix: Option<Arc<AgentMix>>,
 ) -> SoakOutcome {
     let names = info.names();
     let metrics_url = info
@@ -58,6 +62,7 @@ pub async fn run(
     plan.ignore_eos = info.ignores_eos();
     plan.keep_records = true;
     plan.tokens_per_word = tokens_per_word;
+    plan.agent_mix = agent_mix;
     let plan = Arc::new(plan);
     let counters = Arc::new(LoadCounters::default());
     let interval = (duration / 12).max(Duration::from_secs(1));
@@ -204,7 +209,18 @@ pub async fn run(
         "max_tokens": plan.max_tokens, "stream": true,
     }));
     let mut why = Vec::new();
-    if stats.requests == 0 {
+    let agent_requests = plan
+        .agent_mix
+        .as_ref()
+        .map_or(0, |m| m.conformance().requests);
+    if stats.requests == 0 && agent_requests > 0 {
+        // A soak too short for its rate: every request it sent was an agent case.
+        c.status = Status::Warn;
+        why.push(
+            "only agent requests were sent: no plain request measured (a longer --duration)"
+                .to_string(),
+        );
+    } else if stats.requests == 0 {
         c.status = Status::Fail;
         why.push("no request completed".to_string());
     }
@@ -261,6 +277,11 @@ pub async fn run(
         kv_growth.map(|g| format!(", KV change {:+.0} points", g * 100.0)).unwrap_or_default(),
         if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
     );
+    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
+    if let Some(a) = &agent {
+        c.measurement
+            .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+    }
     c.evidence = stats
         .error_examples
         .iter()
@@ -275,6 +296,7 @@ pub async fn run(
         "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
         "stream_gap_ms": stats.stream_gap_ms(), "tool_call_gap_max_ms": stats.tool_call_gap_max_ms(),
         "first_tool_call_ms": stats.first_tool_call_ms(),
+        "agent": agent,
     });
     if c.status == Status::Fail && !capacity_evidence {
         c.impact = Impact::Info;
@@ -291,5 +313,6 @@ pub async fn run(
         stats: result.stats.clone(),
         request_rate,
         cache_hit_ratio,
+        agent,
     }
 }

@@ -1,5 +1,7 @@
 //! Sending one chat-completions request (streamed or not) and turning whatever comes
 //! back — an answer, an HTTP error, a timeout, a broken connection — into an [`Outcome`].
+//! The request goes through the load's client ([`OpenAiClient::send_reconnecting`]), so
+//! agent stage, `--agent-mix` and load share one connection pool and one keep-alive rule.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
@@ -10,6 +12,7 @@ use serde_json::Value;
 
 use super::stream::Assembler;
 use super::validate::{mentions_parser, parse_completion, quote, Outcome, Problem};
+use crate::client::OpenAiClient;
 use crate::report::Owner;
 use crate::sse::SseDecoder;
 
@@ -25,24 +28,32 @@ pub struct Sent {
 }
 
 /// Sends `body` to `url` (`.../v1/chat/completions`); gives up after `deadline`.
-pub async fn send(client: &reqwest::Client, url: &str, body: &Value, deadline: Duration) -> Sent {
+pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Duration) -> Sent {
     let started = Instant::now();
     let streamed = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let ms = |s: Instant| s.elapsed().as_millis() as u64;
     let mut retried = false;
     let fut = async {
-        let mut attempt = client.post(url).json(body).timeout(deadline).send().await;
-        if let Err(e) = &attempt {
-            // A pooled keep-alive connection the server had just closed fails at once;
-            // one fresh attempt tells that race apart from a real broken connection.
-            if !e.is_timeout() && !e.is_connect() && started.elapsed() < deadline / 2 {
-                retried = true;
-                attempt = client.post(url).json(body).timeout(deadline).send().await;
-            }
-        }
+        // A pooled keep-alive connection the server had just closed fails at once; the
+        // client sends once more on a fresh connection to tell that race apart.
+        let (attempt, reconnected) = client
+            .send_reconnecting(
+                |c| c.post(url).json(body).timeout(deadline),
+                tokio::time::Instant::now() + deadline,
+            )
+            .await;
+        retried = reconnected;
         let resp = match attempt {
-            Ok(r) => r,
-            Err(e) => return (transport(&e, deadline), None),
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return (transport(&e, deadline), None),
+            Err(_) => {
+                return (
+                    Outcome::Timeout {
+                        after_ms: ms(started),
+                    },
+                    None,
+                )
+            }
         };
         let status = resp.status().as_u16();
         if !resp.status().is_success() {

@@ -10,6 +10,7 @@
 
 pub mod cases;
 pub mod http;
+pub mod mix;
 pub mod regress;
 pub mod replay;
 pub mod stream;
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::client::OpenAiClient;
 use crate::report::{Check, Impact, Owner, Stage, Status};
 use crate::target::Target;
 use cases::{Budget, Case};
@@ -79,7 +81,7 @@ impl Default for AgentOptions {
 struct Ctx<'a> {
     endpoint: String,
     base_url: String,
-    client: &'a reqwest::Client,
+    client: &'a OpenAiClient,
     model: &'a str,
     opts: &'a AgentOptions,
     out: &'a Path,
@@ -90,7 +92,7 @@ struct Ctx<'a> {
 /// Runs the agent stage against one server; failing requests are saved under `out/regressions/`.
 pub async fn run_stage(
     target: &Target,
-    client: &reqwest::Client,
+    client: &OpenAiClient,
     model: &str,
     opts: &AgentOptions,
     out: &Path,
@@ -632,7 +634,15 @@ mod tests {
 
     #[test]
     fn status_impact_and_owner_follow_whose_schema_failed() {
-        let client = reqwest::Client::new();
+        let options = crate::target::TargetOptions {
+            api_key: None,
+            model: None,
+            request_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            pool_idle_timeout: Duration::from_secs(1),
+        };
+        let target = Target::new("http://127.0.0.1:1", &options).unwrap();
+        let client = OpenAiClient::new(&target).unwrap();
         let opts = AgentOptions::default();
         let ctx = Ctx {
             endpoint: String::new(),

@@ -35,14 +35,14 @@ pub fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
         .enable_all()
         .build()?;
     rt.block_on(async move {
-        let client = target.http_client()?;
+        let client = crate::client::OpenAiClient::new(&target)?;
         let saved_model = reg
             .request
             .get("model")
             .and_then(Value::as_str)
             .map(str::to_string);
         // --model wins; else what the server serves; else the saved name.
-        let model = match target.resolve_model(&client).await {
+        let model = match target.resolve_model(&client.http).await {
             Ok(m) => m,
             Err(e) => match saved_model {
                 Some(m) => m,

@@ -356,6 +356,19 @@ fn charts(h: &mut String, report: &Report) {
             series("running (max)", COLORS[0], idx(&|s| s.running_max)),
         ],
     ));
+    if m.ramp.iter().any(|s| s.agent.is_some()) {
+        h.push_str(&line_chart(
+            "Agent conformance over the ramp (--agent-mix)",
+            x_ramp,
+            "% conformant",
+            Some(&ramp_ticks),
+            &[series(
+                "conformant answers",
+                COLORS[1],
+                idx(&|s| s.agent.as_ref().and_then(|a| a.rate()).map(|r| r * 100.0)),
+            )],
+        ));
+    }
     let soak = |f: &dyn Fn(&super::SoakSample) -> Option<f64>| -> Vec<(f64, f64)> {
         m.soak
             .iter()

@@ -169,6 +169,21 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    if m.ramp.iter().any(|s| s.agent.is_some()) {
+        md.push_str("\n## Agent conformance under load\n\n| Step | Conc. | Agent requests | Conformant | Model's failures | Failing problems (all owners) |\n|---|---|---|---|---|---|\n");
+        for s in &m.ramp {
+            let Some(a) = &s.agent else { continue };
+            md.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                cell(&s.label),
+                s.concurrency,
+                a.requests,
+                crate::agent::mix::rate_cell(Some(a)),
+                a.model_failures,
+                cell(&crate::agent::mix::codes_summary(a))
+            ));
+        }
+    }
     if !m.soak.is_empty() {
         md.push_str("\n## Soak\n\n| t s | Done | Errors | Running | Waiting | KV | Cache hit ratio | TTFT p95 ms |\n|---|---|---|---|---|---|---|---|\n");
         for s in &m.soak {

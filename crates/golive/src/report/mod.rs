@@ -81,6 +81,8 @@ pub enum Stage {
     Soak,
     Agent,
     Stability,
+    /// Same answer on every serving path (cold/cached, replicas).
+    Agreement,
 }
 
 /// What a failing check means for the verdict.
@@ -228,6 +230,38 @@ pub struct RampStep {
     /// Time to the first tool-call delta (ms), for requests that streamed one.
     #[serde(default)]
     pub first_tool_call_ms: Percentiles,
+    /// Agent cases mixed into the step (`--agent-mix`), each judged like the agent stage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentConformance>,
+}
+
+/// How the agent cases mixed into a load (`--agent-mix`) fared, judged by the agent
+/// stage's validator.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentConformance {
+    /// Agent requests sent.
+    pub requests: u64,
+    /// Answers without a failing problem of the interface (server, parser, gateway).
+    pub conformant: u64,
+    /// Answers whose only failures are the model's (wrong tool, no call): not counted
+    /// against the interface, the agent stage reports them.
+    pub model_failures: u64,
+    /// Failing problems by owner (`parser`, `server`, ...), one per answer and owner.
+    #[serde(default)]
+    pub failures_by_owner: BTreeMap<String, u64>,
+    /// Failing problems by code, e.g. `tool_call_markup_in_content`.
+    #[serde(default)]
+    pub failures_by_code: BTreeMap<String, u64>,
+    /// Up to three failing answers: case, owner, code and detail.
+    #[serde(default)]
+    pub examples: Vec<String>,
+}
+
+impl AgentConformance {
+    /// Share of conformant answers, `None` when no agent request was sent.
+    pub fn rate(&self) -> Option<f64> {
+        (self.requests > 0).then(|| self.conformant as f64 / self.requests as f64)
+    }
 }
 
 /// One request of the prefix-cache proof.
@@ -477,7 +511,7 @@ pub fn decide_verdict(checks: &[Check]) -> (Verdict, String) {
     if !iface.is_empty() {
         return (
             Verdict::Rebuild,
-            format!("agent interface checks failed: {}", iface.join(", ")),
+            format!("interface checks failed: {}", iface.join(", ")),
         );
     }
     let cap = failed(Impact::Capacity);

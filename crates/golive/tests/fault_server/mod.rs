@@ -3,6 +3,8 @@
 //! first byte, a close mid-stream, malformed SSE, HTTP 500, a slow drip.
 #![allow(dead_code)]
 
+mod scripted_answers;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +58,14 @@ pub enum Fault {
     /// generated-token counter that never moves, and completions that get their
     /// headers and then nothing.
     Stuck,
+    /// A tool-call parser that breaks under concurrency: agent requests (tools or
+    /// response_format) get proper tool calls while they are alone, and the call as
+    /// markup in the text while another completion is in flight. Plain requests are
+    /// proper streams of 6 chunks 20 ms apart.
+    ToolParserUnderLoad,
+    /// A replica that answers every `/v1/completions` prompt with the same scripted
+    /// tokens (with logprobs); otherwise like `Ok { tokens: 4, delay_ms: 2 }`.
+    Replica,
 }
 
 /// Counters and seen prompts of the vLLM-like engine.
@@ -234,8 +244,41 @@ async fn serve(
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut served_here = 0u64;
+    let (fault, replica) = match fault {
+        Fault::Replica => (
+            Fault::Ok {
+                tokens: 4,
+                delay_ms: 2,
+            },
+            true,
+        ),
+        f => (f, false),
+    };
     while let Some(req) = read_request(&mut sock, &mut buf).await {
         served_here += 1;
+        if replica && req.path == "/v1/completions" {
+            counter.fetch_add(1, Ordering::Relaxed);
+            scripted_answers::completion_answer(&mut sock, &[" QX", "-77", "13", "."]).await?;
+            continue;
+        }
+        if fault == Fault::ToolParserUnderLoad && req.path == "/v1/chat/completions" {
+            counter.fetch_add(1, Ordering::Relaxed);
+            let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+            state.lock().unwrap().in_flight += 1;
+            let served = if body.get("tools").is_some() || body.get("response_format").is_some() {
+                // Long enough for a concurrent request to be in flight at the same time.
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                let concurrent = state.lock().unwrap().in_flight > 1;
+                scripted_answers::agent_answer(&mut sock, &body, concurrent).await
+            } else if body["stream"].as_bool().unwrap_or(false) {
+                ok_stream(&mut sock, 6, 20).await
+            } else {
+                json_answer(&mut sock, 4).await
+            };
+            state.lock().unwrap().in_flight -= 1;
+            served?;
+            continue;
+        }
         if let Fault::DropReused { .. } = fault {
             if served_here > 1 && req.path.ends_with("/completions") {
                 counter.fetch_add(1, Ordering::Relaxed);
@@ -480,7 +523,9 @@ async fn serve(
                             | Fault::Http500
                             | Fault::Vllm { .. }
                             | Fault::Overloaded { .. }
-                            | Fault::Flaky { .. } => {
+                            | Fault::Flaky { .. }
+                            | Fault::ToolParserUnderLoad
+                            | Fault::Replica => {
                                 unreachable!()
                             }
                         }
