@@ -44,11 +44,13 @@ t0=$SECONDS
 scripts/vllm-server.sh install
 echo "test.sh: vLLM ready ($((SECONDS - t0)) s)" >&2
 
-# Tests start their own llama-servers on ports 18200-18299 (a template, a slot count or
-# --no-cache-prompt of their own). One left over from an earlier run, maybe of another
-# checkout, would be reused with the wrong flags and its log elsewhere: end those first.
+# Tests start their own llama-servers on ports 18200-18699 (a template, a slot count or
+# --no-cache-prompt of their own; the stall, agreement and fleet tests) and a Prometheus on
+# 186xx. One left over from an earlier run, maybe of another checkout, would be reused with
+# the wrong flags and its log elsewhere: end those first.
 stop_test_servers() {
-  pkill -f -- 'llama-server .*--port 182[0-9][0-9]( |$)' 2>/dev/null || true
+  pkill -f -- 'llama-server .*--port 18[2-6][0-9][0-9]( |$)' 2>/dev/null || true
+  pkill -f -- 'prometheus .*--web.listen-address=127.0.0.1:186[0-9][0-9]' 2>/dev/null || true
   scripts/vllm-server.sh stop --port 18400 2>/dev/null || true
   pkill -f -- 'vllm serve .*--port 184[0-9][0-9]( |$)' 2>/dev/null || true
 }
