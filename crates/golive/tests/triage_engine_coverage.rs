@@ -198,7 +198,9 @@ fn engine_messages_are_named_as_causes_with_a_class() {
                 "line": m.line, "kind": m.kind, "exc": m.exc, "msg": m.msg, "triage": said});
             writeln!(f, "{row}").unwrap();
         }
-        let e = per.entry((m.engine.clone(), group.to_string())).or_default();
+        let e = per
+            .entry((m.engine.clone(), group.to_string()))
+            .or_default();
         e.0 += 1;
         if covered {
             e.1 += 1;

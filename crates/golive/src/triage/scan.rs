@@ -972,7 +972,9 @@ impl Scanner<'_> {
         let Some(key) = self
             .tracebacks
             .iter()
-            .find(|(_, tb)| tb.frames.is_empty() && tb.last_line + 1 == line_no && tb.rank.is_some())
+            .find(|(_, tb)| {
+                tb.frames.is_empty() && tb.last_line + 1 == line_no && tb.rank.is_some()
+            })
             .map(|(k, _)| k.clone())
         else {
             return false;
