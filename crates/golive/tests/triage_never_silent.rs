@@ -337,3 +337,26 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         assert_eq!(p.line, 2, "{id}: {p:?}");
     }
 }
+
+/// A ValueError/NotImplementedError the engine's own code raises is a refused configuration;
+/// the same exception types raised by a library underneath, or inside a tool parser, are not.
+#[test]
+fn value_errors_the_engine_raises_are_config_not_those_of_libraries() {
+    let tb = |file: &str, exc: &str| {
+        let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
+        format!("{h}Traceback (most recent call last):\n{h}  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 90, in __init__\n{h}    self.model_executor = executor_class(vllm_config)\n{h}  File \"/usr/local/lib/python3.12/dist-packages/{file}\", line 135, in __init__\n{h}    raise {exc}(\n{h}{exc}: MRV2 PCP currently handles MLA models and nothing else.\n")
+    };
+    let engine = tb("vllm/v1/worker/gpu/pcp_manager.py", "NotImplementedError");
+    assert_eq!(
+        primary(&engine),
+        (Class::Config, 6, "config-engine-value-error".into())
+    );
+    let sglang = tb("sglang/srt/model_executor/model_runner.py", "ValueError");
+    assert_eq!(primary(&sglang).0, Class::Config);
+    // Raised by torch under the engine's frames: the innermost frame is not the engine's.
+    let torch = tb("torch/nn/modules/module.py", "ValueError");
+    assert_eq!(primary(&torch).0, Class::Unknown);
+    // A tool parser's ValueError stays the parser's (the frame map wins over the type).
+    let parser = tb("vllm/tool_parsers/hermes_tool_parser.py", "ValueError");
+    assert_eq!(primary(&parser).0, Class::ToolParser);
+}
