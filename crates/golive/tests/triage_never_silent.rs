@@ -268,6 +268,13 @@ TypeError: 'NoneType' object is not subscriptable
     let rep = triage_text(radix);
     let p = rep.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::PrefixCache, 6));
+    // The raw traceback carries the rank of its `[.. TP1]` header, as vLLM's worker prefixes do.
+    assert_eq!(p.rank.as_deref(), Some("TP1"));
+    let dp = radix.replace(" TP1]", " DP1 TP3]");
+    assert_eq!(
+        triage_text(&dp).primary.unwrap().rank.as_deref(),
+        Some("DP1 TP3")
+    );
     let cgraph = "(RayWorkerWrapper pid=3110, ip=10.0.0.3) INFO 07-01 10:00:00 [ray_utils.py:90] Ray compiled DAG enabled
 ERROR 07-01 10:10:00 [core.py:400] ray.exceptions.RayChannelTimeoutError: System error: If the execution is expected to take a long time, increase RAY_CGRAPH_get_timeout which is currently 300 seconds. Otherwise, this may indicate that the execution is hanging.
 ";
@@ -293,6 +300,7 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
     let cases: &[(&str, &str, &str)] = &[
         ("nccl-benign-warn", "node:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n", "node:1:1 [0] misc/socket.cc:50 NCCL WARN socketProgress: Connection closed by remote peer, Resource temporarily unavailable\n"),
         ("benign-client-request", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] ValueError: This model's maximum context length is 4096 tokens. However, you requested 5000 tokens. Please reduce the length of the messages or completion.\n", oom),
+        ("benign-vllm-client-error", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] vllm.exceptions.VLLMValidationError: Stream options can only be defined when `stream=True`.\n", oom),
         ("benign-model-not-served", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] Error with model error=ErrorInfo(message='The model `gpt-4` does not exist.', type='NotFoundError', param=None, code=404)\n", "(APIServer pid=1) ERROR 08-01 10:02:00 [core.py:700] ValueError: The model `Qwen/Qwen3-8B` has no generation config and --generation-config is required\n"),
         ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
         ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
@@ -328,4 +336,27 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
             .unwrap_or_else(|| panic!("{id}: the failure next to it was not found"));
         assert_eq!(p.line, 2, "{id}: {p:?}");
     }
+}
+
+/// A ValueError/NotImplementedError the engine's own code raises is a refused configuration;
+/// the same exception types raised by a library underneath, or inside a tool parser, are not.
+#[test]
+fn value_errors_the_engine_raises_are_config_not_those_of_libraries() {
+    let tb = |file: &str, exc: &str| {
+        let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
+        format!("{h}Traceback (most recent call last):\n{h}  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 90, in __init__\n{h}    self.model_executor = executor_class(vllm_config)\n{h}  File \"/usr/local/lib/python3.12/dist-packages/{file}\", line 135, in __init__\n{h}    raise {exc}(\n{h}{exc}: MRV2 PCP currently handles MLA models and nothing else.\n")
+    };
+    let engine = tb("vllm/v1/worker/gpu/pcp_manager.py", "NotImplementedError");
+    assert_eq!(
+        primary(&engine),
+        (Class::Config, 6, "config-engine-value-error".into())
+    );
+    let sglang = tb("sglang/srt/model_executor/model_runner.py", "ValueError");
+    assert_eq!(primary(&sglang).0, Class::Config);
+    // Raised by torch under the engine's frames: the innermost frame is not the engine's.
+    let torch = tb("torch/nn/modules/module.py", "ValueError");
+    assert_eq!(primary(&torch).0, Class::Unknown);
+    // A tool parser's ValueError stays the parser's (the frame map wins over the type).
+    let parser = tb("vllm/tool_parsers/hermes_tool_parser.py", "ValueError");
+    assert_eq!(primary(&parser).0, Class::ToolParser);
 }

@@ -85,9 +85,10 @@ fn patterns() -> &'static Patterns {
         .unwrap(),
         // docker compose: `svc-1  | `
         compose: Regex::new(r"^([A-Za-z0-9][\w.\-]*)\s*\| ").unwrap(),
-        // `(VllmWorker rank=1 pid=..)`, `(EngineCore_DP0 pid=..)`, `(RayWorkerWrapper pid=.., ip=..)`
+        // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
+        // `(RayWorkerWrapper pid=.., ip=..)`
         proc_label: Regex::new(
-            r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?",
+            r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?",
         )
         .unwrap(),
         // torchrun: `[rank3]: `
@@ -347,8 +348,9 @@ pub fn is_exception_line(msg: &str) -> bool {
 
 /// `Traceback (most recent call last):`
 pub fn is_traceback_header(msg: &str) -> bool {
-    msg.trim_start()
-        .starts_with("Traceback (most recent call last)")
+    const HEADER: &str = "Traceback (most recent call last)";
+    // SGLang writes its own words first: `Scheduler hit an exception: Traceback (most ...):`.
+    msg.trim_start().starts_with(HEADER) || msg.trim_end().trim_end_matches(':').ends_with(HEADER)
 }
 
 #[cfg(test)]
@@ -380,6 +382,9 @@ mod tests {
     fn vllm_worker_prefix_and_header() {
         let l = parse(b"(VllmWorker rank=1 pid=2445156) ERROR 05-10 16:00:15 [multiproc_executor.py:470] RuntimeError: boom");
         assert_eq!(l.rank.as_deref(), Some("VllmWorker rank=1"));
+        let l = parse(b"(VllmWorker TP1 pid=901) ERROR 05-02 10:02:11 [multiproc_executor.py:671] RuntimeError: boom");
+        assert_eq!(l.rank.as_deref(), Some("VllmWorker TP1"));
+        assert_eq!(l.msg(), "RuntimeError: boom");
         assert_eq!(l.msg(), "RuntimeError: boom");
         assert_eq!(l.level.as_deref(), Some("ERROR"));
         assert!(l.ts.is_some());

@@ -678,7 +678,7 @@ impl Scanner<'_> {
             return;
         }
         if line::is_frame(msg) {
-            if !self.tracebacks.contains_key(&pl.stream) {
+            if !self.tracebacks.contains_key(&pl.stream) && !self.adopt_traceback(&pl, line_no) {
                 self.open_traceback(&pl, line_no);
             }
             let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
@@ -782,6 +782,12 @@ impl Scanner<'_> {
                     (None, None, None) => None,
                 },
             };
+            // The exception line of a raw traceback has no prefix; its header's rank holds.
+            if let Some(f) = finding.as_mut() {
+                if f.rank.is_none() {
+                    f.rank.clone_from(&tb.rank);
+                }
+            }
             // vLLM V0 (and others) log the exception's message once before its traceback:
             // that first line is the cause line.
             if let (Some(f), Some((sl, stext, smsg))) = (finding.as_mut(), tb.summary.as_ref()) {
@@ -954,6 +960,28 @@ impl Scanner<'_> {
                 ..Default::default()
             },
         );
+    }
+
+    /// SGLang prints a traceback's header behind its rank prefix (`[.. TP3] Scheduler hit an
+    /// exception: Traceback ...`) and the frames raw after it: the raw stream takes over the
+    /// header's traceback, rank included. True when it did.
+    fn adopt_traceback(&mut self, pl: &ParsedLine, line_no: u64) -> bool {
+        if pl.rank.is_some() {
+            return false;
+        }
+        let Some(key) = self
+            .tracebacks
+            .iter()
+            .find(|(_, tb)| {
+                tb.frames.is_empty() && tb.last_line + 1 == line_no && tb.rank.is_some()
+            })
+            .map(|(k, _)| k.clone())
+        else {
+            return false;
+        };
+        let tb = self.tracebacks.remove(&key).unwrap();
+        self.tracebacks.insert(pl.stream.clone(), tb);
+        true
     }
 
     /// Ranks that failed on their own (not only through a collective or a consequence).
