@@ -1,0 +1,439 @@
+//! Multi-GPU and multi-node items: the parallelism layout, the collective transport
+//! (NCCL over RDMA/NVLink) and the consistency of the nodes' environments.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::logs::errno524_line;
+use super::{item, CheckItem, Ctx};
+use crate::report::Status;
+
+fn strategy(launch: &crate::envparse::Launch, multi: bool) -> &'static str {
+    if launch.has("--enable-expert-parallel") && launch.data_parallel() > 1 {
+        "multi_node_dep"
+    } else if launch.pipeline_parallel() > 1 {
+        "multi_node_tp_pp"
+    } else if launch.has("--enable-expert-parallel") && multi {
+        "multi_node_tep"
+    } else if multi {
+        "multi_node_tp"
+    } else {
+        "single_node_tp"
+    }
+}
+
+pub(super) fn check_parallelism(c: &Ctx) -> CheckItem {
+    let mut ev = Vec::new();
+    let mut status = Status::Pass;
+    let head = c
+        .bundles
+        .iter()
+        .find_map(|b| b.launch.as_ref().map(|l| (b, l)));
+    let Some((hb, launch)) = head else {
+        return item(
+            "parallelism",
+            "GPUs vs tensor x pipeline x data parallel",
+            Status::Unknown,
+            vec!["no launch command (raw/cmdline.txt or docker-inspect.json)".into()],
+            "Save the complete launch command in raw/cmdline.txt.",
+        );
+    };
+    let (tp, pp, dp) = (
+        launch.tensor_parallel(),
+        launch.pipeline_parallel(),
+        launch.data_parallel(),
+    );
+    let world = tp * pp * dp;
+    let sizes = format!("TP {tp} x PP {pp} x DP {dp} = {world} GPUs");
+    let total: Option<usize> = c
+        .bundles
+        .iter()
+        .map(|b| b.visible_gpus().map(|(n, _)| n))
+        .sum();
+    let hint = launch.multi_node_hint();
+    let multi = c.multi || hint.is_some();
+    match total {
+        None => {
+            ev.push(format!("{sizes}; visible GPUs unknown"));
+            status = Status::Unknown;
+        }
+        Some(total) if world as usize <= total => ev.push(format!("{sizes} <= {total} visible")),
+        Some(total) if !c.multi && hint.is_some() => {
+            ev.push(format!(
+                "{sizes} > {total} visible on {}; spans nodes ({}): check the bundles of all nodes together",
+                hb.host,
+                hint.clone().unwrap_or_default()
+            ));
+            status = Status::Unknown;
+        }
+        Some(total) => {
+            ev.push(format!("{sizes} > {total} visible GPUs"));
+            status = Status::Fail;
+        }
+    }
+    // Tensor parallelism over a GPU that lost its NVLink (degraded fabric) while its
+    // peers keep theirs: one slow or failing rank.
+    for b in c.bundles {
+        let Some(t) = &b.topo else { continue };
+        let without = t.gpus_without_nvlink();
+        if tp > 1 && t.has_nvlink() && !without.is_empty() {
+            ev.push(c.tag(
+                b,
+                format!(
+                    "topology: {} — TP {tp} spans GPUs without NVLink",
+                    t.summary()
+                ),
+            ));
+            status = Status::Fail;
+        } else if tp > 1 {
+            ev.push(c.tag(b, format!("topology: {}", t.summary())));
+        }
+    }
+    // Each node hosts its local DP ranks of TP x PP GPUs (when TP x PP fits a node).
+    for b in c.bundles {
+        let (Some(l), Some((n, _))) = (b.launch.as_ref(), b.visible_gpus()) else {
+            continue;
+        };
+        let need = l.tensor_parallel() * l.pipeline_parallel() * l.data_parallel_local();
+        if l.data_parallel_local() < l.data_parallel() && need as usize > n {
+            ev.push(c.tag(
+                b,
+                format!(
+                    "local DP {} x TP x PP = {need} > {n} visible on this node",
+                    l.data_parallel_local()
+                ),
+            ));
+            status = Status::Fail;
+        }
+    }
+    if !c.profile.gpus.min_by_strategy.is_empty() {
+        let strat = if c
+            .bundles
+            .iter()
+            .flat_map(|b| b.host_gpus())
+            .any(|g| g.contains("H100"))
+        {
+            "h100"
+        } else {
+            strategy(launch, multi)
+        };
+        if let Some(min) = c.profile.gpus.min_by_strategy.get(strat) {
+            if world < *min as u64 {
+                ev.push(format!(
+                    "{strat} needs >= {min} GPUs ({}), the command uses {world}",
+                    c.profile.name
+                ));
+                status = Status::Fail;
+            } else {
+                ev.push(format!("{strat}: {world} >= {min} GPUs"));
+            }
+        }
+    }
+    item(
+        "parallelism",
+        "GPUs vs tensor x pipeline x data parallel",
+        status,
+        ev,
+        "Topology first: match --tensor-parallel-size x --pipeline-parallel-size x --data-parallel-size to the GPUs every node really sees, then change one memory parameter at a time.",
+    )
+}
+
+fn backend_kind(backend: &str) -> &'static str {
+    let b = backend.to_ascii_lowercase();
+    if b.contains("nvlink") || b.contains("mnnvl") {
+        "nvlink"
+    } else if b.starts_with("deepep")
+        || b.contains("pplx")
+        || b.contains("nixl")
+        || b.contains("mori")
+    {
+        "rdma"
+    } else {
+        "generic"
+    }
+}
+
+fn is_rdma_var(n: &str) -> bool {
+    n.starts_with("UCX_")
+        || n.starts_with("NCCL_IB_")
+        || n.starts_with("NCCL_NET_GDR")
+        || n.starts_with("NVSHMEM_IB")
+        || n.starts_with("NVSHMEM_HCA")
+        || n == "NVSHMEM_REMOTE_TRANSPORT"
+        || n == "NCCL_DMABUF_ENABLE"
+}
+
+fn is_nvlink_var(n: &str) -> bool {
+    n == "NCCL_MNNVL_ENABLE" || n == "NCCL_NVLS_ENABLE"
+}
+
+pub(super) fn check_transport(c: &Ctx) -> CheckItem {
+    let mut ev = Vec::new();
+    let mut fails = Vec::new();
+    let mut next = Vec::new();
+    let launch = c.bundles.iter().find_map(|b| b.launch.as_ref());
+    let backend = launch.and_then(|l| l.all2all_backend());
+    let multi = c.multi || launch.and_then(|l| l.multi_node_hint()).is_some();
+    let gpus: Vec<String> = c.bundles.iter().flat_map(|b| b.host_gpus()).collect();
+    let mnnvl = gpus
+        .iter()
+        .any(|g| g.contains("GB200") || g.contains("GB300"));
+    let rdma: Vec<String> = c
+        .bundles
+        .iter()
+        .filter_map(|b| b.rdma_evidence().map(|e| c.tag(b, e)))
+        .collect();
+    let no_rdma: Vec<String> = c
+        .bundles
+        .iter()
+        .filter_map(|b| b.rdma_absent_evidence().map(|e| c.tag(b, e)))
+        .collect();
+    let nvlink = c
+        .bundles
+        .iter()
+        .any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink()));
+    let env: BTreeMap<String, String> = c.bundles.iter().flat_map(|b| b.relevant_env()).collect();
+    let rdma_vars: Vec<&String> = env.keys().filter(|k| is_rdma_var(k)).collect();
+    let nvlink_vars: Vec<&String> = env.keys().filter(|k| is_nvlink_var(k)).collect();
+    ev.push(format!(
+        "all2all backend: {}; {}; fabric: RDMA {}, NVLink {}",
+        backend.clone().unwrap_or_else(|| "not set".into()),
+        if multi { "multi-node" } else { "single node" },
+        if !rdma.is_empty() {
+            rdma.join("; ")
+        } else if !no_rdma.is_empty() {
+            format!("none ({})", no_rdma.join("; "))
+        } else {
+            "unknown".into()
+        },
+        if nvlink { "yes (topology)" } else { "not seen" }
+    ));
+    let kind = backend.as_deref().map(backend_kind);
+    let p = &c.profile.transport;
+    if kind == Some("rdma") && rdma.is_empty() && !no_rdma.is_empty() {
+        fails.push(format!(
+            "RDMA backend {} on a host without RDMA ({})",
+            backend.clone().unwrap_or_default(),
+            no_rdma.join("; ")
+        ));
+        next.push(if p.nvlink_all2all.is_empty() {
+            "use the NVLink all-to-all backend on an NVLink-only fabric".to_string()
+        } else {
+            format!("use --all2all-backend {} on NVLink", p.nvlink_all2all)
+        });
+    }
+    if kind == Some("nvlink") && multi && !mnnvl {
+        fails.push(format!(
+            "NVLink backend {} across nodes without multi-node NVLink (GPUs: {})",
+            backend.clone().unwrap_or_default(),
+            gpus.first().cloned().unwrap_or_else(|| "unknown".into())
+        ));
+        next.push(if p.rdma_all2all.is_empty() {
+            "use an RDMA backend across nodes".into()
+        } else {
+            format!("use --all2all-backend {} over RDMA", p.rdma_all2all)
+        });
+    }
+    if kind == Some("nvlink") && !rdma_vars.is_empty() {
+        fails.push(format!(
+            "RDMA variables on an NVLink backend: {}",
+            rdma_vars
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        next.push("remove the RDMA variables from the NVLink deployment".into());
+    }
+    if kind == Some("rdma") && !nvlink_vars.is_empty() {
+        fails.push(format!(
+            "NVLink variables on an RDMA backend: {}",
+            nvlink_vars
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        next.push("remove the MNNVL variables from the RDMA deployment".into());
+    }
+    if let (Some(b), Some(k)) = (&backend, kind) {
+        let want = match k {
+            "rdma" => &p.rdma_all2all,
+            "nvlink" => &p.nvlink_all2all,
+            _ => &String::new(),
+        };
+        if multi && !want.is_empty() && want != b {
+            fails.push(format!(
+                "{} uses --all2all-backend {want} for {}, the command uses {b}",
+                c.profile.name,
+                k.to_uppercase()
+            ));
+            next.push(format!("use --all2all-backend {want}"));
+        }
+    }
+    let kv_transfer = launch.is_some_and(|l| l.has("--kv-transfer-config"));
+    if kind == Some("rdma") || (kv_transfer && !rdma.is_empty()) {
+        for (k, want) in &p.rdma_env {
+            match env.get(k) {
+                Some(v) if v != want => {
+                    fails.push(format!("{k}={v}, RDMA needs {k}={want}"));
+                    next.push(format!("set {k}={want}"));
+                }
+                None if kv_transfer => {
+                    fails.push(format!(
+                        "{k} not set; KV transfer over RDMA needs {k}={want}"
+                    ));
+                    next.push(format!("set {k}={want}"));
+                }
+                _ => {}
+            }
+        }
+    }
+    if p.megamoe_forbidden_with_rdma {
+        let mega = p
+            .megamoe_backend
+            .clone()
+            .unwrap_or_else(|| "deep_gemm_mega_moe".into());
+        if launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str())
+            && multi
+            && (kind == Some("rdma") || (!mnnvl && !rdma.is_empty()))
+        {
+            fails.push(format!("--moe-backend {mega} with cross-node RDMA (DeepGEMM MegaMoE is not compatible with cross-node RDMA)"));
+            next.push("leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink (GB200/GB300)".into());
+        }
+    }
+    for b in c.bundles {
+        let Some((n, line)) = b.startup_log_text.as_deref().and_then(errno524_line) else {
+            continue;
+        };
+        let fallback = p
+            .dmabuf_fallback_env
+            .clone()
+            .unwrap_or_else(|| "NCCL_DMABUF_ENABLE".into());
+        let peermem = b.modules.as_ref().map(|m| m.is_loaded("nvidia_peermem"));
+        let set = b.relevant_env().get(&fallback).cloned();
+        fails.push(c.tag(b, format!("startup.log line {n}: {line}")));
+        next.push(match (peermem, set.as_deref()) {
+            (Some(true), Some("0")) => format!("{fallback}=0 is set and nvidia_peermem is loaded: inspect the earliest failing rank and the NIC path"),
+            (Some(true), _) => format!("mlx5 dmabuf registration is unsupported here: set {fallback}=0 to fall back to nvidia_peermem (loaded on {}), still GPUDirect RDMA", b.host),
+            (Some(false), _) => format!("nvidia_peermem is NOT loaded on {}: load it (modprobe nvidia_peermem) on every node, then set {fallback}=0", b.host),
+            (None, _) => format!("check `lsmod | grep nvidia_peermem` on {} (no raw/lsmod.txt), load it, then set {fallback}=0", b.host),
+        });
+    }
+    let status = if !fails.is_empty() {
+        Status::Fail
+    } else if launch.is_none() {
+        ev.push("no launch command: backend and node layout unknown".into());
+        Status::Unknown
+    } else if multi && (backend.is_none() || (rdma.is_empty() && !nvlink && !mnnvl)) {
+        ev.push("multi-node, but the backend or the fabric is not recorded".into());
+        Status::Unknown
+    } else {
+        Status::Pass
+    };
+    ev.extend(fails);
+    let next = if next.is_empty() {
+        "Record the all-to-all backend and the fabric (ibv_devinfo, lsmod, topology) of every node."
+            .to_string()
+    } else {
+        next.join("; ")
+    };
+    item(
+        "communication_path",
+        "One communication path; backend matches the fabric",
+        status,
+        ev,
+        &next,
+    )
+}
+
+/// Names that legitimately differ per node.
+fn per_node_env(name: &str) -> bool {
+    name == "VLLM_HOST_IP"
+        || name.ends_with("_IP")
+        || name.ends_with("_RANK")
+        || name.ends_with("_ADDR")
+        || name == "HOSTNAME"
+}
+
+pub(super) fn check_consistency(c: &Ctx) -> CheckItem {
+    let mut ev = Vec::new();
+    let mut status = Status::Pass;
+    let mut compare = |what: &str, values: Vec<(String, Option<String>)>| {
+        let known: BTreeSet<&String> = values.iter().filter_map(|(_, v)| v.as_ref()).collect();
+        let line = values
+            .iter()
+            .map(|(h, v)| format!("{h}={}", v.clone().unwrap_or_else(|| "?".into())))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if known.len() > 1 {
+            ev.push(format!("{what} differs: {line}"));
+            status = Status::Fail;
+        } else if values.iter().any(|(_, v)| v.is_none()) {
+            ev.push(format!("{what} not recorded everywhere: {line}"));
+            if status == Status::Pass {
+                status = Status::Unknown;
+            }
+        } else {
+            ev.push(format!(
+                "{what} identical: {}",
+                known.into_iter().next().cloned().unwrap_or_default()
+            ));
+        }
+    };
+    compare(
+        "image digest",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.image_digest()))
+            .collect(),
+    );
+    compare(
+        "driver",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.driver().map(|d| d.0)))
+            .collect(),
+    );
+    compare(
+        "vLLM version",
+        c.bundles
+            .iter()
+            .map(|b| (b.host.clone(), b.vllm_version().map(|v| v.0)))
+            .collect(),
+    );
+    let envs: Vec<(String, BTreeMap<String, String>)> = c
+        .bundles
+        .iter()
+        .map(|b| {
+            let mut e = b.relevant_env();
+            e.retain(|k, _| !per_node_env(k));
+            (b.host.clone(), e)
+        })
+        .collect();
+    let names: BTreeSet<&String> = envs.iter().flat_map(|(_, e)| e.keys()).collect();
+    let mut env_diffs = Vec::new();
+    for n in names {
+        let vals: BTreeSet<Option<&String>> = envs.iter().map(|(_, e)| e.get(n)).collect();
+        if vals.len() > 1 {
+            let line = envs
+                .iter()
+                .map(|(h, e)| format!("{h}={}", e.get(n).map(String::as_str).unwrap_or("(unset)")))
+                .collect::<Vec<_>>()
+                .join(", ");
+            env_diffs.push(format!("{n}: {line}"));
+        }
+    }
+    if env_diffs.is_empty() {
+        ev.push("relevant env identical".into());
+    } else {
+        ev.push(format!("relevant env differs: {}", env_diffs.join("; ")));
+        status = Status::Fail;
+    }
+    item(
+        "node_consistency",
+        "Same image digest, driver, vLLM version and relevant env on every node",
+        status,
+        ev,
+        "Isolate multi-node: bring every node to the same image digest, driver branch, vLLM version and environment before debugging NCCL.",
+    )
+}

@@ -1,0 +1,266 @@
+//! OpenAI-compatible client with per-request timing (scheduled start, start, first
+//! byte, first token, every token, end), for `golive accept` and `golive load`.
+//!
+//! The streaming hot path costs one SSE decode and a few `memchr` scans per chunk:
+//! no JSON DOM, no per-token allocation (token times go into a vector reserved once
+//! per request). Only chunks that carry `usage`/`timings` (the last ones) are parsed
+//! with serde, into borrowed structs. `collect` mode parses every chunk fully and
+//! keeps the text, for the few requests whose answer is judged.
+
+mod request;
+mod stats;
+mod stream;
+
+pub use request::{error_chain, OpenAiClient};
+pub use stats::{new_histogram, percentiles, LatencyStats};
+pub use stream::fuzz_scan_event;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Which OpenAI endpoint a request goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Api {
+    /// `/v1/chat/completions`
+    #[default]
+    Chat,
+    /// `/v1/completions`
+    Completions,
+}
+
+impl Api {
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::Chat => "/v1/chat/completions",
+            Api::Completions => "/v1/completions",
+        }
+    }
+}
+
+/// Why a request failed. The names are stable (JSON, CSV, reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// No connection (refused, DNS, TLS, connect timeout).
+    Connect,
+    /// The request ran past its deadline (before or after the first byte).
+    Timeout,
+    /// A non-2xx answer, or an `error` object inside the stream.
+    HttpStatus,
+    /// The stream is not the OpenAI SSE format (bad event, wrong content type).
+    MalformedStream,
+    /// The connection ended before the answer was complete.
+    EarlyClose,
+}
+
+/// What a failed request is evidence of. Only `Capacity` may fail a load step on
+/// capacity (and so lead to `expand`): a transport race is not a lack of GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// Timeouts and the overload answers 429, 503, 504.
+    Capacity,
+    /// The connection: refused, reset, closed before the answer was complete, 502.
+    Transport,
+    /// Any other error answer or a malformed stream: the server (or its parser) is wrong.
+    Server,
+}
+
+impl ErrorClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Capacity => "capacity",
+            ErrorClass::Transport => "transport",
+            ErrorClass::Server => "server",
+        }
+    }
+
+    /// The class of a failed request from its error kind and HTTP status.
+    pub fn of(kind: ErrorKind, http_status: Option<u16>) -> Self {
+        match kind {
+            ErrorKind::Timeout => ErrorClass::Capacity,
+            ErrorKind::Connect | ErrorKind::EarlyClose => ErrorClass::Transport,
+            ErrorKind::MalformedStream => ErrorClass::Server,
+            ErrorKind::HttpStatus => match http_status {
+                Some(429 | 503 | 504) => ErrorClass::Capacity,
+                Some(502) => ErrorClass::Transport,
+                _ => ErrorClass::Server,
+            },
+        }
+    }
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::HttpStatus => "http_status",
+            ErrorKind::MalformedStream => "malformed_stream",
+            ErrorKind::EarlyClose => "early_close",
+        }
+    }
+}
+
+/// One request to send: endpoint and a pre-serialised JSON body.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    pub api: Api,
+    pub body: Bytes,
+    /// The body asks for `stream: true`.
+    pub stream: bool,
+    /// Parse every chunk and keep the answer text (slow path, for judged requests).
+    pub collect: bool,
+    /// Capacity to reserve for token times (the output limit).
+    pub expected_tokens: usize,
+}
+
+impl RequestSpec {
+    /// A request from a JSON body; `stream` is read from the body.
+    pub fn from_json(api: Api, body: &serde_json::Value, collect: bool) -> Self {
+        let stream = body["stream"].as_bool().unwrap_or(false);
+        let expected_tokens = body["max_tokens"]
+            .as_u64()
+            .or_else(|| body["max_completion_tokens"].as_u64())
+            .unwrap_or(64)
+            .min(1 << 16) as usize;
+        RequestSpec {
+            api,
+            body: Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+            stream,
+            collect,
+            expected_tokens,
+        }
+    }
+}
+
+/// Token counts from the answer's `usage` (and its cached-token detail).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    /// `usage.prompt_tokens_details.cached_tokens`.
+    pub cached_tokens: Option<u64>,
+}
+
+/// llama.cpp's per-response `timings` (cache reuse and prefill time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerTimings {
+    pub cache_n: Option<u64>,
+    pub prompt_n: Option<u64>,
+    pub prompt_ms: Option<f64>,
+    pub predicted_n: Option<u64>,
+    pub predicted_ms: Option<f64>,
+}
+
+/// Everything measured about one request. Times are microseconds since the client's epoch.
+#[derive(Debug, Clone, Default)]
+pub struct RequestRecord {
+    pub index: u64,
+    pub scheduled_us: u64,
+    pub start_us: u64,
+    pub first_byte_us: Option<u64>,
+    pub first_token_us: Option<u64>,
+    pub end_us: u64,
+    /// Arrival of every chunk that carried output (content, reasoning or tool-call text),
+    /// in microseconds after `start_us`.
+    pub token_us: Vec<u32>,
+    pub http_status: Option<u16>,
+    pub error: Option<ErrorKind>,
+    /// Short, secret-free description of the error.
+    pub error_detail: String,
+    pub usage: Usage,
+    pub timings: Option<ServerTimings>,
+    pub finish_reason: Option<String>,
+    /// `data: [DONE]` was received (streaming only).
+    pub done_marker: bool,
+    pub chunks: u64,
+    /// The answer (collect mode and non-streaming requests only).
+    pub text: String,
+    /// Wall-clock time of the end, for "last successful request" records.
+    pub ended_at: Option<DateTime<Utc>>,
+    /// The first send failed on a pooled connection before anything came back, and the
+    /// request was sent once more on a fresh connection (see [`OpenAiClient::send`]).
+    pub reconnected: bool,
+    /// Longest silence between two output deltas of the stream (µs); `None` with fewer
+    /// than two. Agent clients time out on this, not on the whole request.
+    pub longest_gap_us: Option<u32>,
+    /// The longest gap fell inside a tool call (a tool-call delta on both sides): the
+    /// tokens were generated but the tool parser held them back.
+    pub longest_gap_in_tool_call: bool,
+    /// Arrival of the first tool-call delta (µs after `start_us`).
+    pub first_tool_call_us: Option<u32>,
+}
+
+/// What one stream event carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    /// Content, reasoning or completion text.
+    Text,
+    /// A `tool_calls` delta.
+    ToolCall,
+}
+
+impl RequestRecord {
+    pub fn ok(&self) -> bool {
+        self.error.is_none()
+    }
+    /// What the error (if any) is evidence of.
+    pub fn error_class(&self) -> Option<ErrorClass> {
+        self.error.map(|k| ErrorClass::of(k, self.http_status))
+    }
+    pub fn ttft_ms(&self) -> Option<f64> {
+        self.first_token_us
+            .map(|t| t.saturating_sub(self.start_us) as f64 / 1000.0)
+    }
+    pub fn e2e_ms(&self) -> f64 {
+        self.end_us.saturating_sub(self.start_us) as f64 / 1000.0
+    }
+    /// Time from the scheduled start to the actual start (client-side queueing).
+    pub fn schedule_lag_ms(&self) -> f64 {
+        self.start_us.saturating_sub(self.scheduled_us) as f64 / 1000.0
+    }
+    /// Mean time per output token after the first (`None` with fewer than two).
+    pub fn tpot_ms(&self) -> Option<f64> {
+        let n = self.token_us.len();
+        if n < 2 {
+            return None;
+        }
+        let span = self.token_us[n - 1].saturating_sub(self.token_us[0]) as f64 / 1000.0;
+        // Prefer the server's token count: one chunk may carry several tokens.
+        let tokens = self
+            .usage
+            .completion_tokens
+            .filter(|&t| t as usize >= n)
+            .unwrap_or(n as u64);
+        Some(span / (tokens - 1) as f64)
+    }
+    /// Inter-token latencies (between chunks that carried output), in microseconds.
+    pub fn itl_us(&self) -> impl Iterator<Item = u32> + '_ {
+        self.token_us.windows(2).map(|w| w[1].saturating_sub(w[0]))
+    }
+    /// The longest gap between output deltas, in ms.
+    pub fn longest_gap_ms(&self) -> Option<f64> {
+        self.longest_gap_us.map(|g| f64::from(g) / 1000.0)
+    }
+    pub fn output_tokens(&self) -> u64 {
+        self.usage
+            .completion_tokens
+            .unwrap_or(self.token_us.len() as u64)
+    }
+    /// Tokens the server reports as served from its prefix cache (usage or llama.cpp timings).
+    pub fn cached_tokens(&self) -> Option<u64> {
+        self.usage
+            .cached_tokens
+            .or(self.timings.and_then(|t| t.cache_n))
+    }
+
+    fn fail(&mut self, kind: ErrorKind, detail: impl Into<String>) {
+        if self.error.is_none() {
+            self.error = Some(kind);
+            self.error_detail = detail.into();
+        }
+    }
+}

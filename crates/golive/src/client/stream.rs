@@ -1,0 +1,501 @@
+//! Reading a response body: the SSE stream loop with its per-token timing, the whole
+//! (non-streaming) answer, and the fast/full scanners for one event's payload.
+
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+use memchr::memmem;
+use serde::Deserialize;
+
+use super::{
+    error_chain, ErrorKind, OpenAiClient, Output, RequestRecord, RequestSpec, ServerTimings,
+};
+use crate::sse::{SseDecoder, SseEvent};
+
+impl OpenAiClient {
+    pub(super) async fn read_stream(
+        &self,
+        mut resp: reqwest::Response,
+        spec: &RequestSpec,
+        deadline: tokio::time::Instant,
+        rec: &mut RequestRecord,
+    ) {
+        let mut decoder = SseDecoder::new();
+        let mut last_output: Option<Output> = None;
+        loop {
+            let chunk = match tokio::time::timeout_at(deadline, resp.chunk()).await {
+                Err(_) => {
+                    rec.fail(
+                        ErrorKind::Timeout,
+                        format!(
+                            "stream still open at the deadline after {} chunks",
+                            rec.chunks
+                        ),
+                    );
+                    return;
+                }
+                Ok(Err(e)) => {
+                    let kind = if e.is_timeout() {
+                        ErrorKind::Timeout
+                    } else {
+                        ErrorKind::EarlyClose
+                    };
+                    rec.fail(
+                        kind,
+                        format!(
+                            "stream broke after {} chunks: {}",
+                            rec.chunks,
+                            error_chain(&e)
+                        ),
+                    );
+                    return;
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(bytes))) => bytes,
+            };
+            let now = Instant::now();
+            if rec.first_byte_us.is_none() {
+                rec.first_byte_us = Some(self.micros(now));
+            }
+            if let Err(e) = decoder.push(&chunk) {
+                rec.fail(ErrorKind::MalformedStream, e.to_string());
+                return;
+            }
+            while let Some(event) = decoder.next_event() {
+                match event {
+                    SseEvent::Done => {
+                        rec.done_marker = true;
+                    }
+                    SseEvent::Data(data) => {
+                        if rec.done_marker {
+                            rec.fail(ErrorKind::MalformedStream, "data after [DONE]");
+                            return;
+                        }
+                        rec.chunks += 1;
+                        let outcome = if spec.collect {
+                            scan_event_full(&data, rec)
+                        } else {
+                            scan_event_fast(&data, rec)
+                        };
+                        match outcome {
+                            Ok(Some(kind)) => {
+                                let t = self.micros(now);
+                                if rec.first_token_us.is_none() {
+                                    rec.first_token_us = Some(t);
+                                }
+                                let at = t.saturating_sub(rec.start_us).min(u32::MAX as u64) as u32;
+                                // Stream silence, measured here once for every caller.
+                                if let (Some(&prev), Some(prev_kind)) =
+                                    (rec.token_us.last(), last_output)
+                                {
+                                    let gap = at.saturating_sub(prev);
+                                    if rec.longest_gap_us.is_none_or(|g| gap > g) {
+                                        rec.longest_gap_us = Some(gap);
+                                        rec.longest_gap_in_tool_call = prev_kind
+                                            == Output::ToolCall
+                                            && kind == Output::ToolCall;
+                                    }
+                                }
+                                if kind == Output::ToolCall && rec.first_tool_call_us.is_none() {
+                                    rec.first_tool_call_us = Some(at);
+                                }
+                                last_output = Some(kind);
+                                rec.token_us.push(at);
+                            }
+                            Ok(None) => {}
+                            Err((kind, detail)) => {
+                                rec.fail(kind, detail);
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            if rec.done_marker {
+                // The answer is complete: its end is now. Then read the body to its end
+                // (usually already buffered), so the connection goes back to the pool
+                // instead of being closed; a server that keeps the stream open after
+                // [DONE] costs at most a short wait.
+                rec.end_us = self.micros(Instant::now());
+                let drain = async { while let Ok(Some(_)) = resp.chunk().await {} };
+                let limit = deadline.min(tokio::time::Instant::now() + Duration::from_millis(200));
+                let _ = tokio::time::timeout_at(limit, drain).await;
+                return;
+            }
+        }
+        if !rec.done_marker {
+            if rec.finish_reason.is_none() {
+                let pending = decoder.pending_bytes();
+                rec.fail(
+                    ErrorKind::EarlyClose,
+                    format!(
+                        "stream ended without [DONE] or finish_reason after {} chunks ({pending} bytes of an unfinished event)",
+                        rec.chunks
+                    ),
+                );
+            } else if decoder.pending_bytes() > 0 {
+                rec.fail(ErrorKind::MalformedStream, "stream ended inside an event");
+            }
+        }
+    }
+
+    pub(super) async fn read_whole(
+        &self,
+        resp: reqwest::Response,
+        deadline: tokio::time::Instant,
+        rec: &mut RequestRecord,
+    ) {
+        let body = match tokio::time::timeout_at(deadline, resp.bytes()).await {
+            Err(_) => {
+                rec.fail(ErrorKind::Timeout, "body not complete before the deadline");
+                return;
+            }
+            Ok(Err(e)) => {
+                let kind = if e.is_timeout() {
+                    ErrorKind::Timeout
+                } else {
+                    ErrorKind::EarlyClose
+                };
+                rec.fail(kind, format!("body broke: {}", error_chain(&e)));
+                return;
+            }
+            Ok(Ok(b)) => b,
+        };
+        let now = self.micros(Instant::now());
+        rec.first_byte_us = Some(now);
+        let parsed: Result<WholeAnswer<'_>, _> = serde_json::from_slice(&body);
+        match parsed {
+            Err(e) => rec.fail(
+                ErrorKind::MalformedStream,
+                format!("answer is not the OpenAI JSON shape: {e}"),
+            ),
+            Ok(answer) => {
+                apply_usage(rec, answer.usage.as_ref(), answer.timings.as_ref());
+                if let Some(choice) = answer.choices.first() {
+                    rec.finish_reason = choice.finish_reason.map(str::to_string);
+                    if let Some(m) = &choice.message {
+                        if let Some(c) = &m.content {
+                            rec.text.push_str(c);
+                        }
+                        if let Some(tc) = &m.tool_calls {
+                            rec.text.push_str(&tc.to_string());
+                        }
+                    }
+                    if let Some(t) = &choice.text {
+                        rec.text.push_str(t);
+                    }
+                } else if let Some(err) = answer.error {
+                    rec.fail(ErrorKind::HttpStatus, format!("error object: {err}"));
+                }
+            }
+        }
+    }
+}
+static CONTENT_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"content\":"));
+static TEXT_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"text\":"));
+static REASONING_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"reasoning"));
+static TOOL_CALLS_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"tool_calls\":["));
+static USAGE_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"usage\":{"));
+static TIMINGS_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"timings\":{"));
+static FINISH_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"finish_reason\":\""));
+static ERROR_KEY: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(b"\"error\":"));
+
+fn trim_ascii(b: &[u8]) -> &[u8] {
+    let start = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    let end = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
+/// True when the value after `key` at `pos` is a non-empty JSON string.
+fn non_empty_string_after(data: &[u8], pos: usize, key_len: usize) -> bool {
+    let rest = &data[pos + key_len..];
+    let rest = &rest[rest
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(rest.len())..];
+    rest.len() >= 2 && rest[0] == b'"' && rest[1] != b'"'
+}
+
+/// Hot path: does this chunk carry output? Scans bytes; parses JSON only for the
+/// rare chunks with `usage`/`timings`/`error`.
+fn scan_event_fast(
+    data: &[u8],
+    rec: &mut RequestRecord,
+) -> Result<Option<Output>, (ErrorKind, String)> {
+    let body = trim_ascii(data);
+    if body.first() != Some(&b'{') || body.last() != Some(&b'}') {
+        return Err((
+            ErrorKind::MalformedStream,
+            format!("event is not a JSON object: {}", excerpt(body)),
+        ));
+    }
+    if USAGE_KEY.find(body).is_some()
+        || TIMINGS_KEY.find(body).is_some()
+        || ERROR_KEY.find(body).is_some()
+    {
+        // Rare: parse it properly (also validates it).
+        return scan_event_full(data, rec);
+    }
+    if let Some(p) = FINISH_KEY.find(body) {
+        let rest = &body[p + FINISH_KEY.needle().len()..];
+        if let Some(end) = memchr::memchr(b'"', rest) {
+            rec.finish_reason = Some(String::from_utf8_lossy(&rest[..end]).into_owned());
+        }
+    }
+    if TOOL_CALLS_KEY.find(body).is_some() {
+        return Ok(Some(Output::ToolCall));
+    }
+    let has_text = CONTENT_KEY
+        .find(body)
+        .is_some_and(|p| non_empty_string_after(body, p, CONTENT_KEY.needle().len()))
+        || TEXT_KEY
+            .find(body)
+            .is_some_and(|p| non_empty_string_after(body, p, TEXT_KEY.needle().len()))
+        || REASONING_KEY.find(body).is_some_and(|p| {
+            // `"reasoning":"..."` or `"reasoning_content":"..."`
+            let rest = &body[p + REASONING_KEY.needle().len()..];
+            let colon = memchr::memchr(b':', rest).unwrap_or(0);
+            non_empty_string_after(rest, colon, 1)
+        });
+    Ok(has_text.then_some(Output::Text))
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+    prompt_tokens_details: Option<PromptDetails>,
+}
+#[derive(Deserialize)]
+struct PromptDetails {
+    cached_tokens: Option<u64>,
+}
+#[derive(Deserialize)]
+struct ChunkTimings {
+    cache_n: Option<u64>,
+    prompt_n: Option<u64>,
+    prompt_ms: Option<f64>,
+    predicted_n: Option<u64>,
+    predicted_ms: Option<f64>,
+}
+#[derive(Deserialize)]
+struct StreamChunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<StreamChoice<'a>>,
+    usage: Option<ChunkUsage>,
+    timings: Option<ChunkTimings>,
+    error: Option<serde_json::Value>,
+}
+#[derive(Deserialize)]
+struct StreamChoice<'a> {
+    #[serde(borrow)]
+    delta: Option<Delta<'a>>,
+    /// Completions API.
+    #[serde(borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    finish_reason: Option<&'a str>,
+}
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    tool_calls: Option<serde_json::Value>,
+}
+#[derive(Deserialize)]
+struct WholeAnswer<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<WholeChoice<'a>>,
+    usage: Option<ChunkUsage>,
+    timings: Option<ChunkTimings>,
+    error: Option<serde_json::Value>,
+}
+#[derive(Deserialize)]
+struct WholeChoice<'a> {
+    #[serde(borrow)]
+    message: Option<WholeMessage<'a>>,
+    #[serde(borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    finish_reason: Option<&'a str>,
+}
+#[derive(Deserialize)]
+struct WholeMessage<'a> {
+    #[serde(borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    tool_calls: Option<serde_json::Value>,
+}
+
+fn apply_usage(
+    rec: &mut RequestRecord,
+    usage: Option<&ChunkUsage>,
+    timings: Option<&ChunkTimings>,
+) {
+    if let Some(u) = usage {
+        rec.usage.prompt_tokens = u.prompt_tokens.or(rec.usage.prompt_tokens);
+        rec.usage.completion_tokens = u.completion_tokens.or(rec.usage.completion_tokens);
+        if let Some(c) = u
+            .prompt_tokens_details
+            .as_ref()
+            .and_then(|d| d.cached_tokens)
+        {
+            rec.usage.cached_tokens = Some(c);
+        }
+    }
+    if let Some(t) = timings {
+        rec.timings = Some(ServerTimings {
+            cache_n: t.cache_n,
+            prompt_n: t.prompt_n,
+            prompt_ms: t.prompt_ms,
+            predicted_n: t.predicted_n,
+            predicted_ms: t.predicted_ms,
+        });
+    }
+}
+
+/// Fuzz entry: both event scanners on one `data:` payload. They may disagree on crafted
+/// chunks (the fast one looks for output keys without parsing), but neither may panic.
+#[doc(hidden)]
+pub fn fuzz_scan_event(data: &[u8]) {
+    let _ = scan_event_fast(data, &mut RequestRecord::default());
+    let _ = scan_event_full(data, &mut RequestRecord::default());
+}
+
+/// Slow path: full (borrowed) parse of one chunk; keeps the text in collect mode.
+fn scan_event_full(
+    data: &[u8],
+    rec: &mut RequestRecord,
+) -> Result<Option<Output>, (ErrorKind, String)> {
+    let chunk: StreamChunk<'_> = serde_json::from_slice(data).map_err(|e| {
+        (
+            ErrorKind::MalformedStream,
+            format!("event is not valid JSON ({e}): {}", excerpt(data)),
+        )
+    })?;
+    if let Some(err) = &chunk.error {
+        return Err((
+            ErrorKind::HttpStatus,
+            format!(
+                "error event in the stream: {}",
+                excerpt(err.to_string().as_bytes())
+            ),
+        ));
+    }
+    apply_usage(rec, chunk.usage.as_ref(), chunk.timings.as_ref());
+    let mut has_output = false;
+    let mut tool_call = false;
+    for choice in &chunk.choices {
+        if let Some(f) = choice.finish_reason {
+            rec.finish_reason = Some(f.to_string());
+        }
+        if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
+            has_output = true;
+            rec.text.push_str(t);
+        }
+        if let Some(d) = &choice.delta {
+            if let Some(c) = d.content.as_deref().filter(|t| !t.is_empty()) {
+                has_output = true;
+                rec.text.push_str(c);
+            }
+            if d.reasoning.as_deref().is_some_and(|t| !t.is_empty())
+                || d.reasoning_content
+                    .as_deref()
+                    .is_some_and(|t| !t.is_empty())
+            {
+                has_output = true;
+            }
+            if let Some(tc) = &d.tool_calls {
+                tool_call = true;
+                rec.text.push_str(&tc.to_string());
+            }
+        }
+    }
+    Ok(if tool_call {
+        Some(Output::ToolCall)
+    } else {
+        has_output.then_some(Output::Text)
+    })
+}
+
+fn excerpt(b: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&b[..b.len().min(200)]);
+    s.into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fast_scan_finds_output_and_finish_without_parsing() {
+        let mut rec = RequestRecord::default();
+        let chunk =
+            br#"{"id":"x","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}"#;
+        assert_eq!(scan_event_fast(chunk, &mut rec), Ok(Some(Output::Text)));
+        let role = br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#;
+        assert_eq!(scan_event_fast(role, &mut rec), Ok(None));
+        let stop = br#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#;
+        assert_eq!(scan_event_fast(stop, &mut rec), Ok(None));
+        assert_eq!(rec.finish_reason.as_deref(), Some("stop"));
+        let usage = br#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":8}},"timings":{"cache_n":8,"prompt_n":4,"prompt_ms":1.5}}"#;
+        assert_eq!(scan_event_fast(usage, &mut rec), Ok(None));
+        assert_eq!(rec.usage.prompt_tokens, Some(12));
+        assert_eq!(rec.cached_tokens(), Some(8));
+        assert_eq!(rec.timings.unwrap().prompt_ms, Some(1.5));
+        let reasoning = br#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#;
+        assert_eq!(scan_event_fast(reasoning, &mut rec), Ok(Some(Output::Text)));
+        let completion = br#"{"choices":[{"text":" a","index":0}]}"#;
+        assert_eq!(
+            scan_event_fast(completion, &mut rec),
+            Ok(Some(Output::Text))
+        );
+    }
+
+    #[test]
+    fn tool_call_deltas_are_told_apart_from_text() {
+        let mut rec = RequestRecord::default();
+        let call = br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#;
+        assert_eq!(scan_event_fast(call, &mut rec), Ok(Some(Output::ToolCall)));
+        assert_eq!(scan_event_full(call, &mut rec), Ok(Some(Output::ToolCall)));
+        let text = br#"{"choices":[{"index":0,"delta":{"content":"x"}}]}"#;
+        assert_eq!(scan_event_full(text, &mut rec), Ok(Some(Output::Text)));
+    }
+
+    #[test]
+    fn malformed_and_error_events_are_classified() {
+        let mut rec = RequestRecord::default();
+        let bad = scan_event_fast(b"not json", &mut rec).unwrap_err();
+        assert_eq!(bad.0, ErrorKind::MalformedStream);
+        let err = scan_event_fast(br#"{"error":{"message":"boom"}}"#, &mut rec).unwrap_err();
+        assert_eq!(err.0, ErrorKind::HttpStatus);
+        let cut =
+            scan_event_full(br#"{"choices":[{"delta":{"content":"x"}"#, &mut rec).unwrap_err();
+        assert_eq!(cut.0, ErrorKind::MalformedStream);
+    }
+
+    #[test]
+    fn full_scan_collects_text() {
+        let mut rec = RequestRecord::default();
+        assert_eq!(
+            scan_event_full(br#"{"choices":[{"delta":{"content":"a\"b"}}]}"#, &mut rec),
+            Ok(Some(Output::Text))
+        );
+        assert_eq!(rec.text, "a\"b");
+    }
+}

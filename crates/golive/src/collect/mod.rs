@@ -1,0 +1,446 @@
+//! `golive collect`: one evidence bundle per host and run.
+//!
+//! A bundle is `DIR/<host>-<UTC timestamp>/` with `manifest.json` (tool version,
+//! host, time, every probe's command, exit status, duration, availability) and the
+//! raw outputs under `raw/` with the contract names `check` and `diff` read
+//! (see [`crate::envparse::bundle::names`]). Every probe is optional, has a
+//! timeout and never stops the collection. Secret values never reach a file.
+//!
+//! `--ssh HOST,...` copies this very binary to the remote host with `scp` (to a
+//! temporary path, removed afterwards), runs the same collection there through the
+//! system OpenSSH client and copies the bundle back; `--remote-golive CMD` uses a
+//! `golive` already installed there instead.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::bundle_format::{names, MANIFEST, RAW_DIR};
+pub use crate::bundle_format::{Manifest, ProbeRecord};
+use crate::redact::redact_args;
+
+mod inside;
+mod kube;
+mod process;
+mod remote;
+mod runner;
+
+pub use process::{find_vllm_process, is_vllm_server_argv};
+pub use remote::collect_remote;
+
+use process::{env_text, hostname, read_cmdline, read_environ};
+use runner::{Collector, Keep};
+
+#[derive(Debug, Clone)]
+pub struct CollectOptions {
+    /// Directory that receives `<host>-<UTC timestamp>/` bundles.
+    pub out: PathBuf,
+    /// Docker container running vLLM: docker inspect, image inspect, logs, exec nvidia-smi.
+    pub container: Option<String>,
+    /// Kubernetes pod running vLLM: the rendered pod spec, logs, exec nvidia-smi.
+    pub pod: Option<String>,
+    /// Namespace of --pod.
+    pub namespace: Option<String>,
+    /// PID of the serving process (default: the first `vllm serve` /
+    /// `python -m vllm.entrypoints...` process found in /proc).
+    pub pid: Option<u32>,
+    /// Image to test GPU visibility with: `docker run --rm --gpus all IMAGE nvidia-smi`.
+    pub probe_image: Option<String>,
+    /// A startup log to keep as raw/startup.log (when no container logs are reachable).
+    pub log: Option<PathBuf>,
+    /// Seconds each probe may run.
+    pub timeout: u64,
+    /// Also collect on these hosts over SSH (comma-separated, `user@host` allowed).
+    pub ssh: Vec<String>,
+    /// Extra OpenSSH option for ssh and scp, as `-o` takes it (`Port=2222`); repeatable.
+    pub ssh_options: Vec<String>,
+    /// Run this golive command on the remote hosts instead of copying this binary over.
+    pub remote_golive: Option<String>,
+    /// With --ssh: do not collect on this host.
+    pub no_local: bool,
+    /// The command line that asked for this collection, recorded (redacted) in the manifest.
+    pub command_line: Vec<String>,
+}
+
+/// Collects this host's bundle under `out`; returns the bundle directory.
+pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
+    let host = hostname();
+    let now = chrono::Utc::now();
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let base = format!("{host}-{}", now.format("%Y%m%dT%H%M%SZ"));
+    let mut dir = args.out.join(&base);
+    let mut n = 2;
+    while dir.exists() {
+        dir = args.out.join(format!("{base}-{n}"));
+        n += 1;
+    }
+    let raw = dir.join(RAW_DIR);
+    std::fs::create_dir_all(&raw).with_context(|| format!("cannot create {}", raw.display()))?;
+    let mut c = Collector {
+        raw,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        probes: Vec::new(),
+    };
+
+    // GPUs and driver (host view).
+    c.cmd(
+        "nvidia-smi",
+        &["nvidia-smi"],
+        names::NVIDIA_SMI,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "nvidia-smi query",
+        &[
+            "nvidia-smi",
+            "--query-gpu=index,name,uuid,driver_version,memory.total,memory.used,memory.free,pci.bus_id",
+            "--format=csv",
+        ],
+        names::NVIDIA_SMI_QUERY,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "nvidia-smi topo",
+        &["nvidia-smi", "topo", "-m"],
+        names::NVIDIA_SMI_TOPO,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "nvidia-smi compute apps",
+        &[
+            "nvidia-smi",
+            "--query-compute-apps=pid,process_name,used_memory",
+            "--format=csv",
+        ],
+        names::NVIDIA_SMI_APPS,
+        Keep::Stdout,
+    );
+    c.file(
+        "driver version",
+        Path::new("/proc/driver/nvidia/version"),
+        names::DRIVER_VERSION,
+    );
+    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout);
+    c.file("kernel modules", Path::new("/proc/modules"), names::LSMOD);
+    c.cmd(
+        "ibv_devinfo",
+        &["ibv_devinfo"],
+        names::IBV_DEVINFO,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "ip link",
+        &["ip", "-br", "link"],
+        names::IP_LINK,
+        Keep::Stdout,
+    );
+    c.cmd(
+        "local CUDA toolkit",
+        &["nvcc", "--version"],
+        names::NVCC,
+        Keep::Stdout,
+    );
+
+    // The serving container or pod.
+    let mut have_cmdline = false;
+    let mut have_env = false;
+    let mut have_version = false;
+    if let Some(name) = &args.container {
+        if let Some(bytes) = c.cmd(
+            "docker inspect",
+            &["docker", "inspect", name],
+            names::DOCKER_INSPECT,
+            Keep::Stdout,
+        ) {
+            let info = crate::envparse::parse_docker_inspect(&String::from_utf8_lossy(&bytes));
+            let image = info.image_id.clone().or(info.image_ref.clone());
+            if let Some(image) = image {
+                c.cmd(
+                    "docker image inspect",
+                    &["docker", "image", "inspect", &image],
+                    names::DOCKER_IMAGE_INSPECT,
+                    Keep::Stdout,
+                );
+            }
+            let mut argv: Vec<String> = info.path.iter().cloned().collect();
+            argv.extend(info.args.iter().cloned());
+            if !argv.is_empty() && args.pid.is_none() {
+                let line = shlex::try_join(redact_args(&argv).iter().map(String::as_str))
+                    .unwrap_or_default();
+                c.derived(
+                    "container command",
+                    format!("docker inspect {name}: Path + Args"),
+                    names::CMDLINE,
+                    Some(line + "\n"),
+                    None,
+                );
+                have_cmdline = true;
+            }
+            if !info.env.is_empty() && args.pid.is_none() {
+                c.derived(
+                    "container env",
+                    format!("docker inspect {name}: Config.Env (filtered)"),
+                    names::ENV,
+                    Some(env_text(&info.env)),
+                    None,
+                );
+                have_env = true;
+            }
+        }
+        c.cmd(
+            "docker logs",
+            &["docker", "logs", "--timestamps", name],
+            names::STARTUP_LOG,
+            Keep::Both,
+        );
+        c.cmd(
+            "container nvidia-smi",
+            &["docker", "exec", name, "nvidia-smi"],
+            names::CONTAINER_NVIDIA_SMI,
+            Keep::Stdout,
+        );
+        c.cmd(
+            "container CUDA runtime",
+            &["docker", "exec", name, "sh", "-c", "echo CUDA_VERSION=$CUDA_VERSION; cat /usr/local/cuda/version.json 2>/dev/null | head -c 4000"],
+            names::CONTAINER_CUDA,
+            Keep::Stdout,
+        );
+        have_version = c
+            .cmd(
+                "container vLLM version",
+                &[
+                    "docker",
+                    "exec",
+                    name,
+                    "python3",
+                    "-c",
+                    "import vllm; print(vllm.__version__)",
+                ],
+                names::VLLM_VERSION,
+                Keep::Stdout,
+            )
+            .is_some();
+        inside::packages(
+            &mut c,
+            &["docker".into(), "exec".into(), name.clone()],
+            "container",
+        );
+    }
+    if let Some(pod) = &args.pod {
+        let mut target: Vec<String> = vec![pod.clone()];
+        if let Some(n) = &args.namespace {
+            target.extend(["-n".to_string(), n.clone()]);
+        }
+        let mk = |pre: &[&str], post: &[&str]| -> Vec<String> {
+            pre.iter()
+                .map(|s| s.to_string())
+                .chain(target.iter().cloned())
+                .chain(post.iter().map(|s| s.to_string()))
+                .collect()
+        };
+        c.cmd(
+            "pod spec",
+            &mk(&["kubectl", "get", "pod"], &["-o", "yaml"]),
+            names::POD_SPEC,
+            Keep::Stdout,
+        );
+        c.cmd(
+            "pod logs",
+            &mk(&["kubectl", "logs"], &["--timestamps"]),
+            names::STARTUP_LOG,
+            Keep::Both,
+        );
+        c.cmd(
+            "pod nvidia-smi",
+            &mk(&["kubectl", "exec"], &["--", "nvidia-smi"]),
+            names::CONTAINER_NVIDIA_SMI,
+            Keep::Stdout,
+        );
+        have_version = c
+            .cmd(
+                "pod vLLM version",
+                &mk(
+                    &["kubectl", "exec"],
+                    &[
+                        "--",
+                        "python3",
+                        "-c",
+                        "import vllm; print(vllm.__version__)",
+                    ],
+                ),
+                names::VLLM_VERSION,
+                Keep::Stdout,
+            )
+            .is_some();
+        inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod");
+        kube::crash_record(&mut c, pod, args.namespace.as_deref());
+    }
+    if let Some(image) = &args.probe_image {
+        c.cmd(
+            "image GPU visibility",
+            &[
+                "docker",
+                "run",
+                "--rm",
+                "--gpus",
+                "all",
+                image,
+                "nvidia-smi",
+            ],
+            names::PROBE_IMAGE,
+            Keep::Evidence,
+        );
+    }
+
+    // The serving process.
+    let pid = args.pid.or_else(|| {
+        if have_cmdline {
+            None
+        } else {
+            find_vllm_process()
+        }
+    });
+    match pid {
+        Some(pid) => {
+            let argv = read_cmdline(pid);
+            let line = argv.as_ref().map(|a| {
+                shlex::try_join(redact_args(a).iter().map(String::as_str))
+                    .unwrap_or_else(|_| redact_args(a).join(" "))
+                    + "\n"
+            });
+            let err = argv
+                .is_none()
+                .then(|| format!("cannot read /proc/{pid}/cmdline"));
+            c.derived(
+                "process command line",
+                format!("read /proc/{pid}/cmdline"),
+                names::CMDLINE,
+                line,
+                err,
+            );
+            let env = read_environ(pid);
+            let err = env
+                .is_none()
+                .then(|| format!("cannot read /proc/{pid}/environ"));
+            c.derived(
+                "process environment",
+                format!("read /proc/{pid}/environ (filtered)"),
+                names::ENV,
+                env.map(|e| env_text(&e)),
+                err,
+            );
+        }
+        None if !have_cmdline || !have_env => c.derived(
+            "process command line",
+            "find `vllm serve` / `python -m vllm.entrypoints` in /proc".into(),
+            names::CMDLINE,
+            None,
+            Some("no vLLM server process found (use --pid)".into()),
+        ),
+        None => {}
+    }
+    if !have_version
+        && c.cmd(
+            "vLLM version",
+            &["vllm", "--version"],
+            names::VLLM_VERSION,
+            Keep::Stdout,
+        )
+        .is_none()
+    {
+        c.cmd(
+            "vLLM version (python)",
+            &["python3", "-c", "import vllm; print(vllm.__version__)"],
+            names::VLLM_VERSION,
+            Keep::Stdout,
+        );
+    }
+    if let Some(log) = &args.log {
+        c.file("startup log", log, names::STARTUP_LOG);
+    }
+    // The flags in `--config FILE`, read where the server reads them.
+    let exec: Option<Vec<String>> = match (&args.container, &args.pod) {
+        _ if args.pid.is_some() => None,
+        (Some(name), _) => Some(vec!["docker".into(), "exec".into(), name.clone()]),
+        (None, Some(pod)) => Some(kube::kubectl(
+            pod,
+            args.namespace.as_deref(),
+            &["kubectl", "exec"],
+            &["--"],
+        )),
+        (None, None) => None,
+    };
+    inside::config_file(&mut c, exec.as_deref(), pid);
+
+    let options = redact_args(&args.command_line);
+    let manifest = Manifest {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "golive".into(),
+        tool_version: crate::TOOL_VERSION.into(),
+        tool_commit: crate::GIT_COMMIT.into(),
+        host,
+        time: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        options,
+        serving_pid: pid,
+        probes: c.probes,
+    };
+    let json = serde_json::to_string_pretty(&manifest)? + "\n";
+    crate::report::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
+    Ok((dir, manifest))
+}
+
+/// One bundle that `collect` made, or why it could not.
+pub struct Collected {
+    /// `local`, or the SSH host.
+    pub host: String,
+    /// The bundle directory and its manifest (`None` when a copied bundle's manifest
+    /// could not be read back).
+    pub result: anyhow::Result<(PathBuf, Option<Manifest>)>,
+}
+
+/// Collects on this host (unless `no_local` with `ssh` hosts), then on every SSH host
+/// in parallel; results in that order. An error on this host ends the collection.
+pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+    let mut done = Vec::new();
+    if !args.no_local || args.ssh.is_empty() {
+        let (dir, manifest) = collect_local(args)?;
+        done.push(Collected {
+            host: "local".into(),
+            result: Ok((dir, Some(manifest))),
+        });
+    }
+    let hosts: Vec<&str> = args
+        .ssh
+        .iter()
+        .map(|h| h.trim())
+        .filter(|h| !h.is_empty())
+        .collect();
+    let remote = std::thread::scope(|scope| {
+        let workers: Vec<_> = hosts
+            .iter()
+            .map(|host| scope.spawn(move || collect_remote(host, args)))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the collection thread panicked")))
+            })
+            .collect::<Vec<_>>()
+    });
+    for (host, result) in hosts.into_iter().zip(remote) {
+        let result = result.map(|dir| {
+            let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+                .ok()
+                .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+            (dir, manifest)
+        });
+        done.push(Collected {
+            host: host.to_string(),
+            result,
+        });
+    }
+    Ok(done)
+}

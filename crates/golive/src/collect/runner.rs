@@ -1,0 +1,245 @@
+//! Running the probes: a command with a timeout capturing both streams, and the
+//! `Collector` that writes each probe's output under its contract name and records it.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+use super::ProbeRecord;
+use crate::redact::{redact_args, redact_text};
+
+pub(super) struct CmdOutput {
+    pub(super) available: bool,
+    pub(super) status: Option<i32>,
+    pub(super) stdout: Vec<u8>,
+    pub(super) stderr: Vec<u8>,
+    pub(super) duration: Duration,
+    pub(super) timed_out: bool,
+    pub(super) error: Option<String>,
+}
+
+/// Runs a command with a timeout, capturing both streams; never fails.
+pub(super) fn run_command(argv: &[String], timeout: Duration) -> CmdOutput {
+    let start = Instant::now();
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return CmdOutput {
+                available: e.kind() != std::io::ErrorKind::NotFound
+                    && e.kind() != std::io::ErrorKind::PermissionDenied,
+                status: None,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+                duration: start.elapsed(),
+                timed_out: false,
+                error: Some(if e.kind() == std::io::ErrorKind::NotFound {
+                    format!("{} not installed", argv[0])
+                } else {
+                    e.to_string()
+                }),
+            };
+        }
+    };
+    let mut out_pipe = child.stdout.take();
+    let mut err_pipe = child.stderr.take();
+    let out_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(p) = out_pipe.as_mut() {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let err_thread = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_end(&mut buf);
+        }
+        buf
+    });
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s.code(),
+            Ok(None) if start.elapsed() >= timeout => {
+                timed_out = true;
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(_) => break None,
+        }
+    };
+    // A killed child's grandchildren may hold the pipes; do not wait for them forever.
+    let join = |h: std::thread::JoinHandle<Vec<u8>>| {
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !h.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        if h.is_finished() {
+            h.join().unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    };
+    CmdOutput {
+        available: true,
+        status,
+        stdout: join(out_thread),
+        stderr: join(err_thread),
+        duration: start.elapsed(),
+        timed_out,
+        error: timed_out.then(|| format!("timed out after {}s", timeout.as_secs())),
+    }
+}
+
+// ---------------------------------------------------------------- collection
+
+/// What a command probe keeps under its contract name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// stdout, on success.
+    Stdout,
+    /// stdout and stderr, on success (`docker logs` replays the container's stderr on stderr).
+    Both,
+    /// stdout and stderr, also on failure: the error is the evidence (`docker run` refused by
+    /// nvidia-container-cli).
+    Evidence,
+}
+
+pub(super) struct Collector {
+    pub(super) raw: PathBuf,
+    pub(super) timeout: Duration,
+    pub(super) probes: Vec<ProbeRecord>,
+}
+
+/// The last non-empty line (a traceback's last line names the error).
+pub(super) fn first_line(bytes: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(bytes);
+    text.lines()
+        .map(str::trim)
+        .rfind(|l| !l.is_empty())
+        .map(|l| redact_text(l).chars().take(200).collect())
+}
+
+impl Collector {
+    pub(super) fn write(&self, file: &str, bytes: &[u8]) -> anyhow::Result<()> {
+        let text = redact_text(&String::from_utf8_lossy(bytes));
+        std::fs::write(self.raw.join(file), text)
+            .with_context(|| format!("cannot write raw/{file}"))
+    }
+
+    /// Runs a command probe and writes its output as `keep` says; a failure's
+    /// combined output goes to `<file>.failed.txt` so the contract file only ever
+    /// holds real output (unless the error itself is the evidence).
+    pub(super) fn cmd<S: AsRef<str>>(
+        &mut self,
+        name: &str,
+        argv: &[S],
+        file: &str,
+        keep: Keep,
+    ) -> Option<Vec<u8>> {
+        let keep_failure = keep == Keep::Evidence;
+        let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
+        let out = run_command(&argv, self.timeout);
+        let mut rec = ProbeRecord {
+            name: name.to_string(),
+            command: redact_args(&argv).join(" "),
+            available: out.available,
+            exit_status: out.status,
+            duration_ms: out.duration.as_millis() as u64,
+            timed_out: out.timed_out,
+            output: None,
+            error: out.error.clone(),
+        };
+        let mut result = None;
+        if out.available && !out.timed_out {
+            let mut combined = out.stdout.clone();
+            combined.extend_from_slice(&out.stderr);
+            if out.status == Some(0) || keep_failure {
+                let bytes = if keep == Keep::Stdout {
+                    out.stdout.clone()
+                } else {
+                    combined
+                };
+                if self.write(file, &bytes).is_ok() {
+                    rec.output = Some(file.to_string());
+                }
+                result = Some(bytes);
+            } else {
+                let failed = format!("{file}.failed.txt");
+                if self.write(&failed, &combined).is_ok() {
+                    rec.output = Some(failed);
+                }
+            }
+            if out.status != Some(0) {
+                rec.error = first_line(&out.stderr).or_else(|| first_line(&out.stdout));
+            }
+        }
+        self.probes.push(rec);
+        result.filter(|_| out.status == Some(0) || keep_failure)
+    }
+
+    /// Reads a file probe (`/proc/modules`).
+    pub(super) fn file(&mut self, name: &str, path: &Path, file: &str) -> Option<String> {
+        let start = Instant::now();
+        let read = std::fs::read(path);
+        let mut rec = ProbeRecord {
+            name: name.to_string(),
+            command: format!("read {}", path.display()),
+            available: read.is_ok(),
+            exit_status: read.is_ok().then_some(0),
+            duration_ms: start.elapsed().as_millis() as u64,
+            ..Default::default()
+        };
+        let result = match read {
+            Ok(bytes) => {
+                if self.write(file, &bytes).is_ok() {
+                    rec.output = Some(file.into());
+                }
+                Some(String::from_utf8_lossy(&bytes).into_owned())
+            }
+            Err(e) => {
+                rec.error = Some(e.to_string());
+                None
+            }
+        };
+        self.probes.push(rec);
+        result
+    }
+
+    /// Records a probe whose output golive derived itself (process cmdline/env).
+    pub(super) fn derived(
+        &mut self,
+        name: &str,
+        command: String,
+        file: &str,
+        text: Option<String>,
+        error: Option<String>,
+    ) {
+        let mut rec = ProbeRecord {
+            name: name.into(),
+            command,
+            available: text.is_some(),
+            ..Default::default()
+        };
+        match text {
+            Some(t) => {
+                rec.exit_status = Some(0);
+                if self.write(file, t.as_bytes()).is_ok() {
+                    rec.output = Some(file.into());
+                }
+            }
+            None => rec.error = error,
+        }
+        self.probes.push(rec);
+    }
+}
