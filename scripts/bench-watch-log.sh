@@ -75,11 +75,12 @@ PY
 rc=0
 timeout 120 tail --pid=$watch -f /dev/null || true
 # Still following after 2 minutes: it did not keep up (or did not fire).
-kill "$watch" 2>/dev/null || true
+# (TERM to golive itself, the child of `time`, so `time` still writes its figures.)
+pkill -TERM -P "$watch" 2>/dev/null || true
 wait $watch || rc=$?
 end=$(python3 -c 'import time; print(time.monotonic())')
 read -r fail_t written elapsed <"$BENCH_DIR/fail_at.txt"
-read -r user sys wall rss <"$BENCH_DIR/time.txt"
+read -r user sys wall rss < <(tail -n 1 "$BENCH_DIR/time.txt")
 python3 - "$user" "$sys" "$wall" "$rss" "$written" "$elapsed" "$fail_t" "$end" "$rc" <<'PY'
 import sys
 u, s, w, rss, written, elapsed, fail_t, end, rc = map(float, sys.argv[1:])
