@@ -1,9 +1,11 @@
-//! Following a server log: new lines since the last poll, and the lines among them
-//! that bear on a rollback trigger (OOM, driver/NCCL, tool-call/schema failures).
+//! Following a server log: the lines that bear on a rollback trigger (OOM, driver/NCCL,
+//! tool-call/schema failures), judged as the log grows.
 //!
-//! The triage engine ([`crate::triage::analyze_paths`]) judges the new lines first; the
-//! same rules, line by line, catch what it does not report (e.g. a line it counts as a
-//! consequence of an earlier cause).
+//! A file is read on its own thread in bounded chunks ([`LogFollower`]); each chunk gets
+//! one automaton pass for the trigger rules' literals, and only where one (or a
+//! traceback) occurs does the triage engine ([`crate::triage::analyze_text`]) judge the
+//! chunk; the same rules, line by line, catch what it does not report (e.g. a line it
+//! counts as a consequence of an earlier cause).
 
 use crate::triage::rules::{RuleKind, RuleSet};
 use crate::triage::{self, Class};
