@@ -638,12 +638,7 @@ fn rendered_pod_spec_is_the_launch() {
 #[test]
 fn tensor_parallel_over_a_gpu_without_nvlink() {
     // The real degraded B200 fabric (GPU2 lost NVLink) from ../shared/env, read in place.
-    let root = common::repo_root();
-    let Some(shared) = [root.join("../shared"), root.join("../../shared")]
-        .into_iter()
-        .find(|d| d.is_dir())
-    else {
-        eprintln!("skipping: ../shared is not present beside the repository");
+    let Some(shared) = common::shared_dir() else {
         return;
     };
     let topo =

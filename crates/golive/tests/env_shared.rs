@@ -8,17 +8,9 @@ use std::path::PathBuf;
 
 use golive::envparse::{self, launch};
 
-/// `../shared/env` beside the repository (or beside the worktree folder, for
-/// worktrees one level deeper, e.g. /work/wt/<name> → /work/shared).
+/// `../shared/env` beside the repository (see [`common::shared_dir`]).
 fn env_dir() -> Option<PathBuf> {
-    let root = common::repo_root();
-    let shared = [root.join("../shared"), root.join("../../shared")]
-        .into_iter()
-        .find(|d| d.is_dir());
-    let Some(shared) = shared else {
-        eprintln!("skipping: ../shared is not present beside the repository");
-        return None;
-    };
+    let shared = common::shared_dir()?;
     let dir = shared.join("env");
     if dir.join("INDEX.tsv").is_file() {
         Some(dir)

@@ -13,11 +13,15 @@ pub fn repo_root() -> PathBuf {
         .unwrap()
 }
 
-/// `../shared` beside the repository, when present (tests that read it skip otherwise;
-/// under `CI=true` a missing `../shared` fails instead of skipping).
+/// `../shared` beside the repository (or beside the worktree folder, for worktrees one
+/// level deeper, e.g. /work/wt/<name> -> /work/shared), when present: tests that read it
+/// skip otherwise; under `CI=true` a missing `../shared` fails instead of skipping.
 pub fn shared_dir() -> Option<PathBuf> {
-    let dir = repo_root().join("../shared");
-    if dir.is_dir() {
+    let root = repo_root();
+    let found = [root.join("../shared"), root.join("../../shared")]
+        .into_iter()
+        .find(|d| d.is_dir());
+    if let Some(dir) = found {
         Some(dir)
     } else {
         assert!(
