@@ -45,7 +45,6 @@ pub(super) fn msg_hash(msg: &str) -> u64 {
     h.finish()
 }
 
-
 /// What makes two findings the same failure: rule, kind, class, phase of the server, rank
 /// and message.
 pub(super) type FindingKey = (usize, u8, Class, bool, bool, Option<String>, u64);

@@ -73,7 +73,12 @@ impl Scanner<'_> {
     }
 
     /// Up to `self.context` lines before buf[ls..].
-    pub(super) fn context_before(&self, buf: &[u8], ls: usize, buf_at_line_start: bool) -> Vec<String> {
+    pub(super) fn context_before(
+        &self,
+        buf: &[u8],
+        ls: usize,
+        buf_at_line_start: bool,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         let mut end = ls; // exclusive end of the previous line (its '\n' at end-1)
         while out.len() < self.context && end > 0 {

@@ -34,13 +34,12 @@ fn parallel() -> bool {
 /// Frames text kept per traceback.
 const MAX_FRAMES_TEXT: usize = 64 << 10;
 
-
 mod findings;
 mod matching;
 mod traceback;
 
-pub use findings::{FileResult, RawFinding};
 use findings::{msg_hash, FindingKey};
+pub use findings::{FileResult, RawFinding};
 use traceback::{summary_states, Traceback};
 
 struct Scanner<'a> {
@@ -361,7 +360,6 @@ impl Scanner<'_> {
         }
     }
 
-
     /// `has_literal`: false only when no rule literal occurs on the line (then traceback
     /// source lines need no rule matching).
     fn handle_line(
@@ -587,7 +585,6 @@ impl Scanner<'_> {
         }
     }
 
-
     fn finish(&mut self) {
         let keys: Vec<String> = self.tracebacks.keys().cloned().collect();
         for k in keys {
@@ -599,7 +596,6 @@ impl Scanner<'_> {
         self.res.findings.sort_by_key(|f| f.line);
     }
 }
-
 
 /// Labels of tensor/pipeline-parallel workers (not the API server or a lone engine core).
 pub fn is_worker_label(label: &str) -> bool {
