@@ -1,0 +1,185 @@
+//! The JSON/text summary of `golive load` (`LoadSummary`) and the per-request CSV.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use anyhow::Context;
+
+use super::{LoadPlan, LoadResult};
+use crate::client::{Api, LatencyStats, RequestRecord};
+use crate::report::Percentiles;
+
+/// The JSON summary of `golive load`.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct LoadSummary {
+    pub tool_version: String,
+    /// The git commit golive was built from.
+    pub tool_commit: String,
+    pub url: String,
+    pub model: String,
+    pub api: Api,
+    pub concurrency: u32,
+    pub rate: Option<f64>,
+    pub prompt_tokens: u32,
+    pub max_tokens: u32,
+    pub shared_prefix_tokens: u32,
+    pub requests: u64,
+    pub errors: u64,
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
+    /// Failed requests by what they are evidence of: capacity, transport, server.
+    pub errors_by_class: std::collections::BTreeMap<String, u64>,
+    pub error_examples: std::collections::BTreeMap<String, String>,
+    /// Requests sent again on a fresh connection after the server closed a pooled one
+    /// under them (a keep-alive race); they are not errors.
+    pub reconnects: u64,
+    pub duration_s: f64,
+    pub request_rate: f64,
+    pub output_tokens: u64,
+    pub output_tokens_per_s: f64,
+    pub chunks: u64,
+    pub prompt_tokens_total: u64,
+    pub cached_tokens_total: u64,
+    pub ttft_ms: Percentiles,
+    pub itl_ms: Percentiles,
+    pub tpot_ms: Percentiles,
+    pub e2e_ms: Percentiles,
+    /// Per request, the longest gap between output deltas (stream silence).
+    pub stream_gap_ms: Percentiles,
+}
+
+impl LoadSummary {
+    pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
+        Self::from_stats(url, plan, &result.stats, result.elapsed)
+    }
+
+    /// The summary of these statistics, measured over `elapsed` (also of merged shards).
+    pub fn from_stats(url: &str, plan: &LoadPlan, s: &LatencyStats, elapsed: Duration) -> Self {
+        let secs = elapsed.as_secs_f64().max(1e-9);
+        LoadSummary {
+            tool_version: crate::TOOL_VERSION.to_string(),
+            tool_commit: crate::GIT_COMMIT.to_string(),
+            url: url.to_string(),
+            model: plan.model.clone(),
+            api: plan.api,
+            concurrency: plan.concurrency,
+            // A shard's own share of the plan's rate.
+            rate: plan.rate.map(|r| r / f64::from(plan.shard.count.max(1))),
+            prompt_tokens: plan.prompt_tokens,
+            max_tokens: plan.max_tokens,
+            shared_prefix_tokens: plan.shared_prefix_tokens,
+            requests: s.requests,
+            errors: s.errors,
+            errors_by_kind: s.errors_by_kind.clone(),
+            errors_by_class: s.errors_by_class.clone(),
+            error_examples: s.error_examples.clone(),
+            reconnects: s.reconnects,
+            duration_s: secs,
+            request_rate: s.requests as f64 / secs,
+            output_tokens: s.output_tokens,
+            output_tokens_per_s: s.output_tokens as f64 / secs,
+            chunks: s.chunks,
+            prompt_tokens_total: s.prompt_tokens,
+            cached_tokens_total: s.cached_tokens,
+            ttft_ms: s.ttft_ms(),
+            itl_ms: s.itl_ms(),
+            tpot_ms: s.tpot_ms(),
+            e2e_ms: s.e2e_ms(),
+            stream_gap_ms: s.stream_gap_ms(),
+        }
+    }
+
+    pub fn to_text(&self) -> String {
+        let row = |name: &str, p: &Percentiles| {
+            format!(
+                "{name:<5} ms  p50 {:>9.2}  p90 {:>9.2}  p95 {:>9.2}  p99 {:>9.2}  max {:>9.2}  (n={})\n",
+                p.p50, p.p90, p.p95, p.p99, p.max, p.count
+            )
+        };
+        let mut out = format!(
+            "golive load: {} model {} ({:?}), concurrency {}{}\n\
+             requests {} errors {}{} in {:.2} s: {:.2} req/s, {:.1} output tok/s, {} chunks\n",
+            self.url,
+            self.model,
+            self.api,
+            self.concurrency,
+            self.rate
+                .map(|r| format!(", rate {r}/s"))
+                .unwrap_or_default(),
+            self.requests,
+            self.errors,
+            if self.reconnects > 0 {
+                format!(" reconnects {}", self.reconnects)
+            } else {
+                String::new()
+            },
+            self.duration_s,
+            self.request_rate,
+            self.output_tokens_per_s,
+            self.chunks,
+        );
+        for (kind, n) in &self.errors_by_kind {
+            let example = self
+                .error_examples
+                .get(kind)
+                .map(String::as_str)
+                .unwrap_or("");
+            out.push_str(&format!("  error {kind}: {n} (e.g. {example})\n"));
+        }
+        out.push_str(&row("TTFT", &self.ttft_ms));
+        out.push_str(&row("ITL", &self.itl_ms));
+        out.push_str(&row("TPOT", &self.tpot_ms));
+        out.push_str(&row("E2E", &self.e2e_ms));
+        out
+    }
+}
+
+/// Per-request CSV rows (times in ms since the client's epoch).
+pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::Result<()> {
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    w.write_record([
+        "index",
+        "scheduled_ms",
+        "start_ms",
+        "first_byte_ms",
+        "first_token_ms",
+        "end_ms",
+        "ttft_ms",
+        "tpot_ms",
+        "e2e_ms",
+        "chunks",
+        "prompt_tokens",
+        "completion_tokens",
+        "cached_tokens",
+        "http_status",
+        "error",
+        "error_detail",
+    ])?;
+    let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    let mut sorted: Vec<&RequestRecord> = records.iter().collect();
+    sorted.sort_by_key(|r| r.index);
+    for r in sorted {
+        w.write_record([
+            r.index.to_string(),
+            ms(r.scheduled_us),
+            ms(r.start_us),
+            opt(r.first_byte_us.map(ms)),
+            opt(r.first_token_us.map(ms)),
+            ms(r.end_us),
+            opt(r.ttft_ms().map(|v| format!("{v:.3}"))),
+            opt(r.tpot_ms().map(|v| format!("{v:.3}"))),
+            format!("{:.3}", r.e2e_ms()),
+            r.chunks.to_string(),
+            opt(r.usage.prompt_tokens.map(|v| v.to_string())),
+            opt(r.usage.completion_tokens.map(|v| v.to_string())),
+            opt(r.cached_tokens().map(|v| v.to_string())),
+            opt(r.http_status.map(|v| v.to_string())),
+            r.error.map(|e| e.as_str().to_string()).unwrap_or_default(),
+            r.error_detail.clone(),
+        ])?;
+    }
+    w.flush()?;
+    Ok(())
+}

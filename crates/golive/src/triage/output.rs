@@ -1,0 +1,68 @@
+//! The text report of `golive triage` for people (`write_text`).
+
+use std::io::{self, Write};
+
+use super::{Finding, TriageReport};
+
+fn location(f: &Finding) -> String {
+    match &f.rank {
+        Some(r) => format!("{}:{} ({})", f.file, f.line, r),
+        None => format!("{}:{}", f.file, f.line),
+    }
+}
+
+/// The report for people.
+pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    let Some(p) = &report.primary else {
+        let lines: u64 = report.inputs.iter().map(|i| i.lines).sum();
+        writeln!(
+            out,
+            "No failure found in {} line(s) of {} input(s).",
+            lines,
+            report.inputs.len()
+        )?;
+        return Ok(());
+    };
+    writeln!(out, "First cause: {}  [{}]", location(p), p.class.as_str())?;
+    writeln!(out)?;
+    let first = p.line.saturating_sub(p.context.len() as u64);
+    for (i, c) in p.context.iter().enumerate() {
+        writeln!(out, "  {:>7} | {}", first + i as u64, c)?;
+    }
+    writeln!(out, "> {:>7} | {}", p.line, p.text)?;
+    if let Some(last) = p.last_line {
+        writeln!(
+            out,
+            "  (the same failure {} times in this file; the last at line {last})",
+            p.count
+        )?;
+    }
+    writeln!(out)?;
+    writeln!(out, "class:     {}", p.class.as_str())?;
+    writeln!(out, "rule:      {}", p.rule)?;
+    if let Some(r) = &p.rank {
+        writeln!(out, "rank:      {r}")?;
+    }
+    writeln!(out, "why:       {}", p.why)?;
+    writeln!(out, "next step: {}", p.next_step)?;
+    if !report.secondary.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "Other errors in the logs ({}), explained by or after the cause:",
+            report.secondary.len()
+        )?;
+        for s in &report.secondary {
+            let text: String = s.text.chars().take(160).collect();
+            writeln!(
+                out,
+                "  {} [{} {}] {}",
+                location(s),
+                s.kind,
+                s.class.as_str(),
+                text
+            )?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,157 @@
+//! Findings of one file: `RawFinding`, `FileResult`, the key that makes two findings one
+//! failure, and recording/settling/merging them (crash loops become one counted finding).
+
+use std::collections::HashSet;
+
+use super::super::rules::RuleKind;
+use super::super::Class;
+use super::{Scanner, LOOKAHEAD};
+
+/// A rule match in one file.
+#[derive(Debug, Clone)]
+pub struct RawFinding {
+    pub rule: usize,
+    pub kind: RuleKind,
+    pub class: Class,
+    pub line: u64,
+    pub text: String,
+    pub rank: Option<String>,
+    pub ts: Option<u64>,
+    pub context: Vec<String>,
+    /// Phase evidence (frames, the line and lines after it) for `phase` rules.
+    pub(super) evidence: String,
+    pub(super) phase_open_until: u64,
+    pub during_shutdown: bool,
+    /// The server had served (since its last start) when this line was logged.
+    pub(super) served: bool,
+    /// Found on a WARNING line: a cause only when nothing fatal of another class follows.
+    pub soft: bool,
+    /// Occurrences of the same failure (crash loops): this one is the first.
+    pub count: u64,
+    /// Line and timestamp of the last occurrence (when `count` > 1).
+    pub last_line: u64,
+    pub last_ts: Option<u64>,
+    /// Hash of the message without its prefixes (timestamps, pids): what makes two
+    /// occurrences "the same failure".
+    pub(super) msg_hash: u64,
+    /// Merged into an earlier occurrence (dropped at the end).
+    pub(super) merged: bool,
+}
+
+pub(super) fn msg_hash(msg: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    msg.hash(&mut h);
+    h.finish()
+}
+
+/// What makes two findings the same failure: rule, kind, class, phase of the server, rank
+/// and message.
+pub(super) type FindingKey = (usize, u8, Class, bool, bool, Option<String>, u64);
+
+fn finding_key(f: &RawFinding) -> FindingKey {
+    (
+        f.rule,
+        f.kind as u8,
+        f.class,
+        f.during_shutdown,
+        f.served,
+        f.rank.as_ref().map(|r| strip_pid(r).to_string()),
+        f.msg_hash,
+    )
+}
+
+/// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
+fn strip_pid(label: &str) -> &str {
+    label.split(" pid=").next().unwrap_or(label)
+}
+
+/// What one file yielded.
+#[derive(Debug, Default)]
+pub struct FileResult {
+    pub findings: Vec<RawFinding>,
+    pub serving_line: Option<u64>,
+    pub workers: HashSet<String>,
+    pub ranks_with_traceback: HashSet<String>,
+    pub facts: HashSet<String>,
+    pub lines: u64,
+    pub bytes: u64,
+    pub binary: bool,
+    pub notes: Vec<String>,
+}
+
+impl Scanner<'_> {
+    pub(super) fn record(&mut self, mut f: RawFinding, line_no: u64) {
+        // Collective errors, and errors of no known class, during an orderly shutdown are
+        // teardown noise (a GPU fault or an OOM then is still a cause).
+        if f.during_shutdown
+            && f.kind == RuleKind::Cause
+            && matches!(f.class, Class::Nccl | Class::Unknown)
+        {
+            f.kind = RuleKind::Consequence;
+        }
+        self.settle(line_no);
+        if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
+            f.evidence.push('\n');
+            f.evidence.push_str(&f.text);
+            f.phase_open_until = line_no + LOOKAHEAD;
+            self.force_slow_until = self.force_slow_until.max(line_no + LOOKAHEAD);
+            self.unsettled.push(self.res.findings.len());
+            self.res.findings.push(f);
+            return;
+        }
+        self.res.findings.push(f);
+        self.merge_last_into_first(self.res.findings.len() - 1);
+    }
+
+    /// Decides the phase of out-of-memory findings whose evidence is complete (before line
+    /// `line_no`, or all with `u64::MAX`) and merges repeats.
+    pub(super) fn settle(&mut self, line_no: u64) {
+        if self.unsettled.is_empty() {
+            return;
+        }
+        let due: Vec<usize>;
+        (due, self.unsettled) = std::mem::take(&mut self.unsettled)
+            .into_iter()
+            .partition(|&i| self.res.findings[i].phase_open_until < line_no);
+        for i in due {
+            let f = &mut self.res.findings[i];
+            f.class = super::super::phase::oom_class(&f.evidence, f.served);
+            f.evidence = String::new();
+            self.merge_last_into_first(i);
+        }
+    }
+
+    /// Merges finding `i` into an earlier occurrence of the same failure, if any: the
+    /// repeats of a crash loop become one finding with a count and the last occurrence.
+    pub(super) fn merge_last_into_first(&mut self, i: usize) {
+        let key = finding_key(&self.res.findings[i]);
+        match self.seen.get(&key) {
+            None => {
+                self.seen.insert(key, i);
+            }
+            Some(&j) => {
+                let (first, other) = if self.res.findings[i].line < self.res.findings[j].line {
+                    (i, j)
+                } else {
+                    (j, i)
+                };
+                let (count, last_line, last_ts) = {
+                    let (a, b) = (&self.res.findings[i], &self.res.findings[j]);
+                    let last = if a.last_line >= b.last_line { a } else { b };
+                    (a.count + b.count, last.last_line, last.last_ts)
+                };
+                let f = &mut self.res.findings[first];
+                f.count = count;
+                f.last_line = last_line;
+                f.last_ts = last_ts;
+                let o = &mut self.res.findings[other];
+                o.merged = true;
+                o.context = Vec::new();
+                o.text = String::new();
+                o.evidence = String::new();
+                self.seen.insert(key, first);
+            }
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Python traceback tracking: open, adopt, close tracebacks per stream, and the ERROR
+//! summary line before a traceback header.
+
+use super::super::line::{self, ParsedLine};
+use super::findings::RawFinding;
+use super::{Scanner, MAX_LINE};
+
+#[derive(Debug, Default)]
+pub(super) struct Traceback {
+    pub(super) last_line: u64,
+    /// Announced by `Exception ignored in ...`: nothing in it is reported.
+    pub(super) ignored: bool,
+    /// Rank label of the stream.
+    pub(super) rank: Option<String>,
+    pub(super) frames: String,
+    pub(super) after_frame: bool,
+    pub(super) pending: Option<RawFinding>,
+    /// An ERROR line just before the header (line, text, message): a one-line summary of
+    /// the exception when the exception line repeats it.
+    pub(super) summary: Option<(u64, String, String)>,
+}
+
+impl Scanner<'_> {
+    /// The ERROR line right before a traceback header on the same stream, when it is a
+    /// message (not itself part of a traceback).
+    pub(super) fn summary_before(
+        &self,
+        buf: &[u8],
+        ls: usize,
+        line_no: u64,
+        pl: &ParsedLine,
+        at_start: bool,
+    ) -> Option<(u64, String, String)> {
+        if ls == 0 || line_no < 2 {
+            return None;
+        }
+        let s = memchr::memrchr(b'\n', &buf[..ls - 1]).map_or(0, |i| i + 1);
+        if s == 0 && !at_start {
+            return None;
+        }
+        let prev = line::parse(&buf[s..(ls - 1).min(s + MAX_LINE)]);
+        let m = prev.msg().trim();
+        let error_level = matches!(prev.level.as_deref(), Some("ERROR" | "CRITICAL"));
+        // vLLM V0 logs the summary through its logger and the traceback raw after it.
+        let same_stream = prev.stream == pl.stream
+            || prev.stream.strip_suffix("log|") == Some(pl.stream.as_str());
+        if !error_level || !same_stream || m.len() < 12 || line::is_frame(m) {
+            return None;
+        }
+        Some((line_no - 1, prev.text.clone(), m.to_string()))
+    }
+
+    pub(super) fn open_traceback(&mut self, pl: &ParsedLine, line_no: u64) {
+        let ignored = self.ignore_next_tb.remove(&pl.stream);
+        self.tracebacks.insert(
+            pl.stream.clone(),
+            Traceback {
+                last_line: line_no,
+                ignored,
+                rank: pl.rank.clone(),
+                ..Default::default()
+            },
+        );
+    }
+
+    /// SGLang prints a traceback's header behind its rank prefix (`[.. TP3] Scheduler hit an
+    /// exception: Traceback ...`) and the frames raw after it: the raw stream takes over the
+    /// header's traceback, rank included. True when it did.
+    pub(super) fn adopt_traceback(&mut self, pl: &ParsedLine, line_no: u64) -> bool {
+        if pl.rank.is_some() {
+            return false;
+        }
+        let Some(key) = self
+            .tracebacks
+            .iter()
+            .find(|(_, tb)| {
+                tb.frames.is_empty() && tb.last_line + 1 == line_no && tb.rank.is_some()
+            })
+            .map(|(k, _)| k.clone())
+        else {
+            return false;
+        };
+        let tb = self.tracebacks.remove(&key).unwrap();
+        self.tracebacks.insert(pl.stream.clone(), tb);
+        true
+    }
+
+    /// Ranks that failed on their own (not only through a collective or a consequence).
+    pub(super) fn mark_failed(&mut self, rank: Option<&str>) {
+        self.res
+            .ranks_with_traceback
+            .insert(rank.unwrap_or("").to_string());
+    }
+
+    pub(super) fn close_traceback(&mut self, stream: &str) {
+        if let Some(tb) = self.tracebacks.remove(stream) {
+            if tb.ignored {
+                return;
+            }
+            // A traceback cut off before its exception: this rank failed in an unknown way.
+            self.mark_failed(tb.rank.as_deref());
+            if let Some(p) = tb.pending {
+                let line_no = p.line;
+                self.record(p, line_no);
+            }
+        }
+    }
+}
+
+/// Whether a summary line (`msg` of the line before a traceback) states the exception that
+/// ends it (`exc`, e.g. `RuntimeError: CUDA error: ...`): the summary is the message or its
+/// `repr`.
+pub(super) fn summary_states(summary: &str, exc: &str) -> bool {
+    let exc = exc.trim();
+    let m = exc.split_once(": ").map_or("", |(_, m)| m.trim());
+    if m.len() < 12 {
+        return false;
+    }
+    let head: String = m.chars().take(60).collect();
+    summary.contains(&head) || m.starts_with(summary.trim_end_matches("...").trim())
+}
