@@ -154,25 +154,8 @@ impl OpenAiClient {
         path: &str,
         timeout: Duration,
     ) -> Result<(u16, String), (ErrorKind, String)> {
-        let url = format!("{}{}", self.base_url, path);
-        let deadline = tokio::time::Instant::now() + timeout;
-        let fut = async {
-            let resp = match self.send_reconnecting(|c| c.get(&url), deadline).await.0 {
-                Ok(r) => r?,
-                Err(_) => return Ok(None),
-            };
-            let status = resp.status().as_u16();
-            let text = resp.text().await?;
-            Ok::<_, reqwest::Error>(Some((status, text)))
-        };
-        match tokio::time::timeout_at(deadline, fut).await {
-            Err(_) | Ok(Ok(None)) => Err((
-                ErrorKind::Timeout,
-                format!("GET {path}: no answer within {timeout:?}"),
-            )),
-            Ok(Err(e)) => Err(classify_send_error(&e)),
-            Ok(Ok(Some(x))) => Ok(x),
-        }
+        self.short_exchange("GET", path, timeout, |c, url| c.get(url))
+            .await
     }
 
     /// POST a JSON body to `path` with a short timeout; `(status, body)`.
@@ -182,14 +165,23 @@ impl OpenAiClient {
         body: &serde_json::Value,
         timeout: Duration,
     ) -> Result<(u16, String), (ErrorKind, String)> {
+        self.short_exchange("POST", path, timeout, |c, url| c.post(url).json(body))
+            .await
+    }
+
+    /// One short request (`build` makes it for the URL of `path`), sent with the
+    /// keep-alive-race retry and read whole within `timeout`; `(status, body)`.
+    async fn short_exchange(
+        &self,
+        method: &str,
+        path: &str,
+        timeout: Duration,
+        build: impl Fn(&reqwest::Client, &str) -> reqwest::RequestBuilder,
+    ) -> Result<(u16, String), (ErrorKind, String)> {
         let url = format!("{}{}", self.base_url, path);
         let deadline = tokio::time::Instant::now() + timeout;
         let fut = async {
-            let resp = match self
-                .send_reconnecting(|c| c.post(&url).json(body), deadline)
-                .await
-                .0
-            {
+            let resp = match self.send_reconnecting(|c| build(c, &url), deadline).await.0 {
                 Ok(r) => r?,
                 Err(_) => return Ok(None),
             };
@@ -200,7 +192,7 @@ impl OpenAiClient {
         match tokio::time::timeout_at(deadline, fut).await {
             Err(_) | Ok(Ok(None)) => Err((
                 ErrorKind::Timeout,
-                format!("POST {path}: no answer within {timeout:?}"),
+                format!("{method} {path}: no answer within {timeout:?}"),
             )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
             Ok(Ok(Some(x))) => Ok(x),
