@@ -239,7 +239,12 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
             .items
             .into_iter()
             .map(|item| {
-                let mut c = Check::new(item.id, Stage::Environment, item.status, item.title);
+                let mut c = Check::new(
+                    item.id.as_str(),
+                    Stage::Environment,
+                    item.status,
+                    item.title,
+                );
                 c.measurement = item.evidence.lines().next().unwrap_or("").to_string();
                 c.evidence = item.evidence;
                 c.next_step = item.next_step;
