@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use anyhow::Context;
 use regex::Regex;
 use serde::Deserialize;
+use serde_norway::Mapping;
 
 use super::facts::{Fabric, Strategy};
 use super::Profile;
@@ -50,8 +51,9 @@ fn texts(v: &[Scalar]) -> Vec<String> {
 struct Meta {
     title: Option<String>,
     slug: Option<String>,
-    /// `{b300: verified, h200: verified, ...}`.
-    hardware: BTreeMap<String, Scalar>,
+    /// `{b300: verified, h200: verified, ...}`, in the file's order (the order the
+    /// evidence names the classes in).
+    hardware: Mapping,
 }
 
 /// `docker_image`: one image, or one per vendor, each one image or one per CUDA build
@@ -63,17 +65,12 @@ enum DockerImage {
     ByVendor(BTreeMap<String, VendorImage>),
 }
 
+/// One image, or one per CUDA build in the file's order (`{cu130: "..."}`).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
 enum VendorImage {
     One(String),
-    ByCuda(BTreeMap<String, String>),
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Note {
-    note: Option<String>,
+    ByCuda(Mapping),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,8 +79,8 @@ struct Model {
     model_id: Option<String>,
     min_vllm_version: Option<Scalar>,
     docker_image: Option<DockerImage>,
-    /// `{docker: {note}, pip: {note}}`.
-    install: BTreeMap<String, Note>,
+    /// `{docker: {note}, pip: {note}}`; an entry may also be `false`.
+    install: Mapping,
     context_length: Option<u64>,
     base_args: Vec<Scalar>,
 }
@@ -299,7 +296,7 @@ impl Profile {
         let notes: String = model
             .install
             .values()
-            .filter_map(|n| n.note.clone())
+            .filter_map(|n| n.get("note")?.as_str())
             .collect::<Vec<_>>()
             .join("\n");
         let guide = doc.guide.as_str();
@@ -328,7 +325,10 @@ impl Profile {
                 Some(VendorImage::One(img)) => p.image.official.push(img.clone()),
                 Some(VendorImage::ByCuda(by_cuda)) => {
                     for (build, img) in by_cuda {
-                        p.image.official.push(img.clone());
+                        let (Some(build), Some(img)) = (build.as_str(), img.as_str()) else {
+                            continue;
+                        };
+                        p.image.official.push(img.to_string());
                         if let Some(n) =
                             build.strip_prefix("cu").and_then(|n| n.parse::<u32>().ok())
                         {
@@ -367,7 +367,7 @@ impl Profile {
         // GPU classes: the hardware the recipe marks verified, else the guide's
         // "At least 8x GB300".
         for (hw, state) in &doc.meta.hardware {
-            if state.text() == "verified" {
+            if let (Some(hw), Some("verified")) = (hw.as_str(), state.as_str()) {
                 p.gpus.classes.push(hw.to_ascii_uppercase());
             }
         }
@@ -539,6 +539,13 @@ mod tests {
     fn bad_recipes_get_a_clear_error() {
         let e = Profile::from_recipe("meta:\n  title: x\n").unwrap_err();
         assert!(format!("{e:#}").contains("no `model:` section"), "{e:#}");
+        // Shapes the real recipes use are read, not refused.
+        let p = Profile::from_recipe(
+            "meta:\n  hardware:\n    h200: verified\n    b200: verified\n    x: planned\nmodel:\n  install:\n    pip: false\n    docker:\n      note: \"needs an r590+ driver\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.gpus.classes, ["H200", "B200"], "the file's order");
+        assert_eq!(p.driver.min.as_deref(), Some("590"));
         let e = Profile::from_recipe("model:\n  base_args: 3\n").unwrap_err();
         assert!(format!("{e:#}").contains("not a recipe YAML"), "{e:#}");
         assert!(Profile::from_recipe("model: [\n").is_err());
