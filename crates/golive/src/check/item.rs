@@ -5,46 +5,24 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::{Owner, Status};
 
-/// The id of a checklist item, written in report.json and the text as its snake_case
-/// name (`prefix_caching_flag`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::EnumIter,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum ItemId {
-    OfficialImage,
-    HostDriver,
-    CudaLayers,
-    VllmVersion,
-    GpusVisible,
-    Parallelism,
-    FailurePhase,
-    PrefixCachingFlag,
-    CommunicationPath,
-    Reproducible,
-    Parsers,
-    PackageVersions,
-    PodCrashRecord,
-    NodeConsistency,
-}
-
-impl ItemId {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+crate::names::snake_case_names! {
+    /// The id of a checklist item, written in report.json and the text as its snake_case
+    /// name (`prefix_caching_flag`).
+    pub enum ItemId {
+        OfficialImage,
+        HostDriver,
+        CudaLayers,
+        VllmVersion,
+        GpusVisible,
+        Parallelism,
+        FailurePhase,
+        PrefixCachingFlag,
+        CommunicationPath,
+        Reproducible,
+        Parsers,
+        PackageVersions,
+        PodCrashRecord,
+        NodeConsistency,
     }
 }
 
@@ -98,16 +76,10 @@ pub(super) fn combine(statuses: &[Status]) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strum::IntoEnumIterator;
 
     #[test]
     fn ids_are_written_as_before() {
-        for id in ItemId::iter() {
-            let json = serde_json::to_value(id).unwrap();
-            assert_eq!(json.as_str(), Some(id.as_str()));
-            assert_eq!(id.to_string(), id.as_str());
-            assert_eq!(id.as_str().parse::<ItemId>().unwrap(), id);
-        }
+        crate::names::assert_round_trip::<ItemId>();
         assert_eq!(ItemId::PrefixCachingFlag.as_str(), "prefix_caching_flag");
         assert_eq!(ItemId::VllmVersion.as_str(), "vllm_version");
         assert_eq!(ItemId::GpusVisible.as_str(), "gpus_visible");

@@ -9,72 +9,29 @@ use serde::{Deserialize, Serialize};
 
 use crate::envparse::{cmp_versions, version_parts, SmiTable};
 
-/// The interconnect an all-to-all backend or an environment variable is made for.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Fabric {
-    /// InfiniBand/RoCE between nodes (DeepEP, pplx, NIXL, MoRI; UCX, NCCL_IB_*, NVSHMEM_IB*).
-    Rdma,
-    /// NVLink, within a node or across an NVL rack (MNNVL).
-    Nvlink,
-    /// Works on any fabric (e.g. `allgather_reducescatter`, `naive`).
-    Generic,
-}
-
-/// Deployment strategies as recipes name them (`strategy_min_gpus`, `default_strategy`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::EnumIter,
-)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Strategy {
-    SingleNodeTp,
-    SingleNodeTep,
-    SingleNodeDep,
-    MultiNodeTp,
-    MultiNodeTep,
-    MultiNodeDep,
-    MultiNodeTpPp,
-    PdCluster,
-}
-
-impl Fabric {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+crate::names::snake_case_names! {
+    /// The interconnect an all-to-all backend or an environment variable is made for.
+    pub enum Fabric {
+        /// InfiniBand/RoCE between nodes (DeepEP, pplx, NIXL, MoRI; UCX, NCCL_IB_*, NVSHMEM_IB*).
+        Rdma,
+        /// NVLink, within a node or across an NVL rack (MNNVL).
+        Nvlink,
+        /// Works on any fabric (e.g. `allgather_reducescatter`, `naive`).
+        Generic,
     }
 }
 
-impl Strategy {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+crate::names::snake_case_names! {
+    /// Deployment strategies as recipes name them (`strategy_min_gpus`, `default_strategy`).
+    pub enum Strategy {
+        SingleNodeTp,
+        SingleNodeTep,
+        SingleNodeDep,
+        MultiNodeTp,
+        MultiNodeTep,
+        MultiNodeDep,
+        MultiNodeTpPp,
+        PdCluster,
     }
 }
 
@@ -240,12 +197,9 @@ mod tests {
 
     #[test]
     fn strategies_read_as_recipes_spell_them() {
-        use strum::IntoEnumIterator;
-        for s in Strategy::iter() {
-            let json = serde_json::to_value(s).unwrap();
-            assert_eq!(json.as_str(), Some(s.as_str()));
-            assert_eq!(Strategy::from_str(s.as_str()).unwrap(), s);
-        }
+        crate::names::assert_round_trip::<Strategy>();
+        crate::names::assert_round_trip::<Fabric>();
+        assert_eq!(Strategy::MultiNodeTpPp.as_str(), "multi_node_tp_pp");
         assert!(Strategy::from_str("h100").is_err());
     }
 }

@@ -3,46 +3,29 @@
 //! these (`service_health_node2`, `agreement_cache_node2`) or from the plan and the
 //! cases (`ramp_c2_short`, `agent_tool_required_arg`).
 
-/// A check id as report.json, Markdown, JUnit and HTML write it (`prefix_cache`).
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    strum::Display,
-    strum::EnumString,
-    strum::IntoStaticStr,
-    strum::EnumIter,
-)]
-#[strum(serialize_all = "snake_case")]
-pub enum CheckId {
-    EnvironmentBundles,
-    ServiceHealth,
-    ServiceModels,
-    ServiceMetrics,
-    ServiceVersion,
-    ServiceModelResolved,
-    BasicChat,
-    BasicStream,
-    PrefixCache,
-    /// The whole agreement stage, when it is skipped.
-    Agreement,
-    AgreementCache,
-    AgreementReplicas,
-    AgreementKnownAnswers,
-    /// The whole ramp, when it is skipped.
-    Ramp,
-    Transport,
-    StreamSilence,
-    Soak,
-    AgentUnderLoad,
-}
-
-impl CheckId {
-    pub fn as_str(self) -> &'static str {
-        self.into()
+crate::names::snake_case_names! {
+    /// A check id as report.json, Markdown, JUnit and HTML write it (`prefix_cache`).
+    pub enum CheckId {
+        EnvironmentBundles,
+        ServiceHealth,
+        ServiceModels,
+        ServiceMetrics,
+        ServiceVersion,
+        ServiceModelResolved,
+        BasicChat,
+        BasicStream,
+        PrefixCache,
+        /// The whole agreement stage, when it is skipped.
+        Agreement,
+        AgreementCache,
+        AgreementReplicas,
+        AgreementKnownAnswers,
+        /// The whole ramp, when it is skipped.
+        Ramp,
+        Transport,
+        StreamSilence,
+        Soak,
+        AgentUnderLoad,
     }
 }
 
@@ -61,18 +44,11 @@ impl PartialEq<CheckId> for String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use strum::IntoEnumIterator;
 
     #[test]
     fn ids_are_snake_case_names() {
-        for id in CheckId::iter() {
-            assert_eq!(id.as_str().parse::<CheckId>().unwrap(), id);
-            assert!(id
-                .as_str()
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b == b'_'));
-            assert_eq!(String::from(id), id.as_str());
-        }
+        crate::names::assert_round_trip::<CheckId>();
+        assert_eq!(String::from(CheckId::Soak), "soak");
         assert_eq!(CheckId::PrefixCache.as_str(), "prefix_cache");
         assert_eq!(
             CheckId::AgreementKnownAnswers.as_str(),
