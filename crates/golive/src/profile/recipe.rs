@@ -290,7 +290,12 @@ impl Recipe {
 impl Profile {
     /// Reads a recipe YAML (see the module documentation).
     pub fn from_recipe(text: &str) -> anyhow::Result<Profile> {
-        let doc: Recipe = serde_norway::from_str(text).context("not a recipe YAML")?;
+        // The messages of the untyped reader stay: invalid YAML, then no `model:`.
+        let value: serde_norway::Value = serde_norway::from_str(text).context("invalid YAML")?;
+        if value.get("model").is_none() {
+            anyhow::bail!("no `model:` section");
+        }
+        let doc: Recipe = serde_norway::from_value(value).context("not a recipe YAML")?;
         let model = doc.model.as_ref().context("no `model:` section")?;
         let generic = Profile::generic();
         let notes: String = model
@@ -548,6 +553,9 @@ mod tests {
         assert_eq!(p.driver.min.as_deref(), Some("590"));
         let e = Profile::from_recipe("model:\n  base_args: 3\n").unwrap_err();
         assert!(format!("{e:#}").contains("not a recipe YAML"), "{e:#}");
-        assert!(Profile::from_recipe("model: [\n").is_err());
+        let e = Profile::from_recipe("model: [\n").unwrap_err();
+        assert!(format!("{e:#}").contains("invalid YAML"), "{e:#}");
+        let e = Profile::from_recipe("vm\n").unwrap_err();
+        assert_eq!(format!("{e:#}"), "no `model:` section");
     }
 }
