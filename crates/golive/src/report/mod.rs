@@ -2,9 +2,12 @@
 //! renderings (Markdown, JUnit XML, self-contained HTML). Checks produce
 //! [`Check`] values; reporters only read them.
 
+mod check_id;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+
+pub use check_id::CheckId;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -7,7 +7,8 @@ use serde_json::Value;
 
 use super::parse::{has_call_markup, has_open_call};
 use super::{
-    offered_tools, quote, schema_errors, tool_choice, Answer, Owner, Problem, Reply, ToolChoice,
+    offered_tools, quote, schema_errors, tool_choice, Answer, Owner, Problem, ProblemCode, Reply,
+    ToolChoice,
 };
 
 pub(super) fn judge_reply(
@@ -37,13 +38,13 @@ pub(super) fn judge_reply(
     match finish {
         None => problems.push(Problem::fail(
             Owner::Server,
-            "finish_reason_missing",
+            ProblemCode::FinishReasonMissing,
             "`finish_reason` is missing",
         )),
         Some("stop" | "length" | "tool_calls" | "content_filter") => {}
         Some(other) => problems.push(Problem::warn(
             Owner::Server,
-            "finish_reason_unknown",
+            ProblemCode::FinishReasonUnknown,
             format!(
                 "`finish_reason` is {other:?}, not one of stop, length, tool_calls, content_filter"
             ),
@@ -52,28 +53,28 @@ pub(super) fn judge_reply(
     if finish == Some("stop") && hit_limit && !reply.has_text() && calls.is_empty() {
         problems.push(Problem::warn(
             Owner::Server,
-            "stop_at_max_tokens",
+            ProblemCode::StopAtMaxTokens,
             "all max_tokens were used for an empty answer, yet finish_reason is \"stop\", not \"length\"",
         ));
     }
     if finish == Some("tool_calls") && calls.is_empty() {
         problems.push(Problem::fail(
             Owner::Server,
-            "tool_calls_finish_without_calls",
+            ProblemCode::ToolCallsFinishWithoutCalls,
             "finish_reason is \"tool_calls\" but `tool_calls` is empty or absent (vLLM #53255 shape)",
         ));
     }
     if reply.tool_calls.as_ref().is_some_and(|c| c.is_empty()) && finish != Some("tool_calls") {
         problems.push(Problem::warn(
             Owner::Server,
-            "empty_tool_calls_array",
+            ProblemCode::EmptyToolCallsArray,
             "`tool_calls: []` on a text answer; clients that test for presence take the tool branch (vLLM #44104 shape); expected null or absent",
         ));
     }
     if request.get("parallel_tool_calls") == Some(&Value::Bool(false)) && calls.len() > 1 {
         problems.push(Problem::fail(
             Owner::Server,
-            "parallel_tool_calls_ignored",
+            ProblemCode::ParallelToolCallsIgnored,
             format!(
                 "parallel_tool_calls was false but {} calls came back",
                 calls.len()
@@ -83,7 +84,7 @@ pub(super) fn judge_reply(
     if !calls.is_empty() && tools.is_empty() {
         problems.push(Problem::fail(
             Owner::Server,
-            "tool_calls_without_tools",
+            ProblemCode::ToolCallsWithoutTools,
             "tool calls came back although no tools were offered",
         ));
     }
@@ -95,14 +96,14 @@ pub(super) fn judge_reply(
         match call.id.as_deref() {
             None | Some("") => problems.push(Problem::fail(
                 Owner::Server,
-                "tool_call_id_missing",
+                ProblemCode::ToolCallIdMissing,
                 format!("tool_calls[{i}] has no id"),
             )),
             Some(id) => {
                 if !ids.insert(id.to_string()) {
                     problems.push(Problem::fail(
                         Owner::Server,
-                        "tool_call_id_duplicate",
+                        ProblemCode::ToolCallIdDuplicate,
                         format!("tool_calls[{i}] repeats id {id:?}"),
                     ));
                 }
@@ -112,19 +113,19 @@ pub(super) fn judge_reply(
             Some("function") => {}
             None => problems.push(Problem::warn(
                 Owner::Server,
-                "tool_call_type_missing",
+                ProblemCode::ToolCallTypeMissing,
                 format!("tool_calls[{i}] has no `type: \"function\"`"),
             )),
             Some(other) => problems.push(Problem::fail(
                 Owner::Server,
-                "tool_call_type",
+                ProblemCode::ToolCallType,
                 format!("tool_calls[{i}].type is {other:?}, expected \"function\""),
             )),
         }
         let Some(name) = call.name.as_deref().filter(|n| !n.is_empty()) else {
             problems.push(Problem::fail(
                 Owner::Server,
-                "tool_call_name_missing",
+                ProblemCode::ToolCallNameMissing,
                 format!("tool_calls[{i}] has no function name"),
             ));
             continue;
@@ -133,7 +134,7 @@ pub(super) fn judge_reply(
             if !tools.is_empty() {
                 problems.push(Problem::fail(
                     args_owner,
-                    "tool_not_offered",
+                    ProblemCode::ToolNotOffered,
                     format!("tool_calls[{i}] calls {name:?}, which was not offered"),
                 ));
             }
@@ -152,7 +153,7 @@ pub(super) fn judge_reply(
                 } else if hit_limit || *answer == Answer::Truncated {
                     problems.push(Problem::fail(
                         Owner::Server,
-                        "truncated_call_not_length",
+                        ProblemCode::TruncatedCallNotLength,
                         format!(
                             "tool_calls[{i}] was cut off by max_tokens (arguments do not parse: {e}) but finish_reason is {:?}, not \"length\" (vLLM #53269 shape)",
                             finish.unwrap_or("null")
@@ -161,7 +162,7 @@ pub(super) fn judge_reply(
                 } else {
                     problems.push(Problem::fail(
                         args_owner,
-                        "arguments_not_json",
+                        ProblemCode::ArgumentsNotJson,
                         format!(
                             "tool_calls[{i}] ({name}) arguments are not JSON ({e}): {}",
                             quote(&call.arguments, 120)
@@ -174,7 +175,7 @@ pub(super) fn judge_reply(
         if !args.is_object() {
             problems.push(Problem::fail(
                 args_owner,
-                "arguments_not_object",
+                ProblemCode::ArgumentsNotObject,
                 format!(
                     "tool_calls[{i}] ({name}) arguments are {}, not a JSON object",
                     quote(&args.to_string(), 80)
@@ -186,7 +187,7 @@ pub(super) fn judge_reply(
             Ok(errors) if errors.is_empty() => {}
             Ok(errors) => problems.push(Problem::fail(
                 args_owner,
-                "arguments_schema",
+                ProblemCode::ArgumentsSchema,
                 format!(
                     "tool_calls[{i}] ({name}) arguments break the tool's schema: {}",
                     errors.join("; ")
@@ -194,7 +195,7 @@ pub(super) fn judge_reply(
             )),
             Err(e) => problems.push(Problem::warn(
                 Owner::Client,
-                "tool_schema_unusable",
+                ProblemCode::ToolSchemaUnusable,
                 format!("tool {name}: {e}"),
             )),
         }
@@ -206,7 +207,7 @@ pub(super) fn judge_reply(
     if markup_in_content {
         problems.push(Problem::fail(
             Owner::Parser,
-            "tool_call_markup_in_content",
+            ProblemCode::ToolCallMarkupInContent,
             format!(
                 "the model wrote a tool call the server's parser did not recognise{}: {}",
                 if finish == Some("length") && has_open_call(content) {
@@ -223,7 +224,7 @@ pub(super) fn judge_reply(
     if content.contains("<think>") || content.contains("</think>") {
         problems.push(Problem::warn(
             Owner::Parser,
-            "reasoning_in_content",
+            ProblemCode::ReasoningInContent,
             "reasoning markup (<think>) left in `content`: no reasoning parser is configured for this model",
         ));
     }
@@ -239,13 +240,13 @@ pub(super) fn judge_reply(
         if wants_usage {
             problems.push(Problem::fail(
                 Owner::Server,
-                "usage_missing",
+                ProblemCode::UsageMissing,
                 "`stream_options.include_usage` was set but no usage chunk came",
             ));
         } else if !streamed {
             problems.push(Problem::warn(
                 Owner::Server,
-                "usage_missing",
+                ProblemCode::UsageMissing,
                 "the answer carries no `usage`",
             ));
         }
@@ -257,7 +258,7 @@ pub(super) fn judge_reply(
             if !reply.has_text() && calls.is_empty() {
                 problems.push(Problem::fail(
                     Owner::Model,
-                    "empty_answer",
+                    ProblemCode::EmptyAnswer,
                     format!("no text (finish_reason {:?})", finish.unwrap_or("null")),
                 ));
             }
@@ -266,7 +267,7 @@ pub(super) fn judge_reply(
             if !reply.has_text() && calls.is_empty() && !markup_in_content {
                 problems.push(Problem::fail(
                     Owner::Model,
-                    "empty_answer",
+                    ProblemCode::EmptyAnswer,
                     format!(
                         "neither text nor a tool call (finish_reason {:?})",
                         finish.unwrap_or("null")
@@ -283,7 +284,7 @@ pub(super) fn judge_reply(
                 } else if finish == Some("length") {
                     problems.push(Problem::fail(
                         Owner::Model,
-                        "no_tool_call_within_max_tokens",
+                        ProblemCode::NoToolCallWithinMaxTokens,
                         "no tool call before max_tokens ran out",
                     ));
                 } else if constrained {
@@ -295,7 +296,7 @@ pub(super) fn judge_reply(
                 } else {
                     problems.push(Problem::fail(
                         Owner::Model,
-                        "no_tool_call",
+                        ProblemCode::NoToolCall,
                         format!("answered without a tool call: {}", quote(content, 120)),
                     ));
                 }
@@ -307,14 +308,14 @@ pub(super) fn judge_reply(
                 if truncated_args && finish == Some("length") && complete == 0 {
                     problems.push(Problem::fail(
                         Owner::Model,
-                        "tool_call_cut_off",
+                        ProblemCode::ToolCallCutOff,
                         "the tool call was cut off by max_tokens (finish_reason \"length\")",
                     ));
                 } else if finish == Some("length") {
                     // The complete calls stand; "length" honestly flags the cut-off rest.
                     problems.push(Problem::warn(
                         Owner::Model,
-                        "calls_until_max_tokens",
+                        ProblemCode::CallsUntilMaxTokens,
                         format!(
                             "{complete} complete call(s), then the model kept going until max_tokens (finish_reason \"length\"{})",
                             if truncated_args { ", the last call cut off" } else { "" }
@@ -331,7 +332,7 @@ pub(super) fn judge_reply(
                         };
                         problems.push(Problem::fail(
                             owner,
-                            "wrong_tool",
+                            ProblemCode::WrongTool,
                             format!("called {got:?}, expected {want:?}"),
                         ));
                     } else if let Some(want_args) = args {
@@ -341,7 +342,7 @@ pub(super) fn judge_reply(
                             if got_args.get(k) != Some(v) {
                                 problems.push(Problem::fail(
                                     Owner::Model,
-                                    "wrong_argument",
+                                    ProblemCode::WrongArgument,
                                     format!(
                                         "argument {k:?} is {}, expected {}",
                                         quote(
@@ -364,7 +365,7 @@ pub(super) fn judge_reply(
                     if f != "length" && !expected_finish.contains(&f) {
                         problems.push(Problem::warn(
                             Owner::Server,
-                            "finish_reason_for_tool_call",
+                            ProblemCode::FinishReasonForToolCall,
                             format!("finish_reason is {f:?} for a tool call; OpenAI clients expect \"tool_calls\""),
                         ));
                     }
@@ -382,7 +383,7 @@ pub(super) fn judge_reply(
                     };
                     problems.push(Problem::fail(
                         owner,
-                        "structured_not_json",
+                        ProblemCode::StructuredNotJson,
                         format!("{why}: content is not JSON ({e}): {}", quote(content, 120)),
                     ));
                 }
@@ -390,13 +391,13 @@ pub(super) fn judge_reply(
                     Ok(errors) if errors.is_empty() => {}
                     Ok(errors) => problems.push(Problem::fail(
                         Owner::Server,
-                        "structured_schema",
+                        ProblemCode::StructuredSchema,
                         format!(
                             "content breaks the requested schema (response_format was not enforced): {}",
                             errors.join("; ")
                         ),
                     )),
-                    Err(e) => problems.push(Problem::warn(Owner::Client, "schema_unusable", e)),
+                    Err(e) => problems.push(Problem::warn(Owner::Client, ProblemCode::SchemaUnusable, e)),
                 },
             }
         }
@@ -406,11 +407,11 @@ pub(super) fn judge_reply(
                 && finish != Some("length")
                 && !problems
                     .iter()
-                    .any(|p| p.code == "truncated_call_not_length")
+                    .any(|p| p.code == ProblemCode::TruncatedCallNotLength)
             {
                 problems.push(Problem::fail(
                     Owner::Server,
-                    "truncation_not_length",
+                    ProblemCode::TruncationNotLength,
                     format!(
                         "the answer was cut off by max_tokens but finish_reason is {:?}, not \"length\"",
                         finish.unwrap_or("null")
@@ -423,7 +424,7 @@ pub(super) fn judge_reply(
                 } else {
                     problems.push(Problem::warn(
                         Owner::Model,
-                        "truncation_not_exercised",
+                        ProblemCode::TruncationNotExercised,
                         "no tool call was started, so a cut-off call was not tested",
                     ));
                 }
@@ -437,7 +438,7 @@ pub(super) fn judge_reply(
 fn choice_not_enforced(request: &Value, what: &str, content: &str) -> Problem {
     Problem::fail(
         Owner::Server,
-        "tool_choice_not_enforced",
+        ProblemCode::ToolChoiceNotEnforced,
         format!(
             "tool_choice {} was not enforced: {what} ({})",
             request.get("tool_choice").unwrap_or(&Value::Null),
