@@ -22,7 +22,7 @@ use crate::report::{Baseline, Report};
 
 use logscan::{LogFollower, LogHit};
 use signals::Reading;
-use stalled::ProbeSample;
+use crate::events::watch::ProbeSample;
 use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
 
 /// How a watch ended.

@@ -8,6 +8,7 @@ use crate::metrics::names::{
     self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS,
 };
 use crate::metrics::{Engine, MetricsSnapshot};
+pub use crate::events::watch::Reset;
 
 pub use crate::metrics::names::{
     CACHE_HITS, CACHE_QUERIES, FINISHED_HIST, ITL, KV_USAGE, RUNNING, TTFT, WAITING,
@@ -171,14 +172,6 @@ impl Reading {
         r.start_time = m.sum("process_start_time_seconds");
         r
     }
-}
-
-/// A counter restart seen between two readings.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Reset {
-    /// Seconds into the watch of the reading after the restart.
-    pub t: f64,
-    pub what: String,
 }
 
 /// True when `after` comes from a restarted server: its start time changed, any
