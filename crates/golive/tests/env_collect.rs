@@ -376,3 +376,70 @@ fn container_probes_end_to_end() {
     );
     assert_eq!(st("cuda_layers"), Status::Fail);
 }
+
+/// A probe that hangs (a `docker logs` that never returns) is killed at `--timeout`:
+/// recorded as timed out, what it wrote kept apart from the contract file, and the
+/// collection goes on.
+#[test]
+fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pid_file = tmp.path().join("logs.pid");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  logs)\n    echo \"INFO 01-02 03:04:05 api_server.py:1 vLLM API server version 0.27.1\" >&2\n    echo \"INFO 01-02 03:04:06 loading weights\"\n    echo $$ > '{pid}'\n    exec sleep 120 ;;\n  *) exit 1 ;;\nesac\n",
+        pid = pid_file.display()
+    );
+    std::fs::write(bin.join("docker"), script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("docker"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(common::golive_bin())
+        .env("PATH", path)
+        .args([
+            "collect",
+            "--out",
+            tmp.path().join("out").to_str().unwrap(),
+            "--container",
+            "stuck",
+            "--timeout",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let m = manifest(&dir);
+    let logs = m.probes.iter().find(|p| p.name == "docker logs").unwrap();
+    assert!(logs.timed_out && !logs.ok(), "{logs:?}");
+    assert_eq!(logs.exit_status, None);
+    assert_eq!(logs.output.as_deref(), Some("startup.log.partial.txt"));
+    let error = logs.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("timed out after 2s; killed; the ") && error.ends_with(" bytes it wrote until then are kept"),
+        "{error}"
+    );
+    assert!(stderr.contains("timed out"), "the summary names it: {stderr}");
+    let partial = std::fs::read_to_string(dir.join("raw/startup.log.partial.txt")).unwrap();
+    assert!(partial.contains("loading weights") && partial.contains("vLLM API server version 0.27.1"));
+    assert!(!dir.join("raw/startup.log").exists(), "the contract file holds whole output only");
+    // The probes after it still ran.
+    assert!(m.probes.iter().any(|p| p.name == "container nvidia-smi"));
+    // The hanging program was killed, not left behind.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let gone = (0..100).any(|_| {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        false
+    });
+    assert!(gone, "docker logs (pid {}) still runs", pid.trim());
+}

@@ -428,39 +428,33 @@ pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
 
 async fn collect_all(args: &CollectOptions) -> Vec<Collected> {
     use futures_util::stream::{self, StreamExt};
-    let local = !args.no_local || args.ssh.is_empty();
-    let hosts: Vec<&str> = args
-        .ssh
-        .iter()
-        .map(|h| h.trim())
-        .filter(|h| !h.is_empty())
-        .collect();
-    let jobs = local
-        .then_some(None)
-        .into_iter()
-        .chain(hosts.into_iter().map(Some));
-    stream::iter(jobs)
+    let local = async {
+        if args.no_local && !args.ssh.is_empty() {
+            return None;
+        }
+        Some(Collected {
+            host: "local".into(),
+            result: collect_local(args)
+                .await
+                .map(|(dir, manifest)| (dir, Some(manifest))),
+        })
+    };
+    let hosts = args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty());
+    let remote = stream::iter(hosts)
         .map(|host| async move {
-            match host {
-                None => Collected {
-                    host: "local".into(),
-                    result: collect_local(args)
-                        .await
-                        .map(|(dir, manifest)| (dir, Some(manifest))),
-                },
-                Some(host) => Collected {
-                    host: host.to_string(),
-                    result: collect_remote(host, args).await.map(|dir| {
-                        let manifest = std::fs::read_to_string(dir.join(MANIFEST))
-                            .ok()
-                            .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
-                        (dir, manifest)
-                    }),
-                },
+            Collected {
+                host: host.to_string(),
+                result: collect_remote(host, args).await.map(|dir| {
+                    let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+                    (dir, manifest)
+                }),
             }
         })
-        // `buffered` keeps the order and runs at most this many at once.
-        .buffered(args.ssh_parallel.max(1) + usize::from(local))
-        .collect()
-        .await
+        // `buffered` keeps the order and runs at most this many hosts at once.
+        .buffered(args.ssh_parallel.max(1))
+        .collect::<Vec<_>>();
+    let (local, remote) = tokio::join!(local, remote);
+    local.into_iter().chain(remote).collect()
 }
