@@ -204,35 +204,52 @@ fn vllm_docs_sample_keeps_the_family_and_names_the_elided_line() {
 
 #[test]
 fn live_llama_server_page() {
-    let url = common::local_server_url();
+    let url = format!("{}/metrics", common::local_server_url());
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     let client = reqwest::Client::new();
     let m = rt
-        .block_on(MetricsSnapshot::scrape(&client, &format!("{url}/metrics")))
+        .block_on(MetricsSnapshot::scrape(&client, &url))
         .unwrap();
     assert!(m.problems.is_empty(), "{:?}", m.problems);
     assert_eq!(m.engine(), Some(Engine::LlamaCpp));
-    for family in [
-        "llamacpp:prompt_tokens_total",
-        "llamacpp:tokens_predicted_total",
-    ] {
-        let s = m
-            .samples
+    // Every line of a second scrape, read the simple way, against the reader.
+    let text = rt
+        .block_on(async { client.get(&url).send().await?.text().await })
+        .unwrap();
+    let (records, errors) = read(text.as_bytes());
+    assert!(errors.is_empty(), "{errors:?}");
+    let mut types = Vec::new();
+    let mut lines = 0;
+    let got = samples(&records);
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let (name, kind) = rest.split_once(' ').unwrap();
+            types.push((name.to_string(), kind.to_string()));
+        } else if !line.starts_with('#') {
+            let (name, value) = line.split_once(' ').unwrap();
+            let s = got[lines];
+            assert_eq!(s.metric, name);
+            assert!(name.starts_with("llamacpp:"), "{name}");
+            assert_eq!(s.value, value.parse::<f64>().unwrap(), "{name}");
+            assert_eq!(type_word(s.kind), naive_type(&types, name), "{name}");
+            lines += 1;
+        }
+    }
+    assert_eq!(got.len(), lines);
+    assert!(lines >= 10, "{text}");
+    let kind_of = |family: &str| {
+        m.samples
             .iter()
             .find(|s| s.metric == family)
-            .unwrap_or_else(|| panic!("{family} missing: {:?}", m.samples));
-        assert_eq!(s.kind, MetricType::Counter, "{family}");
-        assert!(s.value >= 0.0);
-    }
-    let gauge = m
-        .samples
-        .iter()
-        .find(|s| s.metric == "llamacpp:requests_processing")
-        .unwrap();
-    assert_eq!(gauge.kind, MetricType::Gauge);
+            .unwrap_or_else(|| panic!("{family} missing: {text}"))
+            .kind
+    };
+    assert_eq!(kind_of("llamacpp:prompt_tokens_total"), MetricType::Counter);
+    assert_eq!(kind_of("llamacpp:tokens_predicted_total"), MetricType::Counter);
+    assert_eq!(kind_of("llamacpp:requests_processing"), MetricType::Gauge);
     assert!(m.sum("llamacpp:prompt_tokens").is_some());
 }
 
