@@ -422,19 +422,29 @@ fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
     assert_eq!(logs.output.as_deref(), Some("startup.log.partial.txt"));
     let error = logs.error.as_deref().unwrap_or_default();
     assert!(
-        error.starts_with("timed out after 2s; killed; the ") && error.ends_with(" bytes it wrote until then are kept"),
+        error.starts_with("timed out after 2s; killed; the ")
+            && error.ends_with(" bytes it wrote until then are kept"),
         "{error}"
     );
-    assert!(stderr.contains("timed out"), "the summary names it: {stderr}");
+    assert!(
+        stderr.contains("timed out"),
+        "the summary names it: {stderr}"
+    );
     let partial = std::fs::read_to_string(dir.join("raw/startup.log.partial.txt")).unwrap();
-    assert!(partial.contains("loading weights") && partial.contains("vLLM API server version 0.27.1"));
-    assert!(!dir.join("raw/startup.log").exists(), "the contract file holds whole output only");
+    assert!(
+        partial.contains("loading weights") && partial.contains("vLLM API server version 0.27.1")
+    );
+    assert!(
+        !dir.join("raw/startup.log").exists(),
+        "the contract file holds whole output only"
+    );
     // The probes after it still ran.
     assert!(m.probes.iter().any(|p| p.name == "container nvidia-smi"));
     // The hanging program was killed, not left behind.
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     let gone = (0..100).any(|_| {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
         if stat.is_empty() || stat.contains(") Z ") {
             return true;
         }

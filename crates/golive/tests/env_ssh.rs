@@ -242,13 +242,20 @@ fn several_hosts_in_parallel_bounded_each_failure_apart() {
         let out = cmd.output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{stderr}");
-        assert!(stderr.contains("127.0.0.2: ssh to 127.0.0.2 failed"), "{stderr}");
+        assert!(
+            stderr.contains("127.0.0.2: ssh to 127.0.0.2 failed"),
+            "{stderr}"
+        );
         let paths: Vec<PathBuf> = String::from_utf8(out.stdout)
             .unwrap()
             .lines()
             .map(PathBuf::from)
             .collect();
-        assert_eq!(paths.len(), 3, "local and two remote bundles: {paths:?}\n{stderr}");
+        assert_eq!(
+            paths.len(),
+            3,
+            "local and two remote bundles: {paths:?}\n{stderr}"
+        );
         let distinct: std::collections::HashSet<&PathBuf> = paths.iter().collect();
         assert_eq!(distinct.len(), 3, "{paths:?}");
         for p in &paths {

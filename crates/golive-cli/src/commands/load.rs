@@ -233,8 +233,8 @@ fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
         .into_iter()
         .map(String::from)
         .chain(args.job_args.iter().cloned());
-    let parser = <LoadArgs as clap::Args>::augment_args(clap::Command::new("load"))
-        .args_override_self(true);
+    let parser =
+        <LoadArgs as clap::Args>::augment_args(clap::Command::new("load")).args_override_self(true);
     let sub = parser
         .try_get_matches_from(argv)
         .map_err(|e| anyhow::anyhow!("the shards' load arguments after `--`: {e}"))?;

@@ -28,7 +28,8 @@ pub(super) async fn packages(c: &mut Collector, exec: &[String], what: &str) {
             &with_prefix(exec, &["python3", "-c", PACKAGES_PY]),
             names::PYTHON_PACKAGES,
             Keep::Stdout,
-        ).await
+        )
+        .await
         .is_some_and(|out| {
             crate::envparse::parse_python_packages(&String::from_utf8_lossy(&out)).is_some()
         });
@@ -38,7 +39,8 @@ pub(super) async fn packages(c: &mut Collector, exec: &[String], what: &str) {
             &with_prefix(exec, &["pip", "list", "--format", "json"]),
             names::PYTHON_PACKAGES,
             Keep::Stdout,
-        ).await;
+        )
+        .await;
     }
 }
 
@@ -63,7 +65,8 @@ pub(super) async fn config_file(c: &mut Collector, exec: Option<&[String]>, pid:
                 &with_prefix(exec, &["cat", &path]),
                 names::VLLM_CONFIG,
                 Keep::Stdout,
-            ).await;
+            )
+            .await;
         }
         (None, Some(pid)) => {
             // The process's own view of the file system: its root and working directory.

@@ -27,7 +27,8 @@ pub(super) async fn crash_record(c: &mut Collector, pod: &str, namespace: Option
         &kubectl(pod, namespace, &["kubectl", "get", "pod"], &["-o", "json"]),
         names::POD_JSON,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     // No earlier container (never restarted) is an error of kubectl, and an answer:
     // the message is kept in pod-previous.log.failed.txt.
     c.cmd(
@@ -40,7 +41,8 @@ pub(super) async fn crash_record(c: &mut Collector, pod: &str, namespace: Option
         ),
         names::POD_PREVIOUS_LOG,
         Keep::Both,
-    ).await;
+    )
+    .await;
     let mut events = vec!["kubectl".to_string(), "get".into(), "events".into()];
     if let Some(n) = namespace {
         events.extend(["-n".to_string(), n.to_string()]);
@@ -51,5 +53,6 @@ pub(super) async fn crash_record(c: &mut Collector, pod: &str, namespace: Option
         "-o".into(),
         "json".into(),
     ]);
-    c.cmd("pod events", &events, names::POD_EVENTS, Keep::Stdout).await;
+    c.cmd("pod events", &events, names::POD_EVENTS, Keep::Stdout)
+        .await;
 }

@@ -102,7 +102,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         &["nvidia-smi"],
         names::NVIDIA_SMI,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     c.cmd(
         "nvidia-smi query",
         &[
@@ -118,7 +119,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         &["nvidia-smi", "topo", "-m"],
         names::NVIDIA_SMI_TOPO,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     c.cmd(
         "nvidia-smi compute apps",
         &[
@@ -128,44 +130,52 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         ],
         names::NVIDIA_SMI_APPS,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     c.file(
         "driver version",
         Path::new("/proc/driver/nvidia/version"),
         names::DRIVER_VERSION,
     );
-    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout).await;
+    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout)
+        .await;
     c.file("kernel modules", Path::new("/proc/modules"), names::LSMOD);
     c.cmd(
         "ibv_devinfo",
         &["ibv_devinfo"],
         names::IBV_DEVINFO,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     c.cmd(
         "ip link",
         &["ip", "-br", "link"],
         names::IP_LINK,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
     c.cmd(
         "local CUDA toolkit",
         &["nvcc", "--version"],
         names::NVCC,
         Keep::Stdout,
-    ).await;
+    )
+    .await;
 
     // The serving container or pod.
     let mut have_cmdline = false;
     let mut have_env = false;
     let mut have_version = false;
     if let Some(name) = &args.container {
-        if let Some(bytes) = c.cmd(
-            "docker inspect",
-            &["docker", "inspect", name],
-            names::DOCKER_INSPECT,
-            Keep::Stdout,
-        ).await {
+        if let Some(bytes) = c
+            .cmd(
+                "docker inspect",
+                &["docker", "inspect", name],
+                names::DOCKER_INSPECT,
+                Keep::Stdout,
+            )
+            .await
+        {
             let info = crate::envparse::parse_docker_inspect(&String::from_utf8_lossy(&bytes));
             let image = info.image_id.clone().or(info.image_ref.clone());
             if let Some(image) = image {
@@ -174,7 +184,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
                     &["docker", "image", "inspect", &image],
                     names::DOCKER_IMAGE_INSPECT,
                     Keep::Stdout,
-                ).await;
+                )
+                .await;
             }
             let mut argv: Vec<String> = info.path.iter().cloned().collect();
             argv.extend(info.args.iter().cloned());
@@ -206,13 +217,15 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             &["docker", "logs", "--timestamps", name],
             names::STARTUP_LOG,
             Keep::Both,
-        ).await;
+        )
+        .await;
         c.cmd(
             "container nvidia-smi",
             &["docker", "exec", name, "nvidia-smi"],
             names::CONTAINER_NVIDIA_SMI,
             Keep::Stdout,
-        ).await;
+        )
+        .await;
         c.cmd(
             "container CUDA runtime",
             &["docker", "exec", name, "sh", "-c", "echo CUDA_VERSION=$CUDA_VERSION; cat /usr/local/cuda/version.json 2>/dev/null | head -c 4000"],
@@ -232,13 +245,15 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
                 ],
                 names::VLLM_VERSION,
                 Keep::Stdout,
-            ).await
+            )
+            .await
             .is_some();
         inside::packages(
             &mut c,
             &["docker".into(), "exec".into(), name.clone()],
             "container",
-        ).await;
+        )
+        .await;
     }
     if let Some(pod) = &args.pod {
         let mut target: Vec<String> = vec![pod.clone()];
@@ -257,19 +272,22 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             &mk(&["kubectl", "get", "pod"], &["-o", "yaml"]),
             names::POD_SPEC,
             Keep::Stdout,
-        ).await;
+        )
+        .await;
         c.cmd(
             "pod logs",
             &mk(&["kubectl", "logs"], &["--timestamps"]),
             names::STARTUP_LOG,
             Keep::Both,
-        ).await;
+        )
+        .await;
         c.cmd(
             "pod nvidia-smi",
             &mk(&["kubectl", "exec"], &["--", "nvidia-smi"]),
             names::CONTAINER_NVIDIA_SMI,
             Keep::Stdout,
-        ).await;
+        )
+        .await;
         have_version = c
             .cmd(
                 "pod vLLM version",
@@ -284,7 +302,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
                 ),
                 names::VLLM_VERSION,
                 Keep::Stdout,
-            ).await
+            )
+            .await
             .is_some();
         inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod").await;
         kube::crash_record(&mut c, pod, args.namespace.as_deref()).await;
@@ -303,7 +322,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             ],
             names::PROBE_IMAGE,
             Keep::Evidence,
-        ).await;
+        )
+        .await;
     }
 
     // The serving process.
@@ -359,7 +379,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             &["vllm", "--version"],
             names::VLLM_VERSION,
             Keep::Stdout,
-        ).await
+        )
+        .await
         .is_none()
     {
         c.cmd(
@@ -367,7 +388,8 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             &["python3", "-c", "import vllm; print(vllm.__version__)"],
             names::VLLM_VERSION,
             Keep::Stdout,
-        ).await;
+        )
+        .await;
     }
     if let Some(log) = &args.log {
         c.file("startup log", log, names::STARTUP_LOG);

@@ -190,9 +190,7 @@ fn move_to_free_name(from: &Path, dir: &Path, name: &str) -> anyhow::Result<Path
                 return Ok(to);
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(e).with_context(|| format!("cannot create {}", to.display()))
-            }
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", to.display())),
         }
     }
     anyhow::bail!("no free bundle name for {name} in {}", dir.display())

@@ -251,7 +251,10 @@ impl<'a> Reader<'a> {
             return Err(c.unexpected("after the metric name"));
         }
         let value = parse_number(c.word()).ok_or_else(|| {
-            format!("the value of `{metric}` is not a number: {:?}", shorten(c.last_word()))
+            format!(
+                "the value of `{metric}` is not a number: {:?}",
+                shorten(c.last_word())
+            )
         })?;
         c.skip_blanks();
         let mut timestamp = None;
@@ -534,10 +537,7 @@ impl<'a> Cursor<'a> {
             return Err(self.unexpected(&format!("where a {what} starts")));
         }
         self.pos += 1;
-        while self
-            .peek()
-            .is_some_and(|b| first(b) || b.is_ascii_digit())
-        {
+        while self.peek().is_some_and(|b| first(b) || b.is_ascii_digit()) {
             self.pos += 1;
         }
         Ok(self.s[start..self.pos].to_string())
@@ -547,7 +547,10 @@ impl<'a> Cursor<'a> {
         if self.peek() == Some(b'"') {
             return self.quoted("metric name");
         }
-        self.ident(|b| b.is_ascii_alphabetic() || b == b'_' || b == b':', "metric name")
+        self.ident(
+            |b| b.is_ascii_alphabetic() || b == b'_' || b == b':',
+            "metric name",
+        )
     }
     /// `[a-zA-Z_][a-zA-Z0-9_]*`.
     fn label_name(&mut self) -> Result<String, String> {

@@ -20,8 +20,8 @@ use crate::report::{Baseline, Report};
 use super::prometheus::{selector_matchers, with_matchers, PrometheusApi, Series};
 use super::signals::Reading;
 use super::triggers::{self, Limits};
-pub use crate::events::watch::{FleetEvaluation, FleetFiring, ReplicaWindow};
 use super::WatchEnd;
+pub use crate::events::watch::{FleetEvaluation, FleetFiring, ReplicaWindow};
 
 #[derive(Debug, Clone)]
 pub struct FleetOptions {

@@ -4,11 +4,11 @@
 //!
 //! Metric names come from [`crate::metrics::names`].
 
+pub use crate::events::watch::Reset;
 use crate::metrics::names::{
     self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS,
 };
 use crate::metrics::{Engine, MetricsSnapshot};
-pub use crate::events::watch::Reset;
 
 pub use crate::metrics::names::{
     CACHE_HITS, CACHE_QUERIES, FINISHED_HIST, ITL, KV_USAGE, RUNNING, TTFT, WAITING,
