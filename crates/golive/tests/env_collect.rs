@@ -252,6 +252,29 @@ fn no_secret_lands_in_a_bundle() {
     drop(server);
 }
 
+/// Writes an executable script.
+fn write_script(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `golive collect --out OUT ARGS` with `bin` first on PATH.
+fn collect_with_path(bin: &Path, out: &Path, args: &[&str]) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(common::golive_bin())
+        .env("PATH", path)
+        .args(["collect", "--out", out.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// A `docker` on PATH that answers like the real CLI with outputs in the real
 /// formats (fixtures), so the container probes run end to end without a daemon.
 fn docker_shim(dir: &Path) -> PathBuf {
@@ -280,11 +303,7 @@ esac
         log = f("startup_ok.log"),
         smi = f("nvidia-smi_580.95.05_b300_8gpu.txt"),
     );
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("docker");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_script(&dir.join("docker"), &script);
     dir.to_path_buf()
 }
 
@@ -293,28 +312,18 @@ fn container_probes_end_to_end() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let shim = docker_shim(&tmp.path().join("bin"));
-    let path = format!(
-        "{}:{}",
-        shim.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(common::golive_bin())
-        .env("PATH", path)
-        .args([
-            "collect",
-            "--out",
-            tmp.path().join("out").to_str().unwrap(),
+    let out = collect_with_path(
+        &shim,
+        &tmp.path().join("out"),
+        &[
             "--container",
             "kimi-k3",
-        ])
-        .args([
             "--probe-image",
             "vllm/vllm-openai:kimi-k3",
             "--timeout",
             "20",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -385,33 +394,17 @@ fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let bin = tmp.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
     let pid_file = tmp.path().join("logs.pid");
     let script = format!(
         "#!/bin/sh\ncase \"$1\" in\n  logs)\n    echo \"INFO 01-02 03:04:05 api_server.py:1 vLLM API server version 0.27.1\" >&2\n    echo \"INFO 01-02 03:04:06 loading weights\"\n    echo $$ > '{pid}'\n    exec sleep 120 ;;\n  *) exit 1 ;;\nesac\n",
         pid = pid_file.display()
     );
-    std::fs::write(bin.join("docker"), script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(bin.join("docker"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    write_script(&bin.join("docker"), &script);
+    let out = collect_with_path(
+        &bin,
+        &tmp.path().join("out"),
+        &["--container", "stuck", "--timeout", "2"],
     );
-    let out = Command::new(common::golive_bin())
-        .env("PATH", path)
-        .args([
-            "collect",
-            "--out",
-            tmp.path().join("out").to_str().unwrap(),
-            "--container",
-            "stuck",
-            "--timeout",
-            "2",
-        ])
-        .output()
-        .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());

@@ -65,6 +65,27 @@ fn leftovers() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `golive collect ARGS` with the sshd's client options: exit code, the bundle paths
+/// on stdout, stderr.
+fn collect_with(sshd: &Sshd, args: &[&str]) -> (Option<i32>, Vec<PathBuf>, String) {
+    let mut cmd = Command::new(common::golive_bin());
+    cmd.arg("collect").args(args);
+    for o in &sshd.options {
+        cmd.args(["--ssh-option", o]);
+    }
+    let out = cmd.output().unwrap();
+    let paths = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(PathBuf::from)
+        .collect();
+    (
+        out.status.code(),
+        paths,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn collect_over_ssh_copies_itself_and_brings_bundles_back() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -74,27 +95,18 @@ fn collect_over_ssh_copies_itself_and_brings_bundles_back() {
     };
     let before = leftovers();
     let out_dir = tmp.path().join("bundles");
-    let mut cmd = Command::new(common::golive_bin());
-    cmd.args([
-        "collect",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--timeout",
-        "20",
-        "--ssh",
-        "127.0.0.1",
-    ]);
-    for o in &sshd.options {
-        cmd.args(["--ssh-option", o]);
-    }
-    let out = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    let paths: Vec<PathBuf> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(PathBuf::from)
-        .collect();
+    let (code, paths, stderr) = collect_with(
+        &sshd,
+        &[
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--timeout",
+            "20",
+            "--ssh",
+            "127.0.0.1",
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         paths.len(),
         2,
@@ -141,30 +153,21 @@ fn collect_over_ssh_with_remote_golive_and_a_failing_host() {
     };
     let out_dir = tmp.path().join("bundles");
     let bin = common::golive_bin();
-    let mut cmd = Command::new(&bin);
-    cmd.args([
-        "collect",
-        "--out",
-        out_dir.to_str().unwrap(),
-        "--no-local",
-        "--remote-golive",
-        bin.to_str().unwrap(),
-        "--ssh",
-        "127.0.0.1,127.0.0.2",
-    ]);
-    for o in &sshd.options {
-        cmd.args(["--ssh-option", o]);
-    }
-    let out = cmd.output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, paths, stderr) = collect_with(
+        &sshd,
+        &[
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--no-local",
+            "--remote-golive",
+            bin.to_str().unwrap(),
+            "--ssh",
+            "127.0.0.1,127.0.0.2",
+        ],
+    );
     // One host answered, 127.0.0.2 has no sshd: exit 1, the good bundle is still there.
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("127.0.0.2"), "{stderr}");
-    let paths: Vec<PathBuf> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(PathBuf::from)
-        .collect();
     assert_eq!(paths.len(), 1, "{paths:?}");
     assert!(paths[0].join("manifest.json").is_file());
 }
@@ -222,35 +225,27 @@ fn several_hosts_in_parallel_bounded_each_failure_apart() {
         // Two names for the one sshd (the same remote host name, so the copied bundles'
         // names collide with each other and with this host's own) and a host without sshd.
         let hosts = format!("127.0.0.1,{user}@127.0.0.1,127.0.0.2");
-        let mut cmd = Command::new(common::golive_bin());
-        cmd.args([
-            "collect",
-            "--out",
-            out_dir.to_str().unwrap(),
-            "--timeout",
-            "20",
-            "--remote-golive",
-            wrapper.to_str().unwrap(),
-            "--ssh",
-            &hosts,
-            "--ssh-parallel",
-            &parallel.to_string(),
-        ]);
-        for o in &sshd.options {
-            cmd.args(["--ssh-option", o]);
-        }
-        let out = cmd.output().unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        let parallel_arg = parallel.to_string();
+        let (code, paths, stderr) = collect_with(
+            &sshd,
+            &[
+                "--out",
+                out_dir.to_str().unwrap(),
+                "--timeout",
+                "20",
+                "--remote-golive",
+                wrapper.to_str().unwrap(),
+                "--ssh",
+                &hosts,
+                "--ssh-parallel",
+                &parallel_arg,
+            ],
+        );
+        assert_eq!(code, Some(1), "{stderr}");
         assert!(
             stderr.contains("127.0.0.2: ssh to 127.0.0.2 failed"),
             "{stderr}"
         );
-        let paths: Vec<PathBuf> = String::from_utf8(out.stdout)
-            .unwrap()
-            .lines()
-            .map(PathBuf::from)
-            .collect();
         assert_eq!(
             paths.len(),
             3,
