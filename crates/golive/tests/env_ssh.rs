@@ -67,9 +67,10 @@ fn leftovers() -> Vec<String> {
 
 /// `golive collect ARGS` with the sshd's client options: exit code, the bundle paths
 /// on stdout, stderr.
-fn collect_with(sshd: &Sshd, args: &[&str]) -> (Option<i32>, Vec<PathBuf>, String) {
+fn collect_with(sshd: &Sshd, out: &Path, args: &[&str]) -> (Option<i32>, Vec<PathBuf>, String) {
     let mut cmd = Command::new(common::golive_bin());
-    cmd.arg("collect").args(args);
+    cmd.args(["collect", "--out", out.to_str().unwrap()])
+        .args(args);
     for o in &sshd.options {
         cmd.args(["--ssh-option", o]);
     }
@@ -95,17 +96,8 @@ fn collect_over_ssh_copies_itself_and_brings_bundles_back() {
     };
     let before = leftovers();
     let out_dir = tmp.path().join("bundles");
-    let (code, paths, stderr) = collect_with(
-        &sshd,
-        &[
-            "--out",
-            out_dir.to_str().unwrap(),
-            "--timeout",
-            "20",
-            "--ssh",
-            "127.0.0.1",
-        ],
-    );
+    let (code, paths, stderr) =
+        collect_with(&sshd, &out_dir, &["--timeout", "20", "--ssh", "127.0.0.1"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         paths.len(),
@@ -155,9 +147,8 @@ fn collect_over_ssh_with_remote_golive_and_a_failing_host() {
     let bin = common::golive_bin();
     let (code, paths, stderr) = collect_with(
         &sshd,
+        &out_dir,
         &[
-            "--out",
-            out_dir.to_str().unwrap(),
             "--no-local",
             "--remote-golive",
             bin.to_str().unwrap(),
@@ -228,9 +219,8 @@ fn several_hosts_in_parallel_bounded_each_failure_apart() {
         let parallel_arg = parallel.to_string();
         let (code, paths, stderr) = collect_with(
             &sshd,
+            &out_dir,
             &[
-                "--out",
-                out_dir.to_str().unwrap(),
                 "--timeout",
                 "20",
                 "--remote-golive",
