@@ -1,4 +1,5 @@
-//! Prometheus `/metrics` scraping with family-aware lookups.
+//! Prometheus `/metrics` scraping with family-aware lookups; the page is read by
+//! [`exposition`], golive's own reader of the text format.
 //!
 //! Counters appear as `x_total` (plus `x_created`) in newer clients and as `x` in
 //! older ones; lookups match the family, so callers name `vllm:prefix_cache_hits`
