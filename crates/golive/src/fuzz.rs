@@ -52,11 +52,6 @@ fn client_event(data: &[u8]) {
 
 fn metrics(data: &[u8]) {
     // The reader on the raw bytes (invalid UTF-8 included), then the snapshot's lookups.
-    for record in crate::metrics::exposition::Reader::new(data) {
-        if let Err(e) = record {
-            assert!(e.line >= 1, "an error names its line");
-        }
-    }
     let Ok(m) = crate::metrics::MetricsSnapshot::parse_bytes(data) else {
         return;
     };
@@ -265,9 +260,7 @@ pub const TARGETS: &[Target] = &[
             "\\n",
             "\\",
             "\r\n",
-            "\t",
             "_created ",
-            "_total",
             "vllm:num_requests_running{model_name=\"m\"} 1\n",
             "_bucket{le=\"+Inf\"} 3\n",
             "_sum 1.5\n",
