@@ -51,7 +51,8 @@ fn client_event(data: &[u8]) {
 }
 
 fn metrics(data: &[u8]) {
-    let Ok(m) = crate::metrics::MetricsSnapshot::parse(&text(data)) else {
+    // The reader on the raw bytes (invalid UTF-8 included), then the snapshot's lookups.
+    let Ok(m) = crate::metrics::MetricsSnapshot::parse_bytes(data) else {
         return;
     };
     for fam in [
@@ -253,6 +254,17 @@ pub const TARGETS: &[Target] = &[
             "# TYPE vllm:x histogram\n",
             "# HELP x y\n",
             "# TYPE x counter\n",
+            "# TYPE vllm:x summary\n",
+            "# UNIT x seconds\n",
+            "# EOF\n",
+            "{quantile=\"0.5\"} ",
+            " # {trace_id=\"a\"} 1 2\n",
+            "{\"quoted.name\", ",
+            "\\\"",
+            "\\n",
+            "\\",
+            "\r\n",
+            "_created ",
             "vllm:num_requests_running{model_name=\"m\"} 1\n",
             "_bucket{le=\"+Inf\"} 3\n",
             "_sum 1.5\n",
@@ -267,7 +279,7 @@ pub const TARGETS: &[Target] = &[
             "1e308",
             " 1700000000000\n",
         ],
-        inline: &[],
+        inline: &["# TYPE foo_seconds histogram\n# UNIT foo_seconds seconds\nfoo_seconds_bucket{le=\"0.1\"} 8 # {trace_id=\"K\"} 0.067 1.6e9\nfoo_seconds_bucket{le=\"+Inf\"} 17\nfoo_seconds_count 17\nfoo_seconds_sum 324789.3\nfoo_seconds_created 1520430000.123\n# TYPE rpc summary\nrpc{quantile=\"0.5\"} NaN\nrpc_sum 1\nrpc_count 2\n{\"a.b\", \"c.d\"=\"e\\\\\\n\\\"\"} 4 -3982045\n# EOF\n"],
     },
     Target {
         name: "nvidia_smi",

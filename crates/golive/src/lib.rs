@@ -11,6 +11,7 @@ pub mod bundle_format;
 pub mod check;
 pub mod client;
 pub mod collect;
+pub mod command;
 pub mod diff;
 pub mod envparse;
 pub mod events;

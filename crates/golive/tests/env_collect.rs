@@ -252,6 +252,29 @@ fn no_secret_lands_in_a_bundle() {
     drop(server);
 }
 
+/// Writes an executable script.
+fn write_script(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// `golive collect --out OUT ARGS` with `bin` first on PATH.
+fn collect_with_path(bin: &Path, out: &Path, args: &[&str]) -> std::process::Output {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new(common::golive_bin())
+        .env("PATH", path)
+        .args(["collect", "--out", out.to_str().unwrap()])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// A `docker` on PATH that answers like the real CLI with outputs in the real
 /// formats (fixtures), so the container probes run end to end without a daemon.
 fn docker_shim(dir: &Path) -> PathBuf {
@@ -280,11 +303,7 @@ esac
         log = f("startup_ok.log"),
         smi = f("nvidia-smi_580.95.05_b300_8gpu.txt"),
     );
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("docker");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_script(&dir.join("docker"), &script);
     dir.to_path_buf()
 }
 
@@ -293,28 +312,18 @@ fn container_probes_end_to_end() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let shim = docker_shim(&tmp.path().join("bin"));
-    let path = format!(
-        "{}:{}",
-        shim.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(common::golive_bin())
-        .env("PATH", path)
-        .args([
-            "collect",
-            "--out",
-            tmp.path().join("out").to_str().unwrap(),
+    let out = collect_with_path(
+        &shim,
+        &tmp.path().join("out"),
+        &[
             "--container",
             "kimi-k3",
-        ])
-        .args([
             "--probe-image",
             "vllm/vllm-openai:kimi-k3",
             "--timeout",
             "20",
-        ])
-        .output()
-        .unwrap();
+        ],
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -375,4 +384,65 @@ fn container_probes_end_to_end() {
         "container view of the host driver"
     );
     assert_eq!(st("cuda_layers"), Status::Fail);
+}
+
+/// A probe that hangs (a `docker logs` that never returns) is killed at `--timeout`:
+/// recorded as timed out, what it wrote kept apart from the contract file, and the
+/// collection goes on.
+#[test]
+fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    let pid_file = tmp.path().join("logs.pid");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  logs)\n    echo \"INFO 01-02 03:04:05 api_server.py:1 vLLM API server version 0.27.1\" >&2\n    echo \"INFO 01-02 03:04:06 loading weights\"\n    echo $$ > '{pid}'\n    exec sleep 120 ;;\n  *) exit 1 ;;\nesac\n",
+        pid = pid_file.display()
+    );
+    write_script(&bin.join("docker"), &script);
+    let out = collect_with_path(
+        &bin,
+        &tmp.path().join("out"),
+        &["--container", "stuck", "--timeout", "2"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let m = manifest(&dir);
+    let logs = m.probes.iter().find(|p| p.name == "docker logs").unwrap();
+    assert!(logs.timed_out && !logs.ok(), "{logs:?}");
+    assert_eq!(logs.exit_status, None);
+    assert_eq!(logs.output.as_deref(), Some("startup.log.partial.txt"));
+    let error = logs.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("timed out after 2s; killed; the ")
+            && error.ends_with(" bytes it wrote until then are kept"),
+        "{error}"
+    );
+    assert!(
+        stderr.contains("timed out"),
+        "the summary names it: {stderr}"
+    );
+    let partial = std::fs::read_to_string(dir.join("raw/startup.log.partial.txt")).unwrap();
+    assert!(
+        partial.contains("loading weights") && partial.contains("vLLM API server version 0.27.1")
+    );
+    assert!(
+        !dir.join("raw/startup.log").exists(),
+        "the contract file holds whole output only"
+    );
+    // The probes after it still ran.
+    assert!(m.probes.iter().any(|p| p.name == "container nvidia-smi"));
+    // The hanging program was killed, not left behind.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let gone = (0..100).any(|_| {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        false
+    });
+    assert!(gone, "docker logs (pid {}) still runs", pid.trim());
 }

@@ -412,8 +412,11 @@ fn a_log_command_is_followed_like_a_container_log() {
         t.contains("first cause: line 2: RuntimeError: NCCL error"),
         "{t}"
     );
-    // The follower is stopped with the watch, not waited for.
-    assert!(start.elapsed() < std::time::Duration::from_secs(10));
+    // The follower is killed with the watch, not waited for: well before its `sleep 30`
+    // ends (the first line builds the triage rules, several seconds of a debug build on
+    // a busy machine, hence not 10 s).
+    let took = start.elapsed();
+    assert!(took < std::time::Duration::from_secs(25), "{took:?}");
     let out = golive(&[
         "watch",
         "--url",

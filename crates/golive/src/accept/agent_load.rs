@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::agent::mix::{codes_summary, rate_cell, AgentMix};
+use crate::agent::mix::AgentMix;
 use crate::agent::AgentOptions;
 use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, RampStep, Stage, Status};
 
@@ -105,7 +105,7 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
             } else {
                 ""
             };
-            format!("{soak}c{} {}", p.concurrency, rate_cell(Some(p.agent)))
+            format!("{soak}c{} {}", p.concurrency, p.agent.rate_text())
         })
         .collect();
     let status = if !dropped.is_empty() {
@@ -133,9 +133,9 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
     }) {
         c.measurement.push_str(&format!(
             "; drops to {} at {} ({})",
-            rate_cell(Some(worst.agent)),
+            worst.agent.rate_text(),
             worst.label,
-            codes_summary(worst.agent)
+            worst.agent.codes_text()
         ));
     }
     let shown: Vec<&Phase> = if dropped.is_empty() {

@@ -174,7 +174,7 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             r = run_stages(args, events, &mut nodes, &mut report) => Some(r?),
             _ = tokio::signal::ctrl_c() => None,
         };
-        let end = finish(args, events, &mut report, outcome)?;
+        let end = finish(args, events, &mut report, outcome).await?;
         Ok(AcceptOutcome { end, report })
     })
 }
@@ -185,7 +185,7 @@ enum StagesEnd {
     Unreachable,
 }
 
-fn finish(
+async fn finish(
     args: &AcceptOptions,
     events: &Events,
     report: &mut Report,
@@ -195,7 +195,7 @@ fn finish(
         attach_triage(report, log);
     } else if let Some(name) = &args.server_container {
         if any_server_failure(report) {
-            match container_logs(name, &args.out) {
+            match container_logs(name, &args.out).await {
                 Ok(log) => attach_triage(report, &log),
                 Err(e) => {
                     events.warning(format!("cannot read the logs of container {name}: {e:#}"))

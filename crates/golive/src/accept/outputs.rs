@@ -29,30 +29,30 @@ pub(super) fn any_server_failure(report: &Report) -> bool {
         .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent))
 }
 
-/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`.
-pub(super) fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
+/// How long `docker logs` may take before it is killed (what it wrote is still kept).
+const CONTAINER_LOGS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`;
+/// a tool that hangs is killed at the deadline and what it wrote until then is kept.
+pub(super) async fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
     let mut last_err = None;
     for tool in ["docker", "podman"] {
-        match std::process::Command::new(tool)
-            .args(["logs", "--tail", "20000", name])
-            .output()
-        {
-            Ok(o) if o.status.success() => {
-                // Containers log to both streams; the engine's errors are usually on stderr.
-                let mut text = o.stdout;
-                text.extend_from_slice(&o.stderr);
-                let path = out.join("server-container.log");
-                crate::report::write_atomic(&path, &text)?;
-                return Ok(path);
-            }
-            Ok(o) => {
-                last_err = Some(anyhow::anyhow!(
-                    "{tool} logs {name}: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ))
-            }
-            Err(e) => last_err = Some(anyhow::anyhow!("{tool}: {e}")),
+        let argv = [tool, "logs", "--tail", "20000", name].map(String::from);
+        let o = crate::command::run(&argv, CONTAINER_LOGS_DEADLINE).await;
+        if o.success() || (o.timed_out && !(o.stdout.is_empty() && o.stderr.is_empty())) {
+            // Containers log to both streams; the engine's errors are usually on stderr.
+            let mut text = o.stdout;
+            text.extend_from_slice(&o.stderr);
+            let path = out.join("server-container.log");
+            crate::report::write_atomic(&path, &text)?;
+            return Ok(path);
         }
+        let why = if o.available {
+            crate::text::truncate(String::from_utf8_lossy(&o.stderr).trim(), 300)
+        } else {
+            o.error.unwrap_or_default()
+        };
+        last_err = Some(anyhow::anyhow!("{tool} logs {name}: {why}"));
     }
     Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no container tool")))
 }

@@ -176,6 +176,13 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
                 .map(|s| format!("{} {:?}", s.metric, s.value))
                 .collect::<Vec<_>>()
                 .join("\n");
+            // Lines the reader skipped: the page is kept, but say so.
+            if let Some(first) = m.problems.first() {
+                c.measurement
+                    .push_str(&format!("; {} unreadable line(s) skipped", m.problem_count));
+                c.evidence
+                    .push_str(&format!("\nfirst unreadable line: {first}"));
+            }
         }
         None => {
             c.status = Status::Warn;

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
 use super::Node;
-use crate::agent::mix::{rate_cell, AgentMix};
+use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
 use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, SoakSample, Stage, Status};
@@ -280,7 +280,7 @@ pub async fn run(
     let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
     if let Some(a) = &agent {
         c.measurement
-            .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+            .push_str(&format!(", agent conformance {}", a.rate_text()));
     }
     c.evidence = stats
         .error_examples

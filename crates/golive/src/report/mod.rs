@@ -265,6 +265,26 @@ impl AgentConformance {
     pub fn rate(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.conformant as f64 / self.requests as f64)
     }
+
+    /// The rate in percent for tables and evidence, `87% (7/8)`; `–` without agent requests.
+    pub fn rate_text(&self) -> String {
+        match self.rate() {
+            Some(r) => format!("{:.0}% ({}/{})", r * 100.0, self.conformant, self.requests),
+            None => "–".into(),
+        }
+    }
+
+    /// Failing-problem counts by code, e.g. `tool_call_markup_in_content ×3`.
+    pub fn codes_text(&self) -> String {
+        let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (code, n) in &self.failures_by_code {
+            *by.entry(code.as_str()).or_default() += n;
+        }
+        by.iter()
+            .map(|(code, n)| format!("{code} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// One request of the prefix-cache proof.

@@ -19,8 +19,9 @@ use crate::report::{Baseline, Report};
 
 use super::prometheus::{selector_matchers, with_matchers, PrometheusApi, Series};
 use super::signals::Reading;
-use super::triggers::{self, Evaluation, Limits};
+use super::triggers::{self, Limits};
 use super::WatchEnd;
+pub use crate::events::watch::{FleetEvaluation, FleetFiring, ReplicaWindow};
 
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -41,39 +42,6 @@ pub struct FleetOptions {
     pub imbalance_factor: f64,
     pub tool_error_counters: Vec<String>,
     pub target: crate::target::TargetOptions,
-}
-
-/// A finding over the fleet: a trigger on one replica, imbalance or absent.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FleetFiring {
-    /// A trigger id (`queue_growth`, ...), `imbalance` or `absent`.
-    pub kind: String,
-    pub replica: String,
-    pub title: String,
-    pub evidence: Vec<String>,
-}
-
-/// One replica's window.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ReplicaWindow {
-    pub replica: String,
-    pub up: Option<f64>,
-    pub absent: bool,
-    pub queue_mean: Option<f64>,
-    pub evaluation: Evaluation,
-}
-
-/// The judgement of one window over the fleet.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FleetEvaluation {
-    pub prometheus: String,
-    pub selector: String,
-    pub replica_label: String,
-    pub window_s: f64,
-    pub step_s: f64,
-    pub replicas: Vec<ReplicaWindow>,
-    pub firing: Vec<FleetFiring>,
-    pub notes: Vec<String>,
 }
 
 /// Imbalance floors: how far above the median of the others counts at least.

@@ -1,19 +1,13 @@
 //! The report's charts: which series each chart shows (latency, throughput, stream
 //! silence) and their colours.
 
-use super::svg::{bar_chart, line_chart};
+use super::svg::{bar_chart, line_chart, Series};
 use crate::report::{CheckId, Report};
 
 /// Series colours; the Chromium test looks for them in the screenshot.
 pub const COLORS: [&str; 6] = [
     "#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#17becf",
 ];
-
-pub(super) struct Series {
-    pub(super) name: String,
-    pub(super) color: &'static str,
-    pub(super) points: Vec<(f64, f64)>,
-}
 
 fn series(name: &str, color: &'static str, points: Vec<(f64, f64)>) -> Series {
     Series {

@@ -7,10 +7,12 @@
 
 use std::sync::Arc;
 
+pub mod watch;
+
 use crate::client::RequestRecord;
 use crate::load::OnRecord;
 use crate::report::{Check, RampStep, Stage};
-use crate::watch::triggers::Evaluation;
+use watch::{Evaluation, FleetEvaluation};
 
 /// Something that happened during a run.
 #[derive(Debug, Clone)]
@@ -42,7 +44,7 @@ pub enum Event {
     /// watch: a window was judged; `firing` is not empty when a trigger fired.
     Evaluated(Box<Evaluation>),
     /// watch --prometheus: a window over the fleet was judged.
-    FleetEvaluated(Box<crate::watch::fleet::FleetEvaluation>),
+    FleetEvaluated(Box<FleetEvaluation>),
     /// watch: the target did not answer (from the start, or longer than the grace).
     Unreachable(String),
 }
