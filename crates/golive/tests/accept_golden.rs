@@ -2,14 +2,15 @@
 //! report.json and report.md are compared with the files committed under
 //! `tests/golden/accept/`, after masking what varies from run to run (timestamps,
 //! durations and latencies, rates, ports, the output folder, the build's commit, the
-//! prefix-cache proof's session nonce). Restructuring the stages, the agent judge or the
+//! prefix-cache proof's session nonce and the token estimate that depends on it). Restructuring the stages, the agent judge or the
 //! report writers must leave both files as they are; a change on purpose is blessed
 //! with `GOLIVE_BLESS=1 cargo test -p golive --test accept_golden` and reviewed in the
 //! diff of the commit.
 //!
 //! The run: a healthy scripted server (4 tokens per answer, 2 ms apart) that ignores
 //! what it is asked, so the agent stage finds the same problems every time; every
-//! stage but the soak, whose request count depends on the machine's speed.
+//! stage but the soak, whose request count depends on the machine's speed. Checked
+//! stable over 25 runs on the busy 2-core machine.
 
 mod common;
 mod fault_server;
@@ -48,8 +49,9 @@ static TEXT_MASKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         // The ramp step (or soak) where the longest silence fell depends on timing.
         (r"\((ramp|soak) '[^']*'\)", "(STEP)"),
-        // The prefix-cache proof starts its prompts with a random session nonce.
-        (r"Session [0-9a-f]{12}\b", "Session NONCE"),
+        // The prefix-cache proof starts its prompts with a random session nonce (hex,
+        // without leading zeros).
+        (r"Session [0-9a-f]+\.", "Session NONCE."),
     ]
     .into_iter()
     .map(|(p, r)| (Regex::new(p).unwrap(), r))
@@ -80,6 +82,9 @@ fn mask_json(v: &mut Value, key: &str, out_dir: &str) {
         Value::String(s) if key == "tool_commit" => *s = "COMMIT".into(),
         Value::String(s) => *s = mask_text(s, out_dir),
         Value::Number(_) if timed_key(key) => *v = Value::String("N".into()),
+        // The estimate is proportional to the prompt's length, and the nonce above
+        // varies in length.
+        Value::Number(_) if key == "shared_prefix_tokens" => *v = Value::String("N".into()),
         Value::Array(items) => {
             for x in items {
                 mask_json(x, key, out_dir);
@@ -164,6 +169,8 @@ fn a_scripted_run_writes_the_golden_report_json_and_markdown() {
         .args(["--concurrency", "2", "--output-tokens", "4"])
         .args(["--max-context", "512", "--request-timeout", "30s"])
         .args(["--repeat", "1", "--skip", "soak"])
+        // Generous deadlines: a busy machine must not turn a 2 ms answer into a timeout.
+        .args(["--agent-first-timeout", "30s"])
         .args(["--reviewer", "Dana Reviewer", "--operator", "ops"])
         .output()
         .unwrap();
