@@ -74,14 +74,15 @@ fn nvidia_smi(data: &[u8]) {
     use crate::envparse as e;
     let t = text(data);
     let smi = e::parse_nvidia_smi(&t);
-    let _ = smi.cuda_header_exceeds_native();
+    let cuda = &crate::profile::Profile::generic().cuda;
+    let _ = cuda.header_exceeds_native(&smi);
     let _ = e::parse_query_csv(&t);
     let _ = e::parse_container_cuda_errors(&t);
     let _ = e::parse_proc_driver_version(&t);
     let _ = e::parse_nvcc(&t);
     let _ = e::parse_vllm_version(&t);
     if let Some(d) = &smi.driver {
-        let _ = e::native_cuda_for_driver(d);
+        let _ = cuda.native_for_driver(d);
     }
 }
 
@@ -155,8 +156,11 @@ fn triage_scan(data: &[u8]) {
 fn profile(data: &[u8]) {
     let t = text(data);
     let _ = crate::profile::Profile::from_recipe(&t);
-    if let Ok(p) = toml::from_str::<crate::profile::Profile>(&t) {
+    if let Ok(mut p) = toml::from_str::<crate::profile::Profile>(&t) {
         let _ = p.required_flags_for(&["NVIDIA H100 80GB HBM3".to_string()]);
+        p.inherit(crate::profile::Profile::generic());
+        let _ = p.fabrics.of_backend(&t);
+        let _ = p.cuda.native_for_driver(&t);
     }
 }
 

@@ -18,6 +18,7 @@ pub mod events;
 pub mod fuzz;
 pub mod load;
 pub mod metrics;
+mod names;
 pub mod probe;
 pub mod profile;
 pub mod redact;

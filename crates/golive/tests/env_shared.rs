@@ -131,10 +131,11 @@ fn forward_compat_header_is_recognised() {
         &dir,
         "nvidia-smi_535.129.03_cuda12.3-compat_l4_1gpu.txt",
     ));
-    assert_eq!(t.cuda_header_exceeds_native(), Some(((12, 3), (12, 2))));
+    let cuda = &golive::profile::Profile::generic().cuda;
+    assert_eq!(cuda.header_exceeds_native(&t), Some(((12, 3), (12, 2))));
     let t =
         envparse::parse_nvidia_smi(&read(&dir, "nvidia-smi_535.129.03_a100-pcie-40gb_1gpu.txt"));
-    assert_eq!(t.cuda_header_exceeds_native(), None);
+    assert_eq!(cuda.header_exceeds_native(&t), None);
 }
 
 #[test]

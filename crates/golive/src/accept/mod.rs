@@ -28,7 +28,7 @@ use anyhow::Context;
 
 use crate::client::OpenAiClient;
 use crate::events::{Event, Events};
-use crate::report::{Check, Impact, Report, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
 use crate::target::Target;
 
 pub use outputs::ReportFiles;
@@ -242,7 +242,12 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
             .items
             .into_iter()
             .map(|item| {
-                let mut c = Check::new(item.id, Stage::Environment, item.status, item.title);
+                let mut c = Check::new(
+                    item.id.as_str(),
+                    Stage::Environment,
+                    item.status,
+                    item.title,
+                );
                 c.measurement = item.evidence.lines().next().unwrap_or("").to_string();
                 c.evidence = item.evidence;
                 c.next_step = item.next_step;
@@ -253,7 +258,7 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
             .collect(),
         Err(e) => {
             let mut c = Check::new(
-                "environment_bundles",
+                CheckId::EnvironmentBundles,
                 Stage::Environment,
                 Status::Fail,
                 "the environment bundles can be read and judged",
@@ -266,7 +271,7 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
     }
 }
 
-fn skipped(id: &str, stage: Stage, why: &str) -> Check {
+fn skipped(id: CheckId, stage: Stage, why: &str) -> Check {
     let mut c = Check::new(id, stage, Status::Skip, format!("{id} stage"));
     c.measurement = format!("not run: {why}");
     c
@@ -311,7 +316,7 @@ async fn run_stages(
         Ok(m) => m,
         Err(e) => {
             let mut c = Check::new(
-                "service_model_resolved",
+                CheckId::ServiceModelResolved,
                 Stage::Service,
                 Status::Fail,
                 "a model to test is known",
@@ -353,14 +358,16 @@ async fn run_stages(
     stage.enter(Stage::PrefixCache, report);
     if skip(SkippableStage::PrefixCache) {
         report.checks.push(skipped(
-            "prefix_cache",
+            CheckId::PrefixCache,
             Stage::PrefixCache,
             "--skip prefix-cache",
         ));
     } else if !basic_ok {
-        report
-            .checks
-            .push(skipped("prefix_cache", Stage::PrefixCache, not_served));
+        report.checks.push(skipped(
+            CheckId::PrefixCache,
+            Stage::PrefixCache,
+            not_served,
+        ));
     } else {
         let (check, samples) = prefix_cache::run(node, info, &model, args.prefix_words).await;
         report.measurements.prefix_cache = samples;
@@ -372,13 +379,15 @@ async fn run_stages(
     // agreement: cold against cached, replicas against the first or the reference
     stage.enter(Stage::Agreement, report);
     if skip(SkippableStage::Agreement) {
-        report
-            .checks
-            .push(skipped("agreement", Stage::Agreement, "--skip agreement"));
+        report.checks.push(skipped(
+            CheckId::Agreement,
+            Stage::Agreement,
+            "--skip agreement",
+        ));
     } else if !basic_ok {
         report
             .checks
-            .push(skipped("agreement", Stage::Agreement, not_served));
+            .push(skipped(CheckId::Agreement, Stage::Agreement, not_served));
     } else {
         let checks = agreement::stage(args, nodes, &infos, &model).await?;
         report.checks.extend(checks);
@@ -420,9 +429,11 @@ async fn run_stages(
     if skip(SkippableStage::Ramp) {
         report
             .checks
-            .push(skipped("ramp", Stage::Ramp, "--skip ramp"));
+            .push(skipped(CheckId::Ramp, Stage::Ramp, "--skip ramp"));
     } else if !basic_ok {
-        report.checks.push(skipped("ramp", Stage::Ramp, not_served));
+        report
+            .checks
+            .push(skipped(CheckId::Ramp, Stage::Ramp, not_served));
     } else {
         let cfg = ramp::RampConfig {
             concurrency: args.concurrency,
@@ -488,12 +499,14 @@ async fn run_stages(
     if skip(SkippableStage::Soak) {
         report
             .checks
-            .push(skipped("soak", Stage::Soak, "--skip soak"));
+            .push(skipped(CheckId::Soak, Stage::Soak, "--skip soak"));
     } else if !basic_ok {
-        report.checks.push(skipped("soak", Stage::Soak, not_served));
+        report
+            .checks
+            .push(skipped(CheckId::Soak, Stage::Soak, not_served));
     } else if accepted.is_none() && !skip(SkippableStage::Ramp) {
         report.checks.push(skipped(
-            "soak",
+            CheckId::Soak,
             Stage::Soak,
             "the ramp accepted no concurrency",
         ));

@@ -14,7 +14,7 @@ use super::Node;
 use crate::agent::mix::{rate_cell, AgentMix};
 use crate::client::{ErrorClass, ErrorKind};
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
-use crate::report::{Check, Impact, Owner, RampStep, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, RampStep, Stage, Status};
 
 /// One planned step.
 #[derive(Debug, Clone, PartialEq)]
@@ -447,7 +447,7 @@ impl TransportTally {
             Status::Pass
         };
         let mut c = Check::new(
-            "transport",
+            CheckId::Transport,
             Stage::Ramp,
             status,
             "every ramp request reaches the server over a working connection",

@@ -13,7 +13,7 @@ use super::Node;
 use crate::agent::mix::{rate_cell, AgentMix};
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
-use crate::report::{AgentConformance, Check, Impact, Owner, SoakSample, Stage, Status};
+use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, SoakSample, Stage, Status};
 
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
@@ -191,7 +191,7 @@ pub async fn run(
 
     let request_rate = result.request_rate();
     let mut c = Check::new(
-        "soak",
+        CheckId::Soak,
         Stage::Soak,
         Status::Pass,
         format!(

@@ -133,7 +133,9 @@ impl AgentMix {
                 .or_default() += 1;
         }
         for p in &fails {
-            *t.failures_by_code.entry(p.code.clone()).or_default() += 1;
+            *t.failures_by_code
+                .entry(p.code.as_str().to_string())
+                .or_default() += 1;
         }
         if let Some(p) = interface.first() {
             if t.examples.len() < 3 {

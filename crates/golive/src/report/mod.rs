@@ -2,10 +2,13 @@
 //! renderings (Markdown, JUnit XML, self-contained HTML), each a file [`exporters`]
 //! writes. Checks produce [`Check`] values; reporters only read them.
 
+mod check_id;
 pub mod exporters;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+
+pub use check_id::CheckId;
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -2,7 +2,7 @@
 //! silence) and their colours.
 
 use super::svg::{bar_chart, line_chart};
-use crate::report::Report;
+use crate::report::{CheckId, Report};
 
 /// Series colours; the Chromium test looks for them in the screenshot.
 pub const COLORS: [&str; 6] = [
@@ -188,7 +188,7 @@ fn stream_silence_chart(h: &mut String, report: &Report) {
     let rows = report
         .checks
         .iter()
-        .find(|c| c.id == "stream_silence")
+        .find(|c| c.id == CheckId::StreamSilence)
         .and_then(|c| c.data["rows"].as_array().cloned())
         .unwrap_or_default();
     let labels: Vec<String> = rows

@@ -2,13 +2,13 @@
 //! JSON against the tool's schema.
 
 use super::{Call, Context};
-use crate::agent::validate::{quote, Answer, Owner, Problem};
+use crate::agent::validate::{quote, Answer, Owner, Problem, ProblemCode};
 
 pub(super) fn tool_call_id_missing(_: &Context, c: &Call) -> Option<Problem> {
     matches!(c.call.id.as_deref(), None | Some("")).then(|| {
         Problem::fail(
             Owner::Server,
-            "tool_call_id_missing",
+            ProblemCode::ToolCallIdMissing,
             format!("tool_calls[{}] has no id", c.i),
         )
     })
@@ -18,7 +18,7 @@ pub(super) fn tool_call_id_duplicate(_: &Context, c: &Call) -> Option<Problem> {
     let id = c.call.id.as_deref().filter(|_| c.repeated_id)?;
     Some(Problem::fail(
         Owner::Server,
-        "tool_call_id_duplicate",
+        ProblemCode::ToolCallIdDuplicate,
         format!("tool_calls[{}] repeats id {id:?}", c.i),
     ))
 }
@@ -27,7 +27,7 @@ pub(super) fn tool_call_type_missing(_: &Context, c: &Call) -> Option<Problem> {
     c.call.kind.is_none().then(|| {
         Problem::warn(
             Owner::Server,
-            "tool_call_type_missing",
+            ProblemCode::ToolCallTypeMissing,
             format!("tool_calls[{}] has no `type: \"function\"`", c.i),
         )
     })
@@ -37,7 +37,7 @@ pub(super) fn tool_call_type(_: &Context, c: &Call) -> Option<Problem> {
     let kind = c.call.kind.as_deref().filter(|k| *k != "function")?;
     Some(Problem::fail(
         Owner::Server,
-        "tool_call_type",
+        ProblemCode::ToolCallType,
         format!(
             "tool_calls[{}].type is {kind:?}, expected \"function\"",
             c.i
@@ -49,7 +49,7 @@ pub(super) fn tool_call_name_missing(_: &Context, c: &Call) -> Option<Problem> {
     c.name.is_none().then(|| {
         Problem::fail(
             Owner::Server,
-            "tool_call_name_missing",
+            ProblemCode::ToolCallNameMissing,
             format!("tool_calls[{}] has no function name", c.i),
         )
     })
@@ -61,7 +61,7 @@ pub(super) fn tool_not_offered(ctx: &Context, c: &Call) -> Option<Problem> {
         .filter(|_| c.schema.is_none() && !ctx.tools.is_empty())?;
     Some(Problem::fail(
         ctx.args_owner,
-        "tool_not_offered",
+        ProblemCode::ToolNotOffered,
         format!("tool_calls[{}] calls {name:?}, which was not offered", c.i),
     ))
 }
@@ -80,7 +80,7 @@ pub(super) fn truncated_call_not_length(ctx: &Context, c: &Call) -> Option<Probl
     let e = cut_off_error(ctx, c).filter(|_| ctx.hit_limit || *ctx.answer == Answer::Truncated)?;
     Some(Problem::fail(
         Owner::Server,
-        "truncated_call_not_length",
+        ProblemCode::TruncatedCallNotLength,
         format!(
             "tool_calls[{}] was cut off by max_tokens (arguments do not parse: {e}) but finish_reason is {:?}, not \"length\" (vLLM #53269 shape)",
             c.i,
@@ -94,7 +94,7 @@ pub(super) fn arguments_not_json(ctx: &Context, c: &Call) -> Option<Problem> {
         cut_off_error(ctx, c).filter(|_| !(ctx.hit_limit || *ctx.answer == Answer::Truncated))?;
     Some(Problem::fail(
         ctx.args_owner,
-        "arguments_not_json",
+        ProblemCode::ArgumentsNotJson,
         format!(
             "tool_calls[{}] ({}) arguments are not JSON ({e}): {}",
             c.i,
@@ -108,7 +108,7 @@ pub(super) fn arguments_not_object(ctx: &Context, c: &Call) -> Option<Problem> {
     let args = c.args.as_ref()?.as_ref().ok().filter(|a| !a.is_object())?;
     Some(Problem::fail(
         ctx.args_owner,
-        "arguments_not_object",
+        ProblemCode::ArgumentsNotObject,
         format!(
             "tool_calls[{}] ({}) arguments are {}, not a JSON object",
             c.i,
@@ -127,7 +127,7 @@ pub(super) fn arguments_schema(ctx: &Context, c: &Call) -> Option<Problem> {
         .filter(|e| !e.is_empty())?;
     Some(Problem::fail(
         ctx.args_owner,
-        "arguments_schema",
+        ProblemCode::ArgumentsSchema,
         format!(
             "tool_calls[{}] ({}) arguments break the tool's schema: {}",
             c.i,
@@ -141,7 +141,7 @@ pub(super) fn tool_schema_unusable(_: &Context, c: &Call) -> Option<Problem> {
     let e = c.schema_check.as_ref()?.as_ref().err()?;
     Some(Problem::warn(
         Owner::Client,
-        "tool_schema_unusable",
+        ProblemCode::ToolSchemaUnusable,
         format!("tool {}: {e}", c.name.unwrap_or_default()),
     ))
 }

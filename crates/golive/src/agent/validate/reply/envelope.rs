@@ -5,13 +5,13 @@ use serde_json::Value;
 
 use super::Context;
 use crate::agent::validate::parse::has_open_call;
-use crate::agent::validate::{quote, Owner, Problem};
+use crate::agent::validate::{quote, Owner, Problem, ProblemCode};
 
 pub(super) fn finish_reason_missing(ctx: &Context) -> Option<Problem> {
     ctx.finish.is_none().then(|| {
         Problem::fail(
             Owner::Server,
-            "finish_reason_missing",
+            ProblemCode::FinishReasonMissing,
             "`finish_reason` is missing",
         )
     })
@@ -22,7 +22,7 @@ pub(super) fn finish_reason_unknown(ctx: &Context) -> Option<Problem> {
         "stop" | "length" | "tool_calls" | "content_filter" => None,
         other => Some(Problem::warn(
             Owner::Server,
-            "finish_reason_unknown",
+            ProblemCode::FinishReasonUnknown,
             format!(
                 "`finish_reason` is {other:?}, not one of stop, length, tool_calls, content_filter"
             ),
@@ -34,7 +34,7 @@ pub(super) fn stop_at_max_tokens(ctx: &Context) -> Option<Problem> {
     (ctx.finish_is("stop") && ctx.hit_limit && !ctx.reply.has_text() && ctx.calls.is_empty()).then(|| {
         Problem::warn(
             Owner::Server,
-            "stop_at_max_tokens",
+            ProblemCode::StopAtMaxTokens,
             "all max_tokens were used for an empty answer, yet finish_reason is \"stop\", not \"length\"",
         )
     })
@@ -44,7 +44,7 @@ pub(super) fn tool_calls_finish_without_calls(ctx: &Context) -> Option<Problem> 
     (ctx.finish_is("tool_calls") && ctx.calls.is_empty()).then(|| {
         Problem::fail(
             Owner::Server,
-            "tool_calls_finish_without_calls",
+            ProblemCode::ToolCallsFinishWithoutCalls,
             "finish_reason is \"tool_calls\" but `tool_calls` is empty or absent (vLLM #53255 shape)",
         )
     })
@@ -54,7 +54,7 @@ pub(super) fn empty_tool_calls_array(ctx: &Context) -> Option<Problem> {
     (ctx.reply.tool_calls.as_ref().is_some_and(|c| c.is_empty()) && !ctx.finish_is("tool_calls")).then(|| {
         Problem::warn(
             Owner::Server,
-            "empty_tool_calls_array",
+            ProblemCode::EmptyToolCallsArray,
             "`tool_calls: []` on a text answer; clients that test for presence take the tool branch (vLLM #44104 shape); expected null or absent",
         )
     })
@@ -65,7 +65,7 @@ pub(super) fn parallel_tool_calls_ignored(ctx: &Context) -> Option<Problem> {
         .then(|| {
             Problem::fail(
                 Owner::Server,
-                "parallel_tool_calls_ignored",
+                ProblemCode::ParallelToolCallsIgnored,
                 format!(
                     "parallel_tool_calls was false but {} calls came back",
                     ctx.calls.len()
@@ -78,7 +78,7 @@ pub(super) fn tool_calls_without_tools(ctx: &Context) -> Option<Problem> {
     (!ctx.calls.is_empty() && ctx.tools.is_empty()).then(|| {
         Problem::fail(
             Owner::Server,
-            "tool_calls_without_tools",
+            ProblemCode::ToolCallsWithoutTools,
             "tool calls came back although no tools were offered",
         )
     })
@@ -88,7 +88,7 @@ pub(super) fn tool_call_markup_in_content(ctx: &Context) -> Option<Problem> {
     ctx.markup_in_content.then(|| {
         Problem::fail(
             Owner::Parser,
-            "tool_call_markup_in_content",
+            ProblemCode::ToolCallMarkupInContent,
             format!(
                 "the model wrote a tool call the server's parser did not recognise{}: {}",
                 if ctx.finish_is("length") && has_open_call(ctx.content) {
@@ -108,7 +108,7 @@ pub(super) fn reasoning_in_content(ctx: &Context) -> Option<Problem> {
     (ctx.content.contains("<think>") || ctx.content.contains("</think>")).then(|| {
         Problem::warn(
             Owner::Parser,
-            "reasoning_in_content",
+            ProblemCode::ReasoningInContent,
             "reasoning markup (<think>) left in `content`: no reasoning parser is configured for this model",
         )
     })
@@ -131,13 +131,13 @@ pub(super) fn usage_missing(ctx: &Context) -> Option<Problem> {
     if wants_usage {
         Some(Problem::fail(
             Owner::Server,
-            "usage_missing",
+            ProblemCode::UsageMissing,
             "`stream_options.include_usage` was set but no usage chunk came",
         ))
     } else if !streamed {
         Some(Problem::warn(
             Owner::Server,
-            "usage_missing",
+            ProblemCode::UsageMissing,
             "the answer carries no `usage`",
         ))
     } else {

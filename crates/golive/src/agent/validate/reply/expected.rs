@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::Context;
-use crate::agent::validate::{quote, Answer, Owner, Problem, ToolChoice};
+use crate::agent::validate::{quote, Answer, Owner, Problem, ProblemCode, ToolChoice};
 
 pub(super) fn empty_answer(ctx: &Context) -> Option<Problem> {
     if ctx.reply.has_text() || !ctx.calls.is_empty() {
@@ -18,7 +18,11 @@ pub(super) fn empty_answer(ctx: &Context) -> Option<Problem> {
         ),
         _ => return None,
     };
-    Some(Problem::fail(Owner::Model, "empty_answer", detail))
+    Some(Problem::fail(
+        Owner::Model,
+        ProblemCode::EmptyAnswer,
+        detail,
+    ))
 }
 
 pub(super) fn truncation_not_length(ctx: &Context) -> Option<Problem> {
@@ -31,7 +35,7 @@ pub(super) fn truncation_not_length(ctx: &Context) -> Option<Problem> {
     .then(|| {
         Problem::fail(
             Owner::Server,
-            "truncation_not_length",
+            ProblemCode::TruncationNotLength,
             format!(
                 "the answer was cut off by max_tokens but finish_reason is {:?}, not \"length\"",
                 ctx.finish_or_null()
@@ -58,7 +62,7 @@ pub(super) fn tool_choice_not_enforced(ctx: &Context) -> Option<Problem> {
     };
     Some(Problem::fail(
         Owner::Server,
-        "tool_choice_not_enforced",
+        ProblemCode::ToolChoiceNotEnforced,
         format!(
             "tool_choice {} was not enforced: {what} ({})",
             ctx.request.get("tool_choice").unwrap_or(&Value::Null),
@@ -74,7 +78,7 @@ pub(super) fn no_tool_call_within_max_tokens(ctx: &Context) -> Option<Problem> {
     .then(|| {
         Problem::fail(
             Owner::Model,
-            "no_tool_call_within_max_tokens",
+            ProblemCode::NoToolCallWithinMaxTokens,
             "no tool call before max_tokens ran out",
         )
     })
@@ -84,7 +88,7 @@ pub(super) fn no_tool_call(ctx: &Context) -> Option<Problem> {
     (ctx.tool_call_missing() && !ctx.constrained && !ctx.finish_is("length")).then(|| {
         Problem::fail(
             Owner::Model,
-            "no_tool_call",
+            ProblemCode::NoToolCall,
             format!("answered without a tool call: {}", quote(ctx.content, 120)),
         )
     })
@@ -94,7 +98,7 @@ pub(super) fn truncation_not_exercised(ctx: &Context) -> Option<Problem> {
     (ctx.cut_call_missing() && !(ctx.constrained && ctx.reply.has_text())).then(|| {
         Problem::warn(
             Owner::Model,
-            "truncation_not_exercised",
+            ProblemCode::TruncationNotExercised,
             "no tool call was started, so a cut-off call was not tested",
         )
     })
@@ -108,7 +112,7 @@ pub(super) fn tool_call_cut_off(ctx: &Context) -> Option<Problem> {
         .then(|| {
             Problem::fail(
                 Owner::Model,
-                "tool_call_cut_off",
+                ProblemCode::ToolCallCutOff,
                 "the tool call was cut off by max_tokens (finish_reason \"length\")",
             )
         })
@@ -122,7 +126,7 @@ pub(super) fn calls_until_max_tokens(ctx: &Context) -> Option<Problem> {
         .then(|| {
             Problem::warn(
                 Owner::Model,
-                "calls_until_max_tokens",
+                ProblemCode::CallsUntilMaxTokens,
                 format!(
                     "{} complete call(s), then the model kept going until max_tokens (finish_reason \"length\"{})",
                     ctx.complete_calls,
@@ -146,7 +150,7 @@ pub(super) fn wrong_tool(ctx: &Context) -> Option<Problem> {
     };
     Some(Problem::fail(
         owner,
-        "wrong_tool",
+        ProblemCode::WrongTool,
         format!("called {got:?}, expected {want:?}"),
     ))
 }
@@ -161,7 +165,7 @@ pub(super) fn wrong_argument(ctx: &Context, key: &str, want: &Value) -> Option<P
     (got != Some(want)).then(|| {
         Problem::fail(
             Owner::Model,
-            "wrong_argument",
+            ProblemCode::WrongArgument,
             format!(
                 "argument {key:?} is {}, expected {}",
                 quote(&got.unwrap_or(&Value::Null).to_string(), 60),
@@ -185,7 +189,7 @@ pub(super) fn finish_reason_for_tool_call(ctx: &Context) -> Option<Problem> {
         .filter(|f| *f != "length" && !expected.contains(f))?;
     Some(Problem::warn(
         Owner::Server,
-        "finish_reason_for_tool_call",
+        ProblemCode::FinishReasonForToolCall,
         format!("finish_reason is {f:?} for a tool call; OpenAI clients expect \"tool_calls\""),
     ))
 }
@@ -205,7 +209,7 @@ pub(super) fn structured_not_json(ctx: &Context) -> Option<Problem> {
     };
     Some(Problem::fail(
         owner,
-        "structured_not_json",
+        ProblemCode::StructuredNotJson,
         format!(
             "{why}: content is not JSON ({e}): {}",
             quote(ctx.content, 120)
@@ -218,7 +222,7 @@ pub(super) fn structured_schema(ctx: &Context) -> Option<Problem> {
     let errors = check.as_ref().ok().filter(|e| !e.is_empty())?;
     Some(Problem::fail(
         Owner::Server,
-        "structured_schema",
+        ProblemCode::StructuredSchema,
         format!(
             "content breaks the requested schema (response_format was not enforced): {}",
             errors.join("; ")
@@ -229,5 +233,9 @@ pub(super) fn structured_schema(ctx: &Context) -> Option<Problem> {
 pub(super) fn schema_unusable(ctx: &Context) -> Option<Problem> {
     let check = ctx.structured.as_ref()?.schema_check.as_ref()?;
     let e = check.as_ref().err()?;
-    Some(Problem::warn(Owner::Client, "schema_unusable", e.clone()))
+    Some(Problem::warn(
+        Owner::Client,
+        ProblemCode::SchemaUnusable,
+        e.clone(),
+    ))
 }
