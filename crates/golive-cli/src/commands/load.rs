@@ -140,7 +140,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         return k8s_job(&args, n);
     }
     let opts = LoadOptions::from(&args);
-    let live = Live::start("load", opts.planned_requests());
+    let live = Live::start("load", None, opts.planned_requests());
     let outcome = load::load(&opts, live.as_ref().map(Live::on_record));
     if let Some(l) = &live {
         l.finish();

@@ -1,9 +1,10 @@
 //! `golive accept`: the acceptance run, stage by stage, ending in a verdict.
 //!
 //! Stages: environment (from `--bundle`), service and basic (per `--url`), prefix
-//! cache, agent, ramp, soak. `report.json` is rewritten after every stage with
-//! `complete: false`, so an interrupted run (Ctrl-C included) keeps what it measured;
-//! at the end the verdict is decided and report.md, junit.xml and report.html written.
+//! cache, agent, ramp, soak. After every stage the report as it stands goes out as an
+//! event (`complete: false`) and report.json is rewritten from it, so an interrupted run
+//! (Ctrl-C included) keeps what it measured; at the end the verdict is decided and the
+//! final report goes out, from which every file is written ([`ReportFiles`]).
 //!
 //! Verdict rules (README): environment or agent-interface failures -> rebuild;
 //! capacity failures at the expected load -> expand; failures only beyond the expected
@@ -30,8 +31,8 @@ use crate::events::{Event, Events};
 use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
 use crate::target::Target;
 
-pub use outputs::write_outputs;
-use outputs::{any_server_failure, attach_triage, container_logs};
+pub use outputs::ReportFiles;
+use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 
 /// Stages that can be left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,8 +124,8 @@ pub struct AcceptOutcome {
     pub report: Report,
 }
 
-/// Runs the stages against the `url`s, writes report.json after each and all the
-/// reports at the end; progress goes to `events`.
+/// Runs the stages against the `url`s; progress goes to `events`, and to the report
+/// files in `args.out` (report.json after each stage, all of them at the end).
 pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(
@@ -144,6 +145,8 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             log.display()
         );
     }
+    let publisher = Publisher::new(events, &args.out);
+    let events = &publisher.events;
     let mut nodes = Vec::new();
     for url in &args.url {
         let target = Target::new(url, &args.target)?;
@@ -169,12 +172,12 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             .clone()
             .or_else(|| std::env::var("USER").ok())
             .or_else(|| std::env::var("LOGNAME").ok());
-        report.save_json(&args.out)?;
+        publisher.update(&report)?;
         let outcome = tokio::select! {
-            r = run_stages(args, events, &mut nodes, &mut report) => Some(r?),
+            r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
             _ = tokio::signal::ctrl_c() => None,
         };
-        let end = finish(args, events, &mut report, outcome).await?;
+        let end = finish(args, &publisher, &mut report, outcome).await?;
         Ok(AcceptOutcome { end, report })
     })
 }
@@ -187,7 +190,7 @@ enum StagesEnd {
 
 async fn finish(
     args: &AcceptOptions,
-    events: &Events,
+    publisher: &Publisher,
     report: &mut Report,
     outcome: Option<StagesEnd>,
 ) -> anyhow::Result<AcceptEnd> {
@@ -197,9 +200,9 @@ async fn finish(
         if any_server_failure(report) {
             match container_logs(name, &args.out).await {
                 Ok(log) => attach_triage(report, &log),
-                Err(e) => {
-                    events.warning(format!("cannot read the logs of container {name}: {e:#}"))
-                }
+                Err(e) => publisher
+                    .events
+                    .warning(format!("cannot read the logs of container {name}: {e:#}")),
             }
         }
     }
@@ -217,14 +220,14 @@ async fn finish(
             report.complete = false;
             report.verdict = None;
             report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
-            write_outputs(report, &args.out)?;
+            publisher.finish(report)?;
             Ok(AcceptEnd::Interrupted)
         }
         Some(end) => {
             report.decide();
             report.complete = true;
             report.finished_at = Some(chrono::Utc::now());
-            write_outputs(report, &args.out)?;
+            publisher.finish(report)?;
             Ok(match end {
                 StagesEnd::Unreachable => AcceptEnd::Unreachable,
                 StagesEnd::Done => AcceptEnd::Decided,
@@ -276,15 +279,16 @@ fn skipped(id: CheckId, stage: Stage, why: &str) -> Check {
 
 async fn run_stages(
     args: &AcceptOptions,
-    events: &Events,
+    publisher: &Publisher,
     nodes: &mut [Node],
     report: &mut Report,
 ) -> anyhow::Result<StagesEnd> {
     let out = args.out.as_path();
+    let events = &publisher.events;
     let mut stage = StageTracker::new(events);
     if !args.bundle.is_empty() {
         report.checks.extend(environment_checks(args));
-        report.save_json(out)?;
+        publisher.update(report)?;
     }
 
     // service, per node
@@ -298,7 +302,7 @@ async fn run_stages(
         infos.push(o.info);
     }
     report.engine = infos.first().map(|i| i.engine_name().to_string());
-    report.save_json(out)?;
+    publisher.update(report)?;
     if all_unreachable {
         stage.end(report);
         events.emit(Event::Unreachable(format!(
@@ -321,7 +325,7 @@ async fn run_stages(
             c.evidence = format!("{e:#}");
             c.impact = Impact::Environment;
             report.checks.push(c);
-            report.save_json(out)?;
+            publisher.update(report)?;
             stage.end(report);
             return Ok(StagesEnd::Done);
         }
@@ -336,7 +340,7 @@ async fn run_stages(
         basic_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
         report.checks.extend(checks);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
     let node = &nodes[0];
     let info = &infos[0];
     // Prompt lengths of ramp and soak in the server's tokens.
@@ -370,7 +374,7 @@ async fn run_stages(
         report.baseline.prefill_warm_ms = check.data["warm_prefill_ms"].as_f64();
         report.checks.push(check);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // agreement: cold against cached, replicas against the first or the reference
     stage.enter(Stage::Agreement, report);
@@ -388,7 +392,7 @@ async fn run_stages(
         let checks = agreement::stage(args, nodes, &infos, &model).await?;
         report.checks.extend(checks);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // agent
     stage.enter(Stage::Agent, report);
@@ -396,7 +400,7 @@ async fn run_stages(
         let checks =
             crate::agent::run_stage(&node.target, &node.client, &model, &args.agent, out).await;
         report.checks.extend(checks);
-        report.save_json(out)?;
+        publisher.update(report)?;
     }
 
     // agent cases mixed into ramp and soak
@@ -454,7 +458,7 @@ async fn run_stages(
                 report.measurements.ramp.push(step.clone());
                 report.checks.push(check.clone());
                 events.emit(Event::RampStepDone(Box::new(step.clone())));
-                if let Err(e) = report.save_json(out) {
+                if let Err(e) = publisher.update(report) {
                     events.warning(format!("cannot save the report: {e:#}"));
                 }
             },
@@ -487,7 +491,7 @@ async fn run_stages(
             report.baseline.error_rate = Some(0.0);
         }
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // soak
     stage.enter(Stage::Soak, report);
@@ -563,7 +567,7 @@ async fn run_stages(
     ) {
         report.checks.push(c);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
     stage.end(report);
     Ok(StagesEnd::Done)
 }

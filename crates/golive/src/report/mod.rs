@@ -1,8 +1,9 @@
 //! The acceptance report: shared data types written as `report.json`, and its
-//! renderings (Markdown, JUnit XML, self-contained HTML). Checks produce
-//! [`Check`] values; reporters only read them.
+//! renderings (Markdown, JUnit XML, self-contained HTML), each a file [`exporters`]
+//! writes. Checks produce [`Check`] values; reporters only read them.
 
 mod check_id;
+pub mod exporters;
 pub mod html;
 pub mod junit;
 pub mod markdown;
@@ -458,8 +459,9 @@ impl Report {
     /// Writes `report.json` atomically (temp file + rename), so an interrupted run
     /// always leaves a whole file with what was measured so far.
     pub fn save_json(&self, dir: &Path) -> anyhow::Result<PathBuf> {
-        let json = serde_json::to_vec_pretty(self)?;
-        write_atomic(&dir.join("report.json"), &json)
+        use exporters::Exporter;
+        let json = exporters::Json.render(self)?;
+        write_atomic(&dir.join(exporters::Json.file_name()), &json)
     }
 
     /// Sets `verdict` and `verdict_reason` from the checks.
