@@ -89,7 +89,12 @@ fn render(m: &Msg) -> String {
                     s.push_str(&format!("{h}{r}\n"));
                 }
             } else {
-                let h = format!("{proc}ERROR 12-01 10:00:09 [{base}:{}] ", m.line);
+                let level = match kind {
+                    "info" => "INFO",
+                    "warning" => "WARNING",
+                    _ => "ERROR",
+                };
+                let h = format!("{proc}{level} 12-01 10:00:09 [{base}:{}] ", m.line);
                 s.push_str(&format!("{h}{first}\n"));
                 for r in rest {
                     s.push_str(&format!("{h}{r}\n"));
@@ -179,16 +184,24 @@ fn engine_messages_are_named_as_causes_with_a_class() {
     for m in &msgs {
         let rep = analyze_text(&rules, "msg.log", &render(m));
         // A request error (vLLM's `VLLMClientError` family, answered 4xx) is right when triage
-        // keeps it quiet: counted in its own `client` row, not in the module groups.
+        // keeps it quiet: counted in its own `client` row, not in the module groups. So are
+        // the INFO and WARNING logger calls (the false-alarm measure: SGLang prints no level,
+        // so its lines are told apart by their words alone).
         let client = m.kind == "raise" && m.exc.as_deref().is_some_and(is_client_error);
-        let covered = if client {
+        let quiet = matches!(m.kind.as_str(), "info" | "warning");
+        let covered = if client || quiet {
             rep.primary.is_none()
         } else {
             rep.primary
                 .as_ref()
                 .is_some_and(|p| p.kind == "cause" && p.class != Class::Unknown)
         };
-        let group = if client { "client" } else { m.group.as_str() };
+        let group = match (client, m.kind.as_str()) {
+            (true, _) => "client",
+            (_, "info") => "info quiet",
+            (_, "warning") => "warning quiet",
+            _ => m.group.as_str(),
+        };
         if let (false, Some(f)) = (covered, dump.as_mut()) {
             use std::io::Write;
             let said = rep.primary.as_ref().map(|p| {

@@ -303,6 +303,8 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         ("benign-vllm-client-error", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] vllm.exceptions.VLLMValidationError: Stream options can only be defined when `stream=True`.\n", oom),
         ("benign-model-not-served", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] Error with model error=ErrorInfo(message='The model `gpt-4` does not exist.', type='NotFoundError', param=None, code=404)\n", "(APIServer pid=1) ERROR 08-01 10:02:00 [core.py:700] ValueError: The model `Qwen/Qwen3-8B` has no generation config and --generation-config is required\n"),
         ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
+        ("benign-vllm-request-log", "(APIServer pid=1) ERROR 08-01 10:01:00 [validation.py:152] RequestValidationError caught. Request id: chatcmpl-1\n", oom),
+        ("benign-traceback-chain", "(APIServer pid=1) ERROR 08-01 10:01:00 [api_server.py:1] The above exception was the direct cause of the following exception:\n", oom),
         ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
     ];
     let set = RuleSet::load(&[] as &[&str]).unwrap();
@@ -359,4 +361,86 @@ fn value_errors_the_engine_raises_are_config_not_those_of_libraries() {
     // A tool parser's ValueError stays the parser's (the frame map wins over the type).
     let parser = tb("vllm/tool_parsers/hermes_tool_parser.py", "ValueError");
     assert_eq!(primary(&parser).0, Class::ToolParser);
+}
+
+/// A bare ERROR logger line (no exception, no known message) is reported when nothing else is
+/// a cause, with the class of the module that logged it; it never beats a real cause, and
+/// lines without a logger that names its source (wrappers, SGLang) never count.
+#[test]
+fn bare_error_lines_are_a_last_resort_with_the_class_of_their_logger() {
+    let xgrammar = format!("{V1_START}(EngineCore_DP0 pid=812) INFO 05-02 10:01:00 [core.py:1] Engine ready
+(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [backend_xgrammar.py:165] Failed to advance FSM for request chatcmpl-1 for tokens 4913. Please file an issue.
+");
+    assert_eq!(
+        primary(&xgrammar),
+        (Class::ToolParser, 4, "error-log-line".into())
+    );
+    let nixl = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [nixl_connector.py:1210] Handshake with engine 3 failed: timed out\n");
+    let rep = triage_text(&nixl);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 3));
+    assert!(
+        p.next_step.contains("--kv-transfer-config"),
+        "{}",
+        p.next_step
+    );
+    // A logger file that says nothing, but a message that names the component.
+    let named = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [base_worker.py:880] NIXL transfer failure: timeout | Context: remote engine 2\n");
+    assert_eq!(primary(&named).0, Class::Nccl);
+    // A module with no class of its own: still reported, as unknown.
+    let plain = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [api_router.py:88] Failed to abort requests\n");
+    assert_eq!(
+        primary(&plain),
+        (Class::Unknown, 3, "error-log-line".into())
+    );
+    // A Rust router's tracing line at ERROR.
+    let tgi =
+        "2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start\n";
+    assert_eq!(primary(tgi).1, 1);
+    // A real cause anywhere wins, before or after it.
+    let later = format!("{plain}(EngineCore_DP0 pid=812) ERROR 05-02 10:03:00 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+    assert_eq!(primary(&later).1, 4);
+    // After an orderly stop, teardown errors are not failures.
+    let stop = format!("{V1_START}(APIServer pid=700) INFO 05-02 10:05:00 [launcher.py:80] Shutting down FastAPI HTTP server.
+(EngineCore_DP0 pid=812) ERROR 05-02 10:05:01 [multi_connector.py:310] Exception during connector NixlConnector shutdown.
+");
+    assert!(triage_text(&stop).primary.is_none());
+    // A wrapper that logs all of stderr as ERROR, and SGLang's level-less lines, never count.
+    for quiet in [
+        "2023-12-12 19:38:39 | ERROR | stderr | Loading checkpoint shards: 100%\n",
+        "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
+        "(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [core.py:1] \n",
+    ] {
+        assert!(triage_text(quiet).primary.is_none(), "{quiet}");
+    }
+}
+
+/// The last line of a traceback is its exception whatever the class is called
+/// (`Exception`, `_RemoteUnavailable`), and the frames still name the layer.
+#[test]
+fn exception_types_without_the_usual_suffix_end_a_traceback() {
+    let ec = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] Traceback (most recent call last):
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007]   File \"/usr/local/lib/python3.12/dist-packages/vllm/distributed/ec_transfer/ec_connector/cpu/scheduler/__init__.py\", line 310, in _read_remote
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007]     raise _RemoteUnavailable(
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] _RemoteUnavailable: the remote read failed
+";
+    assert_eq!(primary(ec), (Class::Nccl, 4, "frames-kv-transfer".into()));
+    let plain = "Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/launchers/run_batch.py\", line 220, in upload_data
+    raise Exception(
+Exception: Failed to upload data. Status: 403 Response: Forbidden
+";
+    assert_eq!(primary(plain).1, 4);
+}
+
+#[test]
+fn a_quantization_method_above_the_gpus_capability_is_config() {
+    let log = "(EngineCore_DP0 pid=5) ERROR 04-24 16:06:40 [core.py:708] ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current capability: 80.\n";
+    assert_eq!(
+        primary(log),
+        (Class::Config, 1, "config-quantization-gpu".into())
+    );
+    // A kernel missing for the GPU stays a build problem.
+    let kernel = "RuntimeError: FlashAttention is not supported for the current GPU architecture\n";
+    assert_eq!(primary(kernel).0, Class::Dependency);
 }
