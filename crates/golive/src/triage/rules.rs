@@ -148,6 +148,11 @@ impl Rule {
     }
 }
 
+/// An optional regex of a rule file, compiled (`what` names it in the error).
+fn optional_regex(re: Option<&str>, what: impl Fn() -> String) -> anyhow::Result<Option<Regex>> {
+    re.map(Regex::new).transpose().with_context(what)
+}
+
 /// All rules with their literal prefilters.
 #[derive(Debug)]
 pub struct RuleSet {
@@ -243,18 +248,12 @@ impl RuleSet {
             if d.kind == RuleKind::Fact && d.fact.is_none() {
                 bail!("rule {}: fact rules need `fact`", d.id);
             }
-            let regex = d
-                .regex
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .with_context(|| format!("rule {}: invalid regex", d.id))?;
-            let frames = d
-                .frames
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .with_context(|| format!("rule {}: invalid frames regex", d.id))?;
+            let regex = optional_regex(d.regex.as_deref(), || {
+                format!("rule {}: invalid regex", d.id)
+            })?;
+            let frames = optional_regex(d.frames.as_deref(), || {
+                format!("rule {}: invalid frames regex", d.id)
+            })?;
             let idx = rules.len();
             for p in &d.patterns {
                 literals.push(p.clone());
@@ -288,12 +287,9 @@ impl RuleSet {
         for f in frame_defs {
             let re = Regex::new(&f.path)
                 .with_context(|| format!("frame {}: invalid path regex", f.id))?;
-            let words = f
-                .words
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .with_context(|| format!("frame {}: invalid words regex", f.id))?;
+            let words = optional_regex(f.words.as_deref(), || {
+                format!("frame {}: invalid words regex", f.id)
+            })?;
             frame_rules.push(rules.len());
             rules.push(Rule {
                 id: f.id,
