@@ -434,7 +434,16 @@ impl Scanner<'_> {
         let in_tb = self.tracebacks.contains_key(&pl.stream);
         let indented = msg.starts_with(' ') || msg.starts_with('\t');
         let trimmed = msg.trim_start();
-        let is_exc = line::is_exception_line(msg);
+        // An exception type without the usual suffix (`Exception: ..`, `_RemoteUnavailable: ..`)
+        // also ends a traceback, right after a frame's source line.
+        let is_exc = line::is_exception_line(msg)
+            || (in_tb
+                && !indented
+                && self
+                    .tracebacks
+                    .get(&pl.stream)
+                    .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
+                && super::classify::ends_traceback(msg));
         if in_tb && !is_exc {
             let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
             let is_source =
