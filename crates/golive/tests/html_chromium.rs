@@ -28,7 +28,9 @@ fn chromium() -> Option<&'static str> {
             return Some(name);
         }
     }
-    eprintln!("skipping: chromium is not installed (Debian package chromium; scripts/test.sh installs it)");
+    common::skip(
+        "chromium is not installed (Debian package chromium; scripts/test.sh installs it)",
+    );
     None
 }
 
@@ -73,18 +75,24 @@ fn run_chromium(bin: &str, page: &Path, extra: &[String]) -> (String, String) {
     )
 }
 
+/// Where the pages and screenshots stay after the run (cargo's temporary folder for
+/// integration tests, inside the target folder in use).
+fn html_test_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("html-test")
+}
+
 fn hex_rgb(c: &str) -> [u8; 3] {
     let v = u32::from_str_radix(c.trim_start_matches('#'), 16).unwrap();
     [(v >> 16) as u8, (v >> 8) as u8, v as u8]
 }
 
 /// Loads a report page in Chromium, screenshots it, and checks the charts.
-/// Returns the screenshot path (kept for people to look at under target/).
+/// Returns the screenshot path (kept for people to look at under target/tmp/html-test).
 fn check_page(html: &str, name: &str, expect_colors: &[&str]) -> PathBuf {
     let Some(bin) = chromium() else {
         return PathBuf::new();
     };
-    let out_dir = common::repo_root().join("target/html-test").join(name);
+    let out_dir = html_test_dir().join(name);
     std::fs::create_dir_all(&out_dir).unwrap();
     // Self-contained: nothing to fetch.
     for needle in [" src=\"", " href=\"", "@import", "url(", "<script", "<link"] {
@@ -197,7 +205,7 @@ fn real_run_report_renders_in_headless_chromium_with_visible_charts() {
             }
         }
         Err(_) => {
-            let out = common::repo_root().join("target/html-test/real-run");
+            let out = html_test_dir().join("real-run");
             let _ = std::fs::remove_dir_all(&out);
             real_accept_run(&out)
         }
