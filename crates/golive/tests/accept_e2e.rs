@@ -6,16 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::check;
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        // The agent stage has its own tests; here it would only add time.
-        .args(["--skip", "agent"])
+    let o = common::accept_without_agent(url, out)
         .args([
             "--concurrency",
             "2",

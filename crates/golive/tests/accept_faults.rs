@@ -12,11 +12,7 @@ use common::{check, report};
 use fault_server::{start, Fault};
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        // The agent stage has its own tests; here it would only add time.
-        .args(["--skip", "agent"])
+    common::accept_without_agent(url, out)
         .args([
             "--concurrency",
             "2",
@@ -189,10 +185,7 @@ fn interrupted_run_keeps_a_partial_report() {
         delay_ms: 5,
     }));
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::golive_bin())
-        .args(["accept", "--url", &server.url, "--out"])
-        .arg(dir.path())
-        .args(["--skip", "agent"])
+    let mut child = common::accept_without_agent(&server.url, dir.path())
         .args([
             "--concurrency",
             "1",

@@ -9,17 +9,17 @@ use std::process::Command;
 use golive::check::{check_bundles, CheckReport};
 use golive::report::Status;
 
-use common::bundle::{evidence, fixture, healthy, status};
+use common::bundle::{evidence, fixture, healthy, put, status};
 
 #[test]
 fn missing_cache_flag_is_the_cache_direction() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/cmdline.txt"),
-        fixture("cmdline_kimi-k3_tp8_no-cache-flag.txt"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "cmdline.txt",
+        "fixture:cmdline_kimi-k3_tp8_no-cache-flag.txt",
+    );
     let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "prefix_caching_flag"), Status::Fail);
     assert!(evidence(&r, "prefix_caching_flag").contains(
@@ -138,11 +138,11 @@ fn cli_exit_codes_and_json() {
     assert!(v["items"][0]["evidence"].is_string() && v["items"][0]["status"] == "pass");
 
     // Text: the repair direction comes first.
-    std::fs::write(
-        good.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
-    )
-    .unwrap();
+    put(
+        &good,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_570.133.20_b300_8gpu.txt",
+    );
     let out = run(&["check", good.to_str().unwrap(), "--profile", "kimi-k3"]);
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
@@ -169,31 +169,27 @@ fn diff_shows_what_matters_only() {
     let b = healthy(tmp.path(), "gpu-a-20261130T120000Z");
     // B: other driver, another max-model-len, no peermem, one env change; also
     // different memory in use, PIDs and start time, which do not matter.
-    std::fs::write(
-        b.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_590.48.01_b300_8gpu_idle.txt",
+    );
     let cmd = fixture("cmdline_kimi-k3_tp8_prefix-caching.txt")
         .replace("--max-model-len 1048576", "--max-model-len 524288");
-    std::fs::write(b.join("raw/cmdline.txt"), cmd).unwrap();
-    std::fs::write(
-        b.join("raw/lsmod.txt"),
-        fixture("lsmod_mlx5_without_peermem.txt"),
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/env.txt"),
+    put(&b, "cmdline.txt", &cmd);
+    put(&b, "lsmod.txt", "fixture:lsmod_mlx5_without_peermem.txt");
+    put(
+        &b,
+        "env.txt",
         "VLLM_USE_V2_MODEL_RUNNER=1\nVLLM_PREFIX_CACHE_RETENTION_INTERVAL=512\n",
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/startup.log"),
-        fixture("startup_ok.log")
+    );
+    put(
+        &b,
+        "startup.log",
+        &fixture("startup_ok.log")
             .replace("pid=4021", "pid=9977")
             .replace("11-30 10:", "11-30 12:"),
-    )
-    .unwrap();
+    );
 
     let ra = golive::envparse::Bundle::load(&a).unwrap();
     let rb = golive::envparse::Bundle::load(&b).unwrap();

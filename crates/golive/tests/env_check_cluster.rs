@@ -8,27 +8,23 @@ mod common;
 use golive::check::check_bundles;
 use golive::report::Status;
 
-use common::bundle::{bundle, evidence, fixture, healthy, status};
+use common::bundle::{bundle, evidence, healthy, put, status};
 
 #[test]
 fn rdma_backend_on_nvlink_only_host() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/cmdline.txt"),
-        fixture("cmdline_kimi-k3_dep16_deepep_v2_node0.sh"),
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/ibv_devinfo.txt"),
-        fixture("ibv_devinfo_none.txt"),
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/lsmod.txt"),
+    put(
+        &b,
+        "cmdline.txt",
+        "fixture:cmdline_kimi-k3_dep16_deepep_v2_node0.sh",
+    );
+    put(&b, "ibv_devinfo.txt", "fixture:ibv_devinfo_none.txt");
+    put(
+        &b,
+        "lsmod.txt",
         "Module                  Size  Used by\nnvidia              104153088  98 nvidia_uvm\n",
-    )
-    .unwrap();
+    );
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "communication_path"), Status::Fail);
     let ev = evidence(&r, "communication_path");
@@ -51,11 +47,7 @@ fn rdma_backend_on_nvlink_only_host() {
 fn rdma_variables_on_nvlink_backend() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/cmdline.txt"),
-        "UCX_TLS=rc,cuda_copy NCCL_IB_HCA=mlx5 vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8 --enable-expert-parallel --all2all-backend flashinfer_nvlink_one_sided --enable-prefix-caching\n",
-    )
-    .unwrap();
+    put(&b, "cmdline.txt", "UCX_TLS=rc,cuda_copy NCCL_IB_HCA=mlx5 vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 8 --enable-expert-parallel --all2all-backend flashinfer_nvlink_one_sided --enable-prefix-caching\n");
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "communication_path"), Status::Fail);
     assert!(evidence(&r, "communication_path")
@@ -124,22 +116,22 @@ fn errno_524_with_and_without_peermem() {
 fn tp_times_pp_larger_than_visible_gpus() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/cmdline.txt"),
-        fixture("cmdline_kimi-k3_tp8-pp2_single-node.txt"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "cmdline.txt",
+        "fixture:cmdline_kimi-k3_tp8-pp2_single-node.txt",
+    );
     let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "parallelism"), Status::Fail);
     assert!(evidence(&r, "parallelism").contains("TP 8 x PP 2 x DP 1 = 16 GPUs > 8 visible GPUs"));
     assert!(r.decision.starts_with("memory"), "{}", r.decision);
     // CUDA_VISIBLE_DEVICES shrinks what the process sees.
-    std::fs::write(
-        b.join("raw/cmdline.txt"),
-        fixture("cmdline_kimi-k3_tp8_prefix-caching.txt"),
-    )
-    .unwrap();
-    std::fs::write(b.join("raw/env.txt"), "CUDA_VISIBLE_DEVICES=0,1,2,3\n").unwrap();
+    put(
+        &b,
+        "cmdline.txt",
+        "fixture:cmdline_kimi-k3_tp8_prefix-caching.txt",
+    );
+    put(&b, "env.txt", "CUDA_VISIBLE_DEVICES=0,1,2,3\n");
     let r = check_bundles(&[b], Some("vllm")).unwrap();
     assert_eq!(
         status(&r, "parallelism"),
@@ -154,16 +146,16 @@ fn two_nodes_with_different_drivers() {
     let tmp = tempfile::tempdir().unwrap();
     let a = healthy(tmp.path(), "gpu-a");
     let b = healthy(tmp.path(), "gpu-b");
-    std::fs::write(
-        b.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_590.48.01_b300_8gpu_idle.txt"),
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/env.txt"),
+    put(
+        &b,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_590.48.01_b300_8gpu_idle.txt",
+    );
+    put(
+        &b,
+        "env.txt",
         "VLLM_USE_V2_MODEL_RUNNER=0\nVLLM_HOST_IP=10.0.0.2\n",
-    )
-    .unwrap();
+    );
     let r = check_bundles(&[a, b], Some("kimi-k3")).unwrap();
     assert_eq!(r.hosts, vec!["gpu-a".to_string(), "gpu-b".to_string()]);
     assert_eq!(status(&r, "host_driver"), Status::Pass, "both >= 580.65.06");
@@ -240,7 +232,7 @@ fn tensor_parallel_over_a_gpu_without_nvlink() {
     let text = std::fs::read_to_string(&topo).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(b.join("raw/nvidia-smi-topo.txt"), text).unwrap();
+    put(&b, "nvidia-smi-topo.txt", &text);
     let r = check_bundles(&[b], Some("vllm")).unwrap();
     assert_eq!(status(&r, "parallelism"), Status::Fail);
     assert!(

@@ -7,7 +7,7 @@ mod common;
 use golive::check::check_bundles;
 use golive::report::Status;
 
-use common::bundle::{evidence, fixture, healthy, status};
+use common::bundle::{evidence, fixture, healthy, put, status};
 
 #[test]
 fn healthy_node_passes_every_item() {
@@ -29,11 +29,11 @@ fn healthy_node_passes_every_item() {
 fn driver_below_580_with_cuda13_image_is_host_first() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_570.133.20_b300_8gpu.txt",
+    );
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "host_driver"), Status::Fail);
     assert!(
@@ -55,16 +55,12 @@ fn driver_below_580_with_cuda13_image_is_host_first() {
 fn container_cli_refusal_fails_cuda_layers_and_phase() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/probe-image.txt"),
-        "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown\n",
-    )
-    .unwrap();
-    std::fs::write(
-        b.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_570.133.20_b300_8gpu.txt"),
-    )
-    .unwrap();
+    put(&b, "probe-image.txt", "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\nnvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown\n");
+    put(
+        &b,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_570.133.20_b300_8gpu.txt",
+    );
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "cuda_layers"), Status::Fail);
     assert!(evidence(&r, "cuda_layers").contains("unsatisfied condition: cuda>=13.0"));
@@ -75,11 +71,11 @@ fn container_cli_refusal_fails_cuda_layers_and_phase() {
 fn r610_kmd_version_is_the_driver() {
     let tmp = tempfile::tempdir().unwrap();
     let b = healthy(tmp.path(), "gpu-a");
-    std::fs::write(
-        b.join("raw/nvidia-smi.txt"),
-        fixture("nvidia-smi_610.57.04_kmd_b300_8gpu.txt"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "nvidia-smi.txt",
+        "fixture:nvidia-smi_610.57.04_kmd_b300_8gpu.txt",
+    );
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(status(&r, "host_driver"), Status::Pass);
     assert!(evidence(&r, "host_driver").contains("KMD Version: 610.57.04"));
@@ -125,11 +121,13 @@ fn digest_pinned_official_image_and_foreign_manifest() {
     let b = healthy(tmp.path(), "gpu-a");
     let pinned =
         "vllm/vllm-openai@sha256:7f1c9e5a2b3d4c6e8f0a1b2c3d4e5f60718293a4b5c6d7e8f9a0b1c2d3e4f5a6";
-    std::fs::write(
-        b.join("raw/docker-inspect.json"),
-        format!(r#"[{{"Path": "vllm", "Args": ["serve", "moonshotai/Kimi-K3", "--tensor-parallel-size", "8", "--enable-prefix-caching"], "State": {{"Status": "running"}}, "Config": {{"Image": "{pinned}"}}}}]"#),
-    )
-    .unwrap();
+    put(
+        &b,
+        "docker-inspect.json",
+        &format!(
+            r#"[{{"Path": "vllm", "Args": ["serve", "moonshotai/Kimi-K3", "--tensor-parallel-size", "8", "--enable-prefix-caching"], "State": {{"Status": "running"}}, "Config": {{"Image": "{pinned}"}}}}]"#
+        ),
+    );
     std::fs::write(b.join("manifest.json"), "{ not golive's }").unwrap();
     let r = check_bundles(std::slice::from_ref(&b), Some("kimi-k3")).unwrap();
     assert_eq!(
@@ -139,11 +137,11 @@ fn digest_pinned_official_image_and_foreign_manifest() {
         evidence(&r, "official_image")
     );
     // Another image pinned by digest is not official.
-    std::fs::write(
-        b.join("raw/docker-image-inspect.json"),
-        fixture("docker-image-inspect_vllm-openai_v0.30.0_cu129.json"),
-    )
-    .unwrap();
+    put(
+        &b,
+        "docker-image-inspect.json",
+        "fixture:docker-image-inspect_vllm-openai_v0.30.0_cu129.json",
+    );
     let r = check_bundles(&[b], Some("kimi-k3")).unwrap();
     assert_eq!(
         status(&r, "official_image"),

@@ -107,10 +107,8 @@ async fn a_connection_that_fails_again_when_fresh_is_an_early_close() {
 }
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        .args(["--skip", "agent", "--concurrency", "4", "--duration", "2s"])
+    let o = common::accept_without_agent(url, out)
+        .args(["--concurrency", "4", "--duration", "2s"])
         .args(["--output-tokens", "4", "--max-context", "512"])
         .args(["--request-timeout", "5s"])
         .args(extra)

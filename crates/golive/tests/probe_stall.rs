@@ -45,6 +45,29 @@ fn watch_once(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
     (out.status.code(), window, text)
 }
 
+/// `watch_once` scraping and probing every second: `window`, `--stall-after-s`,
+/// `--probe-deadline-s` and `--model` as given.
+fn watch_probing(
+    url: &str,
+    window: &str,
+    stall_after_s: &str,
+    probe_deadline_s: &str,
+    model: Option<&str>,
+) -> (Option<i32>, Value, String) {
+    let mut args = vec!["--interval", "1s", "--window", window];
+    args.extend(["--stall-after-s", stall_after_s, "--probe-every-s", "1"]);
+    args.extend(["--probe-deadline-s", probe_deadline_s]);
+    if let Some(m) = model {
+        args.extend(["--model", m]);
+    }
+    watch_once(url, &args)
+}
+
+/// The evidence of the `stalled` trigger in a judged window; panics when it did not fire.
+fn stalled(window: &Value) -> Vec<String> {
+    stalled_evidence(window).unwrap_or_else(|| panic!("stalled did not fire: {window:#}"))
+}
+
 fn stalled_evidence(window: &Value) -> Option<Vec<String>> {
     window["firing"]
         .as_array()?
@@ -116,32 +139,16 @@ fn probe_reasons_and_the_stalled_trigger_on_scripted_servers() {
         ],
     );
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(
         ev[0].contains("vllm:generation_tokens_total stayed at 42"),
         "{ev:?}"
     );
     // /health 200 but the probe gets no token, and /metrics is absent (404): the target
     // is not unreachable, it is stalled.
-    let (code, w, text) = watch_once(
-        &hang.url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "2s",
-            "--stall-after-s",
-            "2",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "1",
-            "--model",
-            "m",
-        ],
-    );
+    let (code, w, text) = watch_probing(&hang.url, "2s", "2", "1", Some("m"));
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(ev[0].contains("/health answered HTTP 200"), "{ev:?}");
     assert!(ev[0].contains("no_first_token"), "{ev:?}");
     let fired = &w["firing"].as_array().unwrap()[0];
@@ -205,21 +212,7 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     assert_eq!(v["ok"], true);
     assert!(v["ttft_ms"].as_f64().unwrap() > 0.0, "{v:#}");
-    let (code, w, text) = watch_once(
-        &url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "3s",
-            "--stall-after-s",
-            "2",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "30",
-        ],
-    );
+    let (code, w, text) = watch_probing(&url, "3s", "2", "30", None);
     assert_eq!(code, Some(0), "{text}");
     assert!(stalled_evidence(&w).is_none(), "{w:#}");
     assert_eq!(w["probe"]["probe"]["ok"], true, "{w:#}");
@@ -244,25 +237,9 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
         "{v:#}"
     );
     // /metrics hangs as well (proxied): watch judges by the probe, not "unreachable".
-    let (code, w, text) = watch_once(
-        &url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "3s",
-            "--stall-after-s",
-            "3",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "2",
-            "--model",
-            "gemma-3-270m",
-        ],
-    );
+    let (code, w, text) = watch_probing(&url, "3s", "3", "2", Some("gemma-3-270m"));
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(ev[0].contains("/health answered HTTP 200"), "{ev:?}");
 
     // Continued: generating again.

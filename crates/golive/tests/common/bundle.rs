@@ -12,19 +12,24 @@ pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// A bundle directory `<root>/<name>/raw/...`; values starting with `fixture:` are
-/// fixture files, the rest literal text.
+/// A bundle directory `<root>/<name>/raw/...` with `files` (see [`put`]).
 pub fn bundle(root: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(dir.join("raw")).unwrap();
     for (raw, src) in files {
-        let text = match src.strip_prefix("fixture:") {
-            Some(f) => fixture(f),
-            None => src.to_string(),
-        };
-        std::fs::write(dir.join("raw").join(raw), text).unwrap();
+        put(&dir, raw, src);
     }
     dir
+}
+
+/// Writes `raw/<raw>` of the bundle `dir`: `src` starting with `fixture:` names a fixture
+/// file, else it is the literal text.
+pub fn put(dir: &Path, raw: &str, src: &str) {
+    let text = match src.strip_prefix("fixture:") {
+        Some(f) => fixture(f),
+        None => src.to_string(),
+    };
+    std::fs::write(dir.join("raw").join(raw), text).unwrap();
 }
 
 /// A complete, healthy Kimi K3 node (8x B300, R580, official image, cache flag).

@@ -218,20 +218,21 @@ pub fn local_server_pid(port: u16) -> Option<u32> {
         .ok()
 }
 
+/// `golive accept --url URL --out OUT --skip agent`, for the caller's load settings: the
+/// agent stage has tests of its own, elsewhere it only adds time.
+pub fn accept_without_agent(url: &str, out: &Path) -> Command {
+    let mut cmd = Command::new(golive_bin());
+    cmd.args(["accept", "--url", url, "--out"])
+        .arg(out)
+        .args(["--skip", "agent"]);
+    cmd
+}
+
 /// `golive accept` on the real local llama-server with small load settings (the CI
 /// machine has 2 cores) and the agent stage skipped; `extra` is appended.
 pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        .args([
-            "--skip",
-            "agent",
-            "--concurrency",
-            "2",
-            "--max-context",
-            "256",
-        ])
+    accept_without_agent(url, out)
+        .args(["--concurrency", "2", "--max-context", "256"])
         .args([
             "--output-tokens",
             "8",
