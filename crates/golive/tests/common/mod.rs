@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod bundle;
+pub mod chromium;
 pub mod nginx;
 pub mod shim;
 mod wait;
