@@ -225,7 +225,9 @@ fn golive_load(url: &str, concurrency: u32, requests: u32, think: &str) -> serde
         .args(["load", "--url", url, "--no-calibrate", "--max-tokens", "4"])
         .args(["--concurrency", &concurrency.to_string()])
         .args(["--requests", &requests.to_string(), "--think-time", think])
-        .args(["--request-timeout", "60s"])
+        // Generous: on a busy 2-core machine 8 parallel requests to a CPU llama-server
+        // queue for over a minute, and a timeout is not the connection loss under test.
+        .args(["--request-timeout", "300s"])
         .arg("--json")
         .arg(&json)
         .output()
