@@ -187,6 +187,13 @@ const LOG_DICT: &[&str] = &[
     "99999999999999999999",
     "\u{FFFD}",
     "\0",
+    // Where the hand-written prefix readers must agree with the regexes.
+    "\u{0661}",
+    " UTC",
+    "+05:30 ",
+    "(VllmWorker TP1_PP0 pid=",
+    ", ip=",
+    "2024-06-14 07:04:12,5",
 ];
 
 /// OpenAI-style streams (chat, completion, reasoning, tool calls, errors, llama.cpp timings).
