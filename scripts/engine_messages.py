@@ -4,7 +4,8 @@
 usage: engine_messages.py ENGINE_ROOT...   (a directory holding a `vllm/` or `sglang/` package)
 
 Prints one JSON object per message: engine, group, file (inside the package), line, function,
-kind (`raise` or `log`), exc (the exception class for raises) and msg (the text with each
+kind (`raise`, `log` for ERROR/CRITICAL, or `info` / `warning` for the logger calls that must
+stay quiet: the false-alarm measure), exc (the exception class for raises) and msg (the text with each
 f-string field rendered as `X`). Only messages with at least 12 characters of literal text are
 kept (a bare `raise ValueError(msg)` says nothing by itself). Groups: config,
 engine (engine/executor/worker/scheduler), distributed, entrypoints (incl. tool and reasoning
@@ -34,6 +35,8 @@ GROUPS = {
 }
 
 LOG_LEVELS = {"error", "exception", "critical", "fatal"}
+# Logger calls that do not report a failure (`logger.info`, `logger.warning_once`, ...).
+QUIET_LEVELS = {"info": "info", "info_once": "info", "warning": "warning", "warning_once": "warning", "warn": "warning"}
 
 
 def text_of(node):
@@ -106,7 +109,7 @@ class Visitor(ast.NodeVisitor):
         f = node.func
         if (
             isinstance(f, ast.Attribute)
-            and f.attr in LOG_LEVELS
+            and (f.attr in LOG_LEVELS or f.attr in QUIET_LEVELS)
             and isinstance(f.value, ast.Name)
             and "log" in f.value.id.lower()
             and node.args
@@ -115,7 +118,8 @@ class Visitor(ast.NodeVisitor):
             if msg is not None and literal_len(msg) >= 12:
                 # logger.error("...%s", x) renders its args too.
                 msg = re.sub(r"%[-+ 0#]*\d*(?:\.\d+)?[sdrfgixX]", "X", msg)
-                self.emit("log", node.lineno, self.func, None, msg)
+                kind = "log" if f.attr in LOG_LEVELS else QUIET_LEVELS[f.attr]
+                self.emit(kind, node.lineno, self.func, None, msg)
         self.generic_visit(node)
 
 

@@ -58,11 +58,13 @@ source_bin() { echo "$(source_dir)/bin/llama-server"; }
 # the source build).
 prebuilt_fails_marker() { echo "$(source_dir).prebuilt-fails"; }
 
-# The binary to run: the source build where it is asked for, or where the prebuilt one
-# failed on this CPU before; else the prebuilt one.
+# The binary to run: the source build where it is asked for, or where the real prebuilt
+# one failed on this CPU before (the marker says nothing about a replaced prebuilt); else
+# the prebuilt one.
 server_bin() {
   if [[ -f "$(source_dir)/.complete" ]] && { [[ "$BUILD_MODE" == source ]] ||
-       { [[ "$BUILD_MODE" == auto && -f "$(prebuilt_fails_marker)" ]]; }; }; then
+       { [[ "$BUILD_MODE" == auto && -z "${GOLIVE_LOCAL_PREBUILT:-}" &&
+            -f "$(prebuilt_fails_marker)" ]]; }; }; then
     source_bin
   else
     prebuilt_bin

@@ -33,13 +33,14 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
 fn main() -> ExitCode {
     let cli = match cli::parse() {
         Ok(cli) => cli,
+        // Bad arguments: clap's message with golive's prefix; --help and --version: stdout.
+        Err(e) if e.use_stderr() => {
+            out::usage_error(&e);
+            return ExitCode::from(exit::USAGE);
+        }
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                exit::USAGE
-            } else {
-                exit::OK
-            });
+            return ExitCode::from(exit::OK);
         }
     };
     let result = std::panic::catch_unwind(|| dispatch(cli));

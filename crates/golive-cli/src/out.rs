@@ -1,9 +1,17 @@
-//! Writing results to stdout. Every write returns its error (no `println!`, which
-//! panics when the reader of a pipe went away): `main` turns a broken pipe into a
-//! quiet exit 0, as `rg ... | head` does.
+//! Writing results to stdout and notes to stderr. Every write returns its error (no
+//! `println!`, which panics when the reader of a pipe went away): `main` turns a broken
+//! pipe into a quiet exit 0, as `rg ... | head` does.
+//!
+//! Colour: words for people (pass, warn, FAIL, the verdict) are styled with anstyle and
+//! every write goes through anstream, which keeps the styles on a terminal and strips
+//! them elsewhere, honouring `NO_COLOR` (no colour, even on a terminal),
+//! `CLICOLOR_FORCE` (colour, even into a pipe), `CLICOLOR=0` and `TERM=dumb`.
 
 use std::fmt::Display;
 use std::io::Write;
+
+use anstyle::{AnsiColor, Style};
+use golive::report::{Status, Verdict};
 
 use crate::exit::OutputFailed;
 
@@ -16,7 +24,7 @@ fn stdout_failed(source: std::io::Error) -> OutputFailed {
 
 /// `value` and a newline on stdout.
 pub fn line(value: impl Display) -> Result<(), OutputFailed> {
-    let mut out = std::io::stdout().lock();
+    let mut out = anstream::stdout().lock();
     writeln!(out, "{value}")
         .and_then(|()| out.flush())
         .map_err(stdout_failed)
@@ -24,7 +32,7 @@ pub fn line(value: impl Display) -> Result<(), OutputFailed> {
 
 /// `text` as it is on stdout.
 pub fn text(text: &str) -> Result<(), OutputFailed> {
-    let mut out = std::io::stdout().lock();
+    let mut out = anstream::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(stdout_failed)
@@ -39,10 +47,49 @@ pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// A note for people on stderr, with the one prefix every golive message has.
 pub fn note(command: &str, message: impl Display) {
     // stderr gone too: nothing left to tell.
-    let _ = writeln!(std::io::stderr(), "golive {command}: {message}");
+    let _ = writeln!(anstream::stderr(), "golive {command}: {message}");
 }
 
 /// The one error message of a failed command: `golive: error: ...` with its causes.
 pub fn error(err: &anyhow::Error) {
-    let _ = writeln!(std::io::stderr(), "golive: error: {err:#}");
+    let style = FAIL;
+    let _ = writeln!(anstream::stderr(), "golive: {style}error{style:#}: {err:#}");
+}
+
+/// clap's message about bad arguments with the same prefix: `golive: error: ...` (the
+/// help clap shows for a missing subcommand stays as it is).
+pub fn usage_error(err: &clap::Error) {
+    let missing_subcommand =
+        err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
+    let prefix = if missing_subcommand { "" } else { "golive: " };
+    let _ = write!(anstream::stderr(), "{prefix}{}", err.render().ansi());
+}
+
+const PASS: Style = AnsiColor::Green.on_default();
+const WARN: Style = AnsiColor::Yellow.on_default();
+const FAIL: Style = AnsiColor::Red.on_default().bold();
+
+/// `text` in `style` (plain again where the stream takes no colour).
+pub fn styled(style: Style, text: impl Display) -> String {
+    format!("{style}{text}{style:#}")
+}
+
+/// The style of a check's status: pass green, warn and unknown yellow, fail red.
+pub fn status_style(status: Status) -> Style {
+    match status {
+        Status::Pass => PASS,
+        Status::Warn | Status::Unknown => WARN,
+        Status::Fail => FAIL,
+        Status::Skip => Style::new(),
+    }
+}
+
+/// The style of a verdict: release green, observe yellow, rebuild and expand red.
+pub fn verdict_style(verdict: Option<Verdict>) -> Style {
+    match verdict {
+        Some(Verdict::Release) => PASS.bold(),
+        Some(Verdict::Observe) => WARN.bold(),
+        Some(Verdict::Rebuild | Verdict::Expand) => FAIL,
+        None => Style::new().bold(),
+    }
 }

@@ -2,10 +2,11 @@
 //! TTFT p50, fed by the library's per-request records (as oha's monitor is).
 //!
 //! Shown only when stderr is a terminal. `GOLIVE_LIVE=plain` prints the same line as
-//! plain text instead (about once a second and at the end), for logs and tests;
+//! plain text instead (about once a second and at the end), for logs and tests, with
+//! the prefix of every note (`golive load: ...`, `golive accept: 2 x short ...: ...`);
 //! `GOLIVE_LIVE=off` turns it off.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,8 @@ enum Display {
 
 /// One live line, for one load (a ramp step, the soak, `golive load`).
 pub struct Live {
-    label: String,
+    command: &'static str,
+    label: Option<String>,
     display: Display,
     started: Instant,
     stats: Mutex<LatencyStats>,
@@ -36,8 +38,13 @@ fn mode() -> Option<bool> {
 }
 
 impl Live {
-    /// A live line for `len` requests (`None`: unknown), or none when not shown.
-    pub fn start(label: &str, len: Option<u64>) -> Option<Arc<Live>> {
+    /// A live line of `command`'s load `label` (none: the command's only one) for `len`
+    /// requests (`None`: unknown), or none when not shown.
+    pub fn start(
+        command: &'static str,
+        label: Option<&str>,
+        len: Option<u64>,
+    ) -> Option<Arc<Live>> {
         let display = match mode()? {
             true => {
                 let bar = match len {
@@ -50,7 +57,7 @@ impl Live {
                 ) {
                     bar.set_style(style);
                 }
-                bar.set_prefix(label.to_string());
+                bar.set_prefix(label.unwrap_or(command).to_string());
                 bar.enable_steady_tick(Duration::from_millis(250));
                 Display::Bar(bar)
             }
@@ -59,7 +66,8 @@ impl Live {
             },
         };
         Some(Arc::new(Live {
-            label: label.to_string(),
+            command,
+            label: label.map(str::to_string),
             display,
             started: Instant::now(),
             stats: Mutex::new(LatencyStats::default()),
@@ -89,7 +97,7 @@ impl Live {
                 let Ok(mut last) = last.lock() else { return };
                 if last.elapsed() >= Duration::from_secs(1) {
                     *last = Instant::now();
-                    let _ = writeln!(std::io::stderr(), "golive: {}: {line}", self.label);
+                    self.print(&line);
                 }
             }
         }
@@ -115,14 +123,17 @@ impl Live {
             Display::Bar(bar) => bar.finish_and_clear(),
             Display::Plain { .. } => {
                 if let Ok(stats) = self.stats.lock() {
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "golive: {}: {}",
-                        self.label,
-                        self.line_of(&stats)
-                    );
+                    self.print(&self.line_of(&stats));
                 }
             }
+        }
+    }
+
+    /// The plain form: one note, `golive COMMAND: [LABEL: ]LINE`.
+    fn print(&self, line: &str) {
+        match &self.label {
+            Some(label) => crate::out::note(self.command, format!("{label}: {line}")),
+            None => crate::out::note(self.command, line),
         }
     }
 }

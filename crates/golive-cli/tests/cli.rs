@@ -1,5 +1,5 @@
 //! The command line as a person meets it: exit codes, a closed pipe, completions,
-//! the live line and `watch --listen`.
+//! colour, the live line and `watch --listen`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -15,6 +15,9 @@ fn golive() -> Command {
         "GOLIVE_MODEL",
         "GOLIVE_PROFILE",
         "GOLIVE_LIVE",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
     ] {
         c.env_remove(v);
     }
@@ -60,10 +63,16 @@ fn with_closed_stdout(args: &[&str]) -> Output {
 #[test]
 fn a_closed_pipe_ends_quietly_with_0() {
     let log = fixture("triage/oom_startup_kv.log");
+    // An empty folder is a bundle with nothing recorded: `check` lists every item.
+    let bundle = tempfile::tempdir().unwrap();
+    let bundle = bundle.path().to_str().unwrap();
     for args in [
         vec!["completions", "bash"],
         vec!["triage", log.to_str().unwrap()],
         vec!["triage", "--format", "json", log.to_str().unwrap()],
+        vec!["check", bundle],
+        vec!["check", "--format", "json", bundle],
+        vec!["diff", bundle, bundle],
         vec!["--help"],
     ] {
         let o = with_closed_stdout(&args);
@@ -78,8 +87,14 @@ fn a_closed_pipe_ends_quietly_with_0() {
 
 #[test]
 fn exit_codes_are_usage_2_unreachable_3_internal_4() {
-    // Usage: a missing argument, a bad URL, an unreadable input.
-    assert_eq!(run(&["check"]).status.code(), Some(2));
+    // Usage: a missing argument, a bad URL, an unreadable input; one prefix for all.
+    let o = run(&["check"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("golive: error: the following required arguments"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["load", "--url", "ftp://nowhere"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).starts_with("golive: error: "), "{}", stderr(&o));
@@ -294,7 +309,7 @@ fn a_load_shows_the_live_line() {
     let line = err
         .lines()
         .rev()
-        .find(|l| l.starts_with("golive: load: "))
+        .find(|l| l.starts_with("golive load: "))
         .unwrap_or_else(|| panic!("no live line in: {err}"));
     assert!(line.contains("3 requests"), "{line}");
     assert!(line.contains("req/s"), "{line}");
@@ -312,4 +327,184 @@ fn a_load_shows_the_live_line() {
         "--no-calibrate",
     ]);
     assert!(!stderr(&quiet).contains("req/s"), "{}", stderr(&quiet));
+}
+
+const ESC: u8 = 0x1b;
+
+/// `golive accept` and `golive probe` against a port nothing listens on: exit 3, the
+/// verdict on stdout and stderr, `FAILED connect` on stdout.
+fn unreachable_runs(envs: &[(&str, &str)]) -> (Output, Output) {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let with_env = |mut c: Command| {
+        for (k, v) in envs {
+            c.env(k, v);
+        }
+        c
+    };
+    let mut accept = with_env(golive());
+    accept
+        .args(["accept", "--url", &url, "--connect-timeout", "1s", "--out"])
+        .arg(dir.path());
+    let mut probe = with_env(golive());
+    probe.args(["probe", "--url", &url, "--deadline-s", "2"]);
+    let (accept, probe) = (accept.output().unwrap(), probe.output().unwrap());
+    assert_eq!(accept.status.code(), Some(3), "{}", stderr(&accept));
+    assert_eq!(probe.status.code(), Some(3), "{}", stderr(&probe));
+    (accept, probe)
+}
+
+#[test]
+fn colour_is_forced_by_clicolor_force_and_off_in_a_pipe_and_with_no_color() {
+    // Into a pipe: plain text.
+    let (accept, probe) = unreachable_runs(&[]);
+    for bytes in [&accept.stdout, &accept.stderr, &probe.stdout] {
+        assert!(!bytes.contains(&ESC), "{}", String::from_utf8_lossy(bytes));
+    }
+    let verdict_line = String::from_utf8(accept.stdout.clone()).unwrap();
+    assert!(
+        verdict_line.starts_with("golive accept: verdict rebuild ("),
+        "{verdict_line}"
+    );
+
+    // CLICOLOR_FORCE: the verdict (red: rebuild), FAIL and FAILED in colour, also into a pipe.
+    let (accept, probe) = unreachable_runs(&[("CLICOLOR_FORCE", "1")]);
+    let out = String::from_utf8_lossy(&accept.stdout).into_owned();
+    assert!(
+        out.contains("verdict \x1b[1m\x1b[31mrebuild\x1b[0m ("),
+        "{out:?}"
+    );
+    let err = stderr(&accept);
+    assert!(
+        err.contains("\x1b[1m\x1b[31mFAIL\x1b[0m service_health"),
+        "{err:?}"
+    );
+    let out = String::from_utf8(probe.stdout).unwrap();
+    assert!(
+        out.contains("\x1b[1m\x1b[31mFAILED\x1b[0m connect"),
+        "{out:?}"
+    );
+
+    // NO_COLOR wins over CLICOLOR_FORCE.
+    let (accept, probe) = unreachable_runs(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    for bytes in [&accept.stdout, &accept.stderr, &probe.stdout] {
+        assert!(!bytes.contains(&ESC), "{}", String::from_utf8_lossy(bytes));
+    }
+}
+
+/// Runs `golive ARGS` on a pseudo-terminal (util-linux `script`), with `envs`; returns
+/// what the terminal showed.
+fn on_a_terminal(args: &[&str], envs: &[(&str, &str)]) -> Option<String> {
+    let found = Command::new("script").arg("--version").output().is_ok();
+    if !found {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI=true but `script` (util-linux) is missing"
+        );
+        eprintln!("skipping: `script` (util-linux) is not installed");
+        return None;
+    }
+    let line = std::iter::once(env!("CARGO_BIN_EXE_golive"))
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut script = Command::new("script");
+    script.args(["--quiet", "--return", "--command", &line, "/dev/null"]);
+    for v in ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "GOLIVE_LIVE"] {
+        script.env_remove(v);
+    }
+    let o = script
+        .env("TERM", "xterm")
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+#[test]
+fn colour_is_on_by_itself_on_a_terminal_unless_no_color() {
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let args = ["probe", "--url", &url, "--deadline-s", "2"];
+    let Some(shown) = on_a_terminal(&args, &[]) else {
+        return;
+    };
+    assert!(
+        shown.contains("\x1b[1m\x1b[31mFAILED\x1b[0m connect"),
+        "{shown:?}"
+    );
+    let shown = on_a_terminal(&args, &[("NO_COLOR", "1")]).unwrap();
+    assert!(shown.contains("FAILED connect"), "{shown:?}");
+    assert!(!shown.contains('\x1b'), "{shown:?}");
+}
+
+#[test]
+fn check_colours_its_status_column_only_when_asked_or_on_a_terminal() {
+    let bundle = tempfile::tempdir().unwrap();
+    let bundle = bundle.path().to_str().unwrap();
+    let plain = run(&["check", bundle]);
+    assert_eq!(plain.status.code(), Some(1), "{}", stderr(&plain));
+    assert!(!plain.stdout.contains(&ESC));
+    let forced = golive()
+        .args(["check", bundle])
+        .env("CLICOLOR_FORCE", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8(forced.stdout).unwrap();
+    assert!(
+        text.contains("\n\x1b[1m\x1b[31mFAIL\x1b[0m     reproducible "),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("\n\x1b[33munknown\x1b[0m  official_image "),
+        "{text:?}"
+    );
+    // Apart from the styles, the same text.
+    let stripped = text
+        .replace("\x1b[1m\x1b[31m", "")
+        .replace("\x1b[33m", "")
+        .replace("\x1b[0m", "");
+    assert_eq!(stripped.as_bytes(), plain.stdout);
+}
+
+#[test]
+fn golive_url_model_and_profile_come_from_the_environment_and_a_flag_wins() {
+    // GOLIVE_URL and GOLIVE_PROFILE: accept needs no --url, and the report names both.
+    let url = format!("http://127.0.0.1:{}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let accept = |extra: &[&str]| {
+        let o = golive()
+            .args(["accept", "--connect-timeout", "1s", "--out"])
+            .arg(dir.path())
+            .args(extra)
+            .env("GOLIVE_URL", &url)
+            .env("GOLIVE_PROFILE", "vllm")
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
+                .unwrap();
+        report
+    };
+    let report = accept(&[]);
+    assert_eq!(report["urls"], serde_json::json!([url]));
+    assert_eq!(report["profile"], "vllm");
+    assert_eq!(accept(&["--profile", "kimi-k3"])["profile"], "kimi-k3");
+
+    // GOLIVE_MODEL: the probe names the model it was given and asks no model list.
+    let server = fake_metrics_server();
+    let probe = |extra: &[&str]| {
+        let o = golive()
+            .args(["probe", "--url", &server, "--deadline-s", "5"])
+            .args(extra)
+            .env("GOLIVE_MODEL", "env-model")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert!(probe(&[]).contains(" (env-model): "), "{}", probe(&[]));
+    let flag = probe(&["--model", "flag-model"]);
+    assert!(flag.contains(" (flag-model): "), "{flag}");
 }

@@ -51,7 +51,8 @@ fn client_event(data: &[u8]) {
 }
 
 fn metrics(data: &[u8]) {
-    let Ok(m) = crate::metrics::MetricsSnapshot::parse(&text(data)) else {
+    // The reader on the raw bytes (invalid UTF-8 included), then the snapshot's lookups.
+    let Ok(m) = crate::metrics::MetricsSnapshot::parse_bytes(data) else {
         return;
     };
     for fam in [
@@ -74,14 +75,15 @@ fn nvidia_smi(data: &[u8]) {
     use crate::envparse as e;
     let t = text(data);
     let smi = e::parse_nvidia_smi(&t);
-    let _ = smi.cuda_header_exceeds_native();
+    let cuda = &crate::profile::Profile::generic().cuda;
+    let _ = cuda.header_exceeds_native(&smi);
     let _ = e::parse_query_csv(&t);
     let _ = e::parse_container_cuda_errors(&t);
     let _ = e::parse_proc_driver_version(&t);
     let _ = e::parse_nvcc(&t);
     let _ = e::parse_vllm_version(&t);
     if let Some(d) = &smi.driver {
-        let _ = e::native_cuda_for_driver(d);
+        let _ = cuda.native_for_driver(d);
     }
 }
 
@@ -155,8 +157,11 @@ fn triage_scan(data: &[u8]) {
 fn profile(data: &[u8]) {
     let t = text(data);
     let _ = crate::profile::Profile::from_recipe(&t);
-    if let Ok(p) = toml::from_str::<crate::profile::Profile>(&t) {
+    if let Ok(mut p) = toml::from_str::<crate::profile::Profile>(&t) {
         let _ = p.required_flags_for(&["NVIDIA H100 80GB HBM3".to_string()]);
+        p.inherit(crate::profile::Profile::generic());
+        let _ = p.fabrics.of_backend(&t);
+        let _ = p.cuda.native_for_driver(&t);
     }
 }
 
@@ -256,6 +261,17 @@ pub const TARGETS: &[Target] = &[
             "# TYPE vllm:x histogram\n",
             "# HELP x y\n",
             "# TYPE x counter\n",
+            "# TYPE vllm:x summary\n",
+            "# UNIT x seconds\n",
+            "# EOF\n",
+            "{quantile=\"0.5\"} ",
+            " # {trace_id=\"a\"} 1 2\n",
+            "{\"quoted.name\", ",
+            "\\\"",
+            "\\n",
+            "\\",
+            "\r\n",
+            "_created ",
             "vllm:num_requests_running{model_name=\"m\"} 1\n",
             "_bucket{le=\"+Inf\"} 3\n",
             "_sum 1.5\n",
@@ -270,7 +286,7 @@ pub const TARGETS: &[Target] = &[
             "1e308",
             " 1700000000000\n",
         ],
-        inline: &[],
+        inline: &["# TYPE foo_seconds histogram\n# UNIT foo_seconds seconds\nfoo_seconds_bucket{le=\"0.1\"} 8 # {trace_id=\"K\"} 0.067 1.6e9\nfoo_seconds_bucket{le=\"+Inf\"} 17\nfoo_seconds_count 17\nfoo_seconds_sum 324789.3\nfoo_seconds_created 1520430000.123\n# TYPE rpc summary\nrpc{quantile=\"0.5\"} NaN\nrpc_sum 1\nrpc_count 2\n{\"a.b\", \"c.d\"=\"e\\\\\\n\\\"\"} 4 -3982045\n# EOF\n"],
     },
     Target {
         name: "nvidia_smi",

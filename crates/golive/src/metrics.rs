@@ -1,14 +1,23 @@
-//! Prometheus `/metrics` scraping with family-aware lookups.
+//! Prometheus `/metrics` scraping with family-aware lookups; the page is read by
+//! [`exposition`], golive's own reader of the text format.
 //!
 //! Counters appear as `x_total` (plus `x_created`) in newer clients and as `x` in
 //! older ones; lookups match the family, so callers name `vllm:prefix_cache_hits`
 //! and get the `_total` sample too. Metric names of the engines live in [`names`],
 //! not in the callers.
 
+pub mod exposition;
 pub mod names;
 
 use anyhow::Context;
-use prometheus_parse::{Sample, Scrape, Value};
+
+pub use exposition::{Labels, MetricType, ParseError, Sample};
+
+/// The largest `/metrics` page read (vLLM's is about 60 KB).
+pub const MAX_PAGE_BYTES: usize = 64 << 20;
+
+/// Problems of one page kept in [`MetricsSnapshot::problems`]; the rest are counted.
+const MAX_PROBLEMS_KEPT: usize = 20;
 
 /// Which serving engine a metrics page (or server) belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -36,28 +45,53 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct MetricsSnapshot {
     pub samples: Vec<Sample>,
+    /// Lines that could not be read (the first few; the other samples are kept).
+    pub problems: Vec<ParseError>,
+    /// How many lines could not be read, all of them.
+    pub problem_count: usize,
     pub taken_at: std::time::Instant,
 }
 
 impl MetricsSnapshot {
-    /// Parses Prometheus text exposition format.
+    /// Parses Prometheus text exposition format (or OpenMetrics text).
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        // prometheus-parse drops the `_sum`/`_count` samples of labelled histograms;
-        // without the histogram TYPE line every series stays a plain sample (`le` kept).
-        // Its name pattern is `\w+`, which rejects the `:` of `vllm:...`, so names are
-        // escaped on the way in and restored on the way out.
-        let lines = text
-            .lines()
-            .filter(|l| !(l.starts_with("# TYPE") && l.trim_end().ends_with(" histogram")))
-            .map(|l| Ok(escape_name_colons(l)));
-        let mut scrape = Scrape::parse(lines).context("cannot parse the Prometheus text")?;
-        for s in &mut scrape.samples {
-            if s.metric.contains(COLON_ESCAPE) {
-                s.metric = s.metric.replace(COLON_ESCAPE, ":");
+        Self::parse_bytes(text.as_bytes())
+    }
+
+    /// Parses a page as received; a line that cannot be read (not UTF-8, cut short,
+    /// malformed) is kept in `problems` and the rest of the page is read. An error only
+    /// when no line could be read as a sample but some could not: not a metrics page.
+    pub fn parse_bytes(page: &[u8]) -> anyhow::Result<Self> {
+        let mut samples = Vec::new();
+        let mut problems = Vec::new();
+        let mut problem_count = 0;
+        for record in exposition::Reader::new(page) {
+            match record {
+                Ok(exposition::Record::Sample(s)) => samples.push(s),
+                Ok(_) => {}
+                Err(e) => {
+                    problem_count += 1;
+                    if problems.len() < MAX_PROBLEMS_KEPT {
+                        problems.push(e);
+                    }
+                }
+            }
+        }
+        if samples.is_empty() {
+            if let Some(first) = problems.first() {
+                anyhow::bail!(
+                    "not a Prometheus text page: {first}{}",
+                    match problem_count - 1 {
+                        0 => String::new(),
+                        n => format!(" (and {n} more unreadable line(s))"),
+                    }
+                );
             }
         }
         Ok(MetricsSnapshot {
-            samples: scrape.samples,
+            samples,
+            problems,
+            problem_count,
             taken_at: std::time::Instant::now(),
         })
     }
@@ -71,11 +105,21 @@ impl MetricsSnapshot {
             .with_context(|| format!("cannot reach {url}"))?;
         let status = resp.status();
         anyhow::ensure!(status.is_success(), "GET {url} answered HTTP {status}");
-        let text = resp
-            .text()
+        let mut resp = resp;
+        let mut page = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
             .await
-            .with_context(|| format!("cannot read {url}"))?;
-        Self::parse(&text)
+            .with_context(|| format!("cannot read {url}"))?
+        {
+            anyhow::ensure!(
+                page.len() + chunk.len() <= MAX_PAGE_BYTES,
+                "{url} sent more than {} MiB; not read as a metrics page",
+                MAX_PAGE_BYTES >> 20
+            );
+            page.extend_from_slice(&chunk);
+        }
+        Self::parse_bytes(&page).with_context(|| format!("cannot read the page of {url}"))
     }
 
     /// Samples whose name is the family, `family_total`, or (for plain names) `family`.
@@ -94,11 +138,9 @@ impl MetricsSnapshot {
     pub fn sum(&self, family: &str) -> Option<f64> {
         let mut found = false;
         let mut total = 0.0;
-        for s in self.family(family) {
-            if let Some(v) = scalar(&s.value) {
-                found = true;
-                total += v;
-            }
+        for v in self.family(family).filter_map(scalar) {
+            found = true;
+            total += v;
         }
         found.then_some(total)
     }
@@ -107,23 +149,20 @@ impl MetricsSnapshot {
     pub fn sum_where(&self, family: &str, label: &str, value: &str) -> Option<f64> {
         let mut found = false;
         let mut total = 0.0;
-        for s in self
+        for v in self
             .family(family)
             .filter(|s| s.labels.get(label) == Some(value))
+            .filter_map(scalar)
         {
-            if let Some(v) = scalar(&s.value) {
-                found = true;
-                total += v;
-            }
+            found = true;
+            total += v;
         }
         found.then_some(total)
     }
 
     /// Largest value of a gauge family over all label sets.
     pub fn max(&self, family: &str) -> Option<f64> {
-        self.family(family)
-            .filter_map(|s| scalar(&s.value))
-            .reduce(f64::max)
+        self.family(family).filter_map(scalar).reduce(f64::max)
     }
 
     /// A label's value on the first sample of the family (e.g. `enable_prefix_caching`
@@ -145,14 +184,10 @@ impl MetricsSnapshot {
     pub fn histogram_buckets(&self, family: &str) -> Vec<(f64, f64)> {
         let mut by_le: Vec<(f64, f64)> = Vec::new();
         for s in self.family(&format!("{family}_bucket")) {
-            let (Some(le), Some(v)) = (s.labels.get("le"), scalar(&s.value)) else {
+            let Some(le) = s.labels.get("le") else {
                 continue;
             };
-            let le = if le == "+Inf" {
-                f64::INFINITY
-            } else {
-                le.parse().unwrap_or(f64::NAN)
-            };
+            let (le, v) = (le.parse().unwrap_or(f64::NAN), s.value);
             match by_le.iter_mut().find(|(b, _)| *b == le) {
                 Some(entry) => entry.1 += v,
                 None => by_le.push((le, v)),
@@ -174,38 +209,13 @@ impl MetricsSnapshot {
     }
 }
 
-const COLON_ESCAPE: &str = "__golive_colon__";
-
-/// Escapes `:` in the metric name of a sample, HELP or TYPE line (never in label values).
-fn escape_name_colons(line: &str) -> String {
-    let (head, name_and_rest) = if let Some(rest) = line.strip_prefix("# HELP ") {
-        ("# HELP ", rest)
-    } else if let Some(rest) = line.strip_prefix("# TYPE ") {
-        ("# TYPE ", rest)
-    } else if line.starts_with('#') {
-        return line.to_string();
-    } else {
-        ("", line)
-    };
-    let end = name_and_rest
-        .find(|c: char| c == '{' || c.is_whitespace())
-        .unwrap_or(name_and_rest.len());
-    let (name, rest) = name_and_rest.split_at(end);
-    if !name.contains(':') {
-        return line.to_string();
-    }
-    format!("{head}{}{rest}", name.replace(':', COLON_ESCAPE))
-}
-
 fn family_matches(metric: &str, family: &str) -> bool {
     matches!(metric.strip_prefix(family), Some("") | Some("_total"))
 }
 
-fn scalar(v: &Value) -> Option<f64> {
-    match v {
-        Value::Counter(x) | Value::Gauge(x) | Value::Untyped(x) => Some(*x),
-        _ => None,
-    }
+/// A sample's value where summing it makes sense: not a summary's quantile.
+fn scalar(s: &Sample) -> Option<f64> {
+    (s.kind != MetricType::Summary || s.labels.get("quantile").is_none()).then_some(s.value)
 }
 
 /// Difference of a counter between two snapshots; `None` when it went down (a

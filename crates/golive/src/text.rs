@@ -8,6 +8,15 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
 }
 
+/// A number for evidence lines: whole numbers without decimals, others with three.
+pub fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e12 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::truncate;

@@ -6,56 +6,11 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::check;
 
-/// Starts a local llama-server on `port` (GOLIVE_LOCAL_SERVER_SCRIPT may name another
-/// copy of scripts/local-server.sh).
-fn start_server(port: u16, extra: &[&str]) -> String {
-    match std::env::var("GOLIVE_LOCAL_SERVER_SCRIPT") {
-        Ok(script) => {
-            let out = Command::new(script)
-                .args(["start", "--port", &port.to_string(), "--"])
-                .args(extra)
-                .output()
-                .expect("cannot run the local-server script");
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8(out.stdout).unwrap().trim().to_string()
-        }
-        Err(_) => common::start_local_server(port, extra),
-    }
-}
-
-fn stop_server(port: u16) {
-    match std::env::var("GOLIVE_LOCAL_SERVER_SCRIPT") {
-        Ok(script) => {
-            let _ = Command::new(script)
-                .args(["stop", "--port", &port.to_string()])
-                .status();
-        }
-        Err(_) => common::stop_local_server(port),
-    }
-}
-
-/// Stops the server even when an assertion fails.
-struct ServerGuard(u16);
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        stop_server(self.0);
-    }
-}
-
 fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        // The agent stage has its own tests; here it would only add time.
-        .args(["--skip", "agent"])
+    let o = common::accept_without_agent(url, out)
         .args([
             "--concurrency",
             "2",
@@ -99,8 +54,8 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     let dir = tempfile::tempdir().unwrap();
 
     // 1. Prompt cache on (llama.cpp's default).
-    let url = start_server(18201, &[]);
-    let guard = ServerGuard(18201);
+    let url = common::start_local_server(18201, &[]);
+    let guard = common::ServerGuard(18201);
     let (code, r, stderr) = accept(&url, &dir.path().join("on"), &[]);
     drop(guard);
     assert_eq!(r["complete"], true, "{stderr}");
@@ -150,8 +105,8 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     assert_eq!(code, Some(if verdict == "release" { 0 } else { 1 }));
 
     // 2. The same server with --no-cache-prompt: the proof must fail, cause "feature off".
-    let url = start_server(18202, &["--no-cache-prompt"]);
-    let guard = ServerGuard(18202);
+    let url = common::start_local_server(18202, &["--no-cache-prompt"]);
+    let guard = common::ServerGuard(18202);
     let (code, r, stderr) = accept(
         &url,
         &dir.path().join("off"),

@@ -7,7 +7,6 @@ mod common;
 mod fault_server;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::check;
 use fault_server::{start, Fault};
@@ -15,11 +14,7 @@ use fault_server::{start, Fault};
 fn run(fault: Fault, out: &Path) -> (Option<i32>, serde_json::Value) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(start(fault));
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", &server.url, "--out"])
-        .arg(out)
-        // The agent stage has its own tests; here it would only add time.
-        .args(["--skip", "agent"])
+    let o = common::accept_without_agent(&server.url, out)
         .args([
             "--skip",
             "ramp",

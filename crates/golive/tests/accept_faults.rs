@@ -8,15 +8,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::check;
+use common::{check, report};
 use fault_server::{start, Fault};
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        // The agent stage has its own tests; here it would only add time.
-        .args(["--skip", "agent"])
+    common::accept_without_agent(url, out)
         .args([
             "--concurrency",
             "2",
@@ -35,10 +31,6 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
         .args(extra)
         .output()
         .unwrap()
-}
-
-fn report(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -139,7 +131,12 @@ fn unreachable_server_exits_3_with_a_report() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(t0.elapsed() < Duration::from_secs(30));
+    // Refused at once; the bound only guards against a retry loop (room for a busy machine).
+    assert!(
+        t0.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t0.elapsed()
+    );
     let r = report(dir.path());
     assert_eq!(check(&r, "service_health")["status"], "fail");
     assert_eq!(r["verdict"], "rebuild");
@@ -164,8 +161,10 @@ fn hanging_server_is_bounded_by_the_request_timeout() {
     let dir = tempfile::tempdir().unwrap();
     let t0 = Instant::now();
     let out = accept(&server.url, dir.path(), &["--request-timeout", "1s"]);
+    // The server never answers: bounded at all is every request's timeout kept (room for
+    // a busy machine).
     assert!(
-        t0.elapsed() < Duration::from_secs(20),
+        t0.elapsed() < Duration::from_secs(60),
         "took {:?}",
         t0.elapsed()
     );
@@ -186,10 +185,7 @@ fn interrupted_run_keeps_a_partial_report() {
         delay_ms: 5,
     }));
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(common::golive_bin())
-        .args(["accept", "--url", &server.url, "--out"])
-        .arg(dir.path())
-        .args(["--skip", "agent"])
+    let mut child = common::accept_without_agent(&server.url, dir.path())
         .args([
             "--concurrency",
             "1",
@@ -202,23 +198,24 @@ fn interrupted_run_keeps_a_partial_report() {
         ])
         .spawn()
         .unwrap();
-    // Wait until the soak is under way (the ramp has been saved), then Ctrl-C.
-    let t0 = Instant::now();
-    loop {
-        let saved = std::fs::read(dir.path().join("report.json"))
+    // Wait until the soak is under way, then Ctrl-C: the ramp has been saved, and the
+    // server has had a request since (the soak follows the ramp at once).
+    let saved_ramp = || {
+        std::fs::read(dir.path().join("report.json"))
             .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
-        if saved.is_some_and(|r| {
-            r["checks"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|c| c["id"] == "ramp_c1_long"))
-        }) {
-            break;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(30), "ramp never saved");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_millis(500));
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .is_some_and(|r| {
+                r["checks"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["id"] == "ramp_c1_long"))
+            })
+    };
+    common::wait_until("the ramp saved", Duration::from_secs(30), saved_ramp);
+    let served = || server.requests.load(std::sync::atomic::Ordering::Relaxed);
+    let after_ramp = served();
+    common::wait_until("a soak request", Duration::from_secs(30), || {
+        served() > after_ramp
+    });
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -86,7 +86,7 @@ fn validator_finds_exactly_the_reported_problems() {
             .filter(|p| p.severity == Severity::Fail)
             .map(|p| {
                 (
-                    p.code.clone(),
+                    p.code.to_string(),
                     serde_json::to_value(p.owner)
                         .unwrap()
                         .as_str()

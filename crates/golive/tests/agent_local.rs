@@ -5,40 +5,11 @@
 
 mod common;
 
-use std::path::Path;
-use std::time::Duration;
-
-use golive::agent::{run_stage, AgentOptions};
+use golive::agent::AgentOptions;
 use golive::report::{Check, Owner, Status};
-use golive::target::{Target, TargetOptions};
 
-const PLAIN_PORT: u16 = 18210;
-const TEMPLATE_PORT: u16 = 18211;
-
-fn target(url: &str) -> Target {
-    let args = TargetOptions {
-        api_key: None,
-        model: None,
-        request_timeout: Duration::from_secs(300),
-        connect_timeout: Duration::from_secs(5),
-        pool_idle_timeout: Duration::from_secs(3),
-    };
-    Target::new(url, &args).unwrap()
-}
-
-fn template_file() -> String {
-    common::repo_root()
-        .join("scripts/templates/gemma3-tool-calls.jinja")
-        .display()
-        .to_string()
-}
-
-async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
-    let mut t = target(url);
-    let client = golive::client::OpenAiClient::new(&t).unwrap();
-    let model = t.resolve_model(&client.http).await.unwrap();
-    run_stage(&t, &client, &model, opts, out).await
-}
+use common::agent::{jinja_server, stage, tool_call_template, tool_template_server};
+use common::agent::{JINJA_PORT, TOOL_TEMPLATE_PORT};
 
 fn find<'a>(checks: &'a [Check], id: &str) -> &'a Check {
     checks
@@ -70,7 +41,7 @@ fn small_opts() -> AgentOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fallback_template_stage_is_honest_about_a_tiny_model() {
-    let url = common::start_local_server(PLAIN_PORT, &["--jinja"]);
+    let url = jinja_server();
     let out = tempfile::tempdir().unwrap();
     let checks = stage(&url, &small_opts(), out.path()).await;
     show(&checks);
@@ -121,11 +92,7 @@ async fn fallback_template_stage_is_honest_about_a_tiny_model() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn recognised_template_makes_required_tool_calls_a_positive_control() {
-    let template = template_file();
-    let url = common::start_local_server(
-        TEMPLATE_PORT,
-        &["--jinja", "--chat-template-file", &template],
-    );
+    let url = tool_template_server();
     let out = tempfile::tempdir().unwrap();
     let checks = stage(&url, &small_opts(), out.path()).await;
     show(&checks);
@@ -153,13 +120,13 @@ async fn recognised_template_makes_required_tool_calls_a_positive_control() {
 #[ignore]
 async fn full_default_stage_on_both_templates() {
     for (port, extra) in [
-        (PLAIN_PORT, vec!["--jinja".to_string()]),
+        (JINJA_PORT, vec!["--jinja".to_string()]),
         (
-            TEMPLATE_PORT,
+            TOOL_TEMPLATE_PORT,
             vec![
                 "--jinja".to_string(),
                 "--chat-template-file".to_string(),
-                template_file(),
+                tool_call_template(),
             ],
         ),
     ] {

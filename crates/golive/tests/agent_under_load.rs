@@ -6,14 +6,8 @@
 mod common;
 mod fault_server;
 
-use std::path::Path;
-
-use common::check;
+use common::{check, report};
 use fault_server::{start, Fault};
-
-fn report(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn a_parser_that_breaks_only_under_concurrency_fails_agent_under_load() {

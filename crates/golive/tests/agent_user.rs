@@ -5,52 +5,17 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Duration;
 
-use golive::agent::{run_stage, AgentOptions};
-use golive::report::{decide_verdict, Check, Impact, Owner, Status, Verdict};
-use golive::target::{Target, TargetOptions};
+use golive::agent::AgentOptions;
+use golive::report::{decide_verdict, Impact, Owner, Status, Verdict};
 
-const TEMPLATE_PORT: u16 = 18211;
-const PLAIN_PORT: u16 = 18210;
+use common::agent::{jinja_server, stage, tool_template_server, TOOL_TEMPLATE_PORT};
+
 /// Nothing listens here (the range is ours; 18219 is never started).
 const DEAD_PORT: u16 = 18219;
 
 fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agent/user")
-}
-
-/// Where scripts/local-server.sh writes the log of the server on `port`.
-fn server_log(port: u16) -> PathBuf {
-    let local = std::env::var_os("GOLIVE_LOCAL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::repo_root().join(".golive-local"));
-    local.join(format!("run/{port}.log"))
-}
-
-fn template_server() -> String {
-    let template = common::repo_root()
-        .join("scripts/templates/gemma3-tool-calls.jinja")
-        .display()
-        .to_string();
-    common::start_local_server(
-        TEMPLATE_PORT,
-        &["--jinja", "--chat-template-file", &template],
-    )
-}
-
-async fn stage(url: &str, opts: &AgentOptions, out: &Path) -> Vec<Check> {
-    let args = TargetOptions {
-        api_key: None,
-        model: None,
-        request_timeout: Duration::from_secs(300),
-        connect_timeout: Duration::from_secs(5),
-        pool_idle_timeout: Duration::from_secs(3),
-    };
-    let mut t = Target::new(url, &args).unwrap();
-    let client = golive::client::OpenAiClient::new(&t).unwrap();
-    let model = t.resolve_model(&client.http).await.unwrap();
-    run_stage(&t, &client, &model, opts, out).await
+    common::fixture_path("agent/user")
 }
 
 fn regression_files(out: &Path) -> Vec<PathBuf> {
@@ -79,7 +44,7 @@ fn replay(file: &Path, url: &str, extra: &[&str]) -> (i32, String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn own_tools_and_cases_replace_the_examples_and_block_on_failure() {
-    let url = template_server();
+    let url = tool_template_server();
     let out = tempfile::tempdir().unwrap();
     let opts = AgentOptions {
         repeat: 1,
@@ -91,7 +56,7 @@ async fn own_tools_and_cases_replace_the_examples_and_block_on_failure() {
             "agent_stream_case_order".into(),
             "agent_tool_choice_named_".into(),
         ],
-        agent_server_log: Some(server_log(TEMPLATE_PORT)),
+        agent_server_log: Some(common::local_server_log(TOOL_TEMPLATE_PORT)),
         ..AgentOptions::default()
     };
     let checks = stage(&url, &opts, out.path()).await;
@@ -176,7 +141,7 @@ async fn own_tools_and_cases_replace_the_examples_and_block_on_failure() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_content_keeps_prompts_and_answers_out() {
-    let url = template_server();
+    let url = tool_template_server();
     let out = tempfile::tempdir().unwrap();
     let cases = out.path().join("private.jsonl");
     // tool_choice auto on this template makes llama.cpp's parser fail (HTTP 500): a
@@ -218,7 +183,7 @@ async fn no_content_keeps_prompts_and_answers_out() {
 
 #[test]
 fn replay_passes_fails_and_reports_an_unreachable_server() {
-    let url = common::start_local_server(PLAIN_PORT, &["--jinja"]);
+    let url = jinja_server();
     let dir = tempfile::tempdir().unwrap();
     let schema = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}},
         "required": ["ok"], "additionalProperties": false});

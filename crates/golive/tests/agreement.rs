@@ -8,11 +8,7 @@ mod fault_server;
 
 use std::path::Path;
 
-use common::check;
-
-fn report(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
-}
+use common::{check, report};
 
 fn accept_agreement(urls: &[&str], out: &Path) -> std::process::Output {
     let mut args = vec!["accept"];

@@ -130,8 +130,8 @@ fn collect_here_is_valid_input_for_check_and_diff() {
     assert!(v["items"].as_array().unwrap().len() >= 9);
     assert!(!v["decision"].as_str().unwrap().is_empty());
 
-    // diff: two runs on one host differ in time only, which does not matter.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // diff: two runs on one host differ in time only, which does not matter. (A second
+    // bundle of the same second is named `...Z-2`: no need to wait for the clock.)
     let (b, _) = collect(tmp.path(), &[]);
     assert_ne!(a, b);
     let out = Command::new(common::golive_bin())
@@ -151,28 +151,6 @@ fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn all_text(dir: &Path) -> String {
-    let mut s = String::new();
-    for e in walk(dir) {
-        s.push_str(&String::from_utf8_lossy(&std::fs::read(&e).unwrap()));
-        s.push('\n');
-    }
-    s
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[test]
 fn no_secret_lands_in_a_bundle() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -188,11 +166,16 @@ fn no_secret_lands_in_a_bundle() {
          (APIServer pid=1) INFO: Application startup complete.\n",
     )
     .unwrap();
-    // Give sh a moment to exist in /proc with its argv.
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The process is in /proc with its argv before collect looks for it.
+    let cmdline = format!("/proc/{pid}/cmdline");
+    common::wait_until(
+        "the fake server's argv in /proc",
+        std::time::Duration::from_secs(10),
+        || std::fs::read(&cmdline).is_ok_and(|a| a.windows(11).any(|w| w == b"vllm\0serve\0")),
+    );
     let out = tmp.path().join("out");
     let (dir, stderr) = collect(&out, &["--pid", &pid, "--log", log.to_str().unwrap()]);
-    let text = all_text(&dir) + &stderr;
+    let text = common::all_text(&dir) + &stderr;
     for secret in [
         "sk-SECRET-ARG-1",
         "hf_SECRET_ARG_2",
@@ -248,56 +231,25 @@ fn no_secret_lands_in_a_bundle() {
     let (auto, _) = collect(&tmp.path().join("auto"), &[]);
     let cmd = std::fs::read_to_string(auto.join("raw/cmdline.txt")).unwrap_or_default();
     assert!(cmd.contains("vllm serve"), "auto-found command: {cmd}");
-    assert!(!all_text(&auto).contains("sk-SECRET"));
+    assert!(!common::all_text(&auto).contains("sk-SECRET"));
     drop(server);
-}
-
-/// A `docker` on PATH that answers like the real CLI with outputs in the real
-/// formats (fixtures), so the container probes run end to end without a daemon.
-fn docker_shim(dir: &Path) -> PathBuf {
-    let fx = common::repo_root().join("crates/golive/tests/fixtures/env");
-    let f = |n: &str| fx.join(n).display().to_string();
-    let script = format!(
-        r#"#!/bin/sh
-case "$1" in
-  inspect) cat '{inspect}' ;;
-  image) cat '{image}' ;;
-  logs) cat '{log}' >&2 ;;
-  exec)
-    case "$3" in
-      nvidia-smi) cat '{smi}' ;;
-      sh) echo CUDA_VERSION=13.0.1 ;;
-      python3) echo 0.27.1 ;;
-    esac ;;
-  run)
-    echo "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'" >&2
-    echo "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown." >&2
-    exit 125 ;;
-esac
-"#,
-        inspect = f("docker-inspect_kimi-k3_container.json"),
-        image = f("docker-image-inspect_kimi-k3_cu130.json"),
-        log = f("startup_ok.log"),
-        smi = f("nvidia-smi_580.95.05_b300_8gpu.txt"),
-    );
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join("docker");
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir.to_path_buf()
 }
 
 #[test]
 fn container_probes_end_to_end() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let shim = docker_shim(&tmp.path().join("bin"));
-    let path = format!(
-        "{}:{}",
-        shim.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // The serving container answers from the fixtures; the probe run of the image is
+    // refused by the NVIDIA container CLI (a driver too old for CUDA 13).
+    let path = common::shim::DockerShim::new("docker-inspect_kimi-k3_container.json")
+        .exec("python3", "echo 0.27.1")
+        .command(
+            "run",
+            r#"echo "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: error during container init: error running prestart hook #0: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'" >&2
+    echo "nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.0, please update your driver to a newer version, or use an earlier cuda container: unknown." >&2
+    exit 125"#,
+        )
+        .install(&tmp.path().join("bin"));
     let out = Command::new(common::golive_bin())
         .env("PATH", path)
         .args([
@@ -306,8 +258,6 @@ fn container_probes_end_to_end() {
             tmp.path().join("out").to_str().unwrap(),
             "--container",
             "kimi-k3",
-        ])
-        .args([
             "--probe-image",
             "vllm/vllm-openai:kimi-k3",
             "--timeout",
@@ -351,7 +301,7 @@ fn container_probes_end_to_end() {
     assert!(probe
         .command
         .starts_with("docker run --rm --gpus all vllm/vllm-openai:kimi-k3 nvidia-smi"));
-    let all = all_text(&dir);
+    let all = common::all_text(&dir);
     for secret in ["sk-live-container-7a6b5c", "hf_container_4d3c2b1a"] {
         assert!(!all.contains(secret), "{secret} landed in the bundle");
     }
@@ -375,4 +325,66 @@ fn container_probes_end_to_end() {
         "container view of the host driver"
     );
     assert_eq!(st("cuda_layers"), Status::Fail);
+}
+
+/// A probe that hangs (a `docker logs` that never returns) is killed at `--timeout`:
+/// recorded as timed out, what it wrote kept apart from the contract file, and the
+/// collection goes on.
+#[test]
+fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    let pid_file = tmp.path().join("logs.pid");
+    let script = format!(
+        "#!/bin/sh\ncase \"$1\" in\n  logs)\n    echo \"INFO 01-02 03:04:05 api_server.py:1 vLLM API server version 0.27.1\" >&2\n    echo \"INFO 01-02 03:04:06 loading weights\"\n    echo $$ > '{pid}'\n    exec sleep 120 ;;\n  *) exit 1 ;;\nesac\n",
+        pid = pid_file.display()
+    );
+    common::shim::write_exe(&bin, "docker", &script);
+    let out = Command::new(common::golive_bin())
+        .env("PATH", common::shim::path_with(&bin))
+        .args(["collect", "--out", tmp.path().join("out").to_str().unwrap()])
+        .args(["--container", "stuck", "--timeout", "2"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let dir = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let m = manifest(&dir);
+    let logs = m.probes.iter().find(|p| p.name == "docker logs").unwrap();
+    assert!(logs.timed_out && !logs.ok(), "{logs:?}");
+    assert_eq!(logs.exit_status, None);
+    assert_eq!(logs.output.as_deref(), Some("startup.log.partial.txt"));
+    let error = logs.error.as_deref().unwrap_or_default();
+    assert!(
+        error.starts_with("timed out after 2s; killed; the ")
+            && error.ends_with(" bytes it wrote until then are kept"),
+        "{error}"
+    );
+    assert!(
+        stderr.contains("timed out"),
+        "the summary names it: {stderr}"
+    );
+    let partial = std::fs::read_to_string(dir.join("raw/startup.log.partial.txt")).unwrap();
+    assert!(
+        partial.contains("loading weights") && partial.contains("vLLM API server version 0.27.1")
+    );
+    assert!(
+        !dir.join("raw/startup.log").exists(),
+        "the contract file holds whole output only"
+    );
+    // The probes after it still ran.
+    assert!(m.probes.iter().any(|p| p.name == "container nvidia-smi"));
+    // The hanging program was killed, not left behind.
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let gone = (0..100).any(|_| {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
+        if stat.is_empty() || stat.contains(") Z ") {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        false
+    });
+    assert!(gone, "docker logs (pid {}) still runs", pid.trim());
 }

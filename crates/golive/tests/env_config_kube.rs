@@ -11,56 +11,34 @@ use std::process::Command;
 
 use golive::report::{Owner, Status};
 
-fn fixture(name: &str) -> String {
-    common::repo_root()
-        .join("crates/golive/tests/fixtures/env")
-        .join(name)
-        .display()
-        .to_string()
+use common::shim::{env_fixture as fixture, write_exe, DockerShim};
+
+/// `docker` answering for a container started with `--config /etc/vllm/kimi-k3.yaml`,
+/// with the Python package versions inside it.
+fn docker_shim(bin: &Path) -> String {
+    DockerShim::new("docker-inspect_kimi-k3_config-file.json")
+        .exec(
+            "cat",
+            &format!(
+                r#"if [ "$2" = /etc/vllm/kimi-k3.yaml ]; then cat '{}'
+        else echo "cat: $2: No such file or directory" >&2; exit 1; fi"#,
+                fixture("vllm-config_kimi-k3.yaml")
+            ),
+        )
+        .exec("python3", &python3_answers())
+        .install(bin)
 }
 
-fn write_exe(dir: &Path, name: &str, script: &str) {
-    std::fs::create_dir_all(dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, script).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// `docker` answering for a container started with `--config /etc/vllm/kimi-k3.yaml`.
-fn docker_shim(bin: &Path) {
-    let script = format!(
-        r#"#!/bin/sh
-case "$1" in
-  inspect) cat '{inspect}' ;;
-  image) cat '{image}' ;;
-  logs) cat '{log}' >&2 ;;
-  exec)
-    shift 2
-    case "$1" in
-      nvidia-smi) cat '{smi}' ;;
-      sh) echo CUDA_VERSION=13.0.1 ;;
-      cat)
-        if [ "$2" = /etc/vllm/kimi-k3.yaml ]; then cat '{config}'
-        else echo "cat: $2: No such file or directory" >&2; exit 1; fi ;;
-      python3)
-        case "$3" in
-          *importlib.metadata*) cat '{pip}' ;;
+/// `python3 -c ...` inside the container: the package list for the importlib query,
+/// else vLLM's version.
+fn python3_answers() -> String {
+    format!(
+        r#"case "$3" in
+          *importlib.metadata*) cat '{}' ;;
           *) echo 0.26.2 ;;
-        esac ;;
-      *) echo "OCI runtime exec failed: exec failed: unable to start container process: exec: \"$1\": executable file not found in \$PATH: unknown" >&2; exit 126 ;;
-    esac ;;
-  *) echo "docker: '$1' is not a docker command." >&2; exit 1 ;;
-esac
-"#,
-        inspect = fixture("docker-inspect_kimi-k3_config-file.json"),
-        image = fixture("docker-image-inspect_kimi-k3_cu130.json"),
-        log = fixture("startup_ok.log"),
-        smi = fixture("nvidia-smi_580.95.05_b300_8gpu.txt"),
-        config = fixture("vllm-config_kimi-k3.yaml"),
-        pip = fixture("pip-list_kimi-k3.json"),
-    );
-    write_exe(bin, "docker", &script);
+        esac"#,
+        fixture("pip-list_kimi-k3.json")
+    )
 }
 
 /// `kubectl` answering for pod kimi-k3-0 in namespace serving; `POD_JSON` picks the
@@ -88,11 +66,7 @@ case "$1" in
     shift
     case "$1" in
       nvidia-smi) cat '{smi}' ;;
-      python3)
-        case "$3" in
-          *importlib.metadata*) cat '{pip}' ;;
-          *) echo 0.26.2 ;;
-        esac ;;
+      python3) {python3} ;;
       *) echo "error: Internal error occurred: error executing command in container: failed to exec in container: exec: \"$1\": executable file not found in \$PATH" >&2; exit 1 ;;
     esac ;;
 esac
@@ -103,17 +77,13 @@ esac
         previous = fixture("kubectl-logs-previous_kimi-k3.log"),
         log = fixture("startup_ok.log"),
         smi = fixture("nvidia-smi_580.95.05_b300_8gpu.txt"),
-        pip = fixture("pip-list_kimi-k3.json"),
+        python3 = python3_answers(),
     );
     write_exe(bin, "kubectl", &script);
 }
 
-fn collect(bin: &Path, out: &Path, target: &[&str], env: &[(&str, &str)]) -> PathBuf {
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+/// `golive collect` with `path` as PATH (the scripted tools first).
+fn collect(path: &str, out: &Path, target: &[&str], env: &[(&str, &str)]) -> PathBuf {
     let o = Command::new(common::golive_bin())
         .env("PATH", path)
         .envs(env.iter().copied())
@@ -123,15 +93,6 @@ fn collect(bin: &Path, out: &Path, target: &[&str], env: &[(&str, &str)]) -> Pat
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", common::text(&o));
     PathBuf::from(String::from_utf8(o.stdout).unwrap().trim())
-}
-
-fn all_text(dir: &Path) -> String {
-    walkdir::WalkDir::new(dir)
-        .into_iter()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_file())
-        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned())
-        .collect()
 }
 
 fn copy_bundle(from: &Path, to: &Path) {
@@ -145,10 +106,9 @@ fn copy_bundle(from: &Path, to: &Path) {
 #[test]
 fn config_file_flags_and_package_versions_from_the_container() {
     let tmp = tempfile::tempdir().unwrap();
-    let bin = tmp.path().join("bin");
-    docker_shim(&bin);
+    let path = docker_shim(&tmp.path().join("bin"));
     let dir = collect(
-        &bin,
+        &path,
         &tmp.path().join("out"),
         &["--container", "kimi-k3"],
         &[],
@@ -156,7 +116,7 @@ fn config_file_flags_and_package_versions_from_the_container() {
     let raw = |n: &str| std::fs::read_to_string(dir.join("raw").join(n)).unwrap();
     let config = raw("vllm-config.yaml");
     assert!(config.contains("enable-prefix-caching: true"), "{config}");
-    let all = all_text(&dir);
+    let all = common::all_text(&dir);
     for secret in [
         "sk-live-config-9f8e7d",
         "sk-live-container-7a6b5c",
@@ -287,15 +247,16 @@ fn pod_crash_record_reads_oomkilled_as_host_memory() {
     let tmp = tempfile::tempdir().unwrap();
     let bin = tmp.path().join("bin");
     kubectl_shim(&bin);
+    let path = common::shim::path_with(&bin);
     let target = ["--pod", "kimi-k3-0", "-n", "serving"];
-    let dir = collect(&bin, &tmp.path().join("oom"), &target, &[]);
+    let dir = collect(&path, &tmp.path().join("oom"), &target, &[]);
     let raw = |n: &str| std::fs::read_to_string(dir.join("raw").join(n)).unwrap();
     assert!(raw("pod.json").contains("\"OOMKilled\""));
     assert!(raw("pod-events.json").contains("Back-off restarting failed container"));
     assert!(raw("pod-previous.log").contains("Model loading took 142.8812 GiB"));
     assert!(raw("python-packages.json").contains("xgrammar"));
     assert!(
-        !all_text(&dir).contains("hf_pod_SECRET_5e6f7a"),
+        !common::all_text(&dir).contains("hf_pod_SECRET_5e6f7a"),
         "pod env secret in the bundle"
     );
 
@@ -344,7 +305,7 @@ fn pod_crash_record_reads_oomkilled_as_host_memory() {
         let file = tmp.path().join(format!("pod-{code}.json"));
         std::fs::write(&file, serde_json::to_vec_pretty(&p).unwrap()).unwrap();
         let dir = collect(
-            &bin,
+            &path,
             &tmp.path().join(format!("exit-{code}")),
             &target,
             &[("POD_JSON", file.to_str().unwrap())],

@@ -1,5 +1,6 @@
 //! Every real command output in ../shared/env goes through the parsers; the key
-//! facts of its INDEX.tsv are asserted. Skips with a message when ../shared is absent.
+//! facts of its INDEX.tsv are asserted. Skips with a message when ../shared is absent
+//! (under `CI=true` that fails).
 
 mod common;
 
@@ -10,14 +11,7 @@ use golive::envparse::{self, launch};
 
 /// `../shared/env` beside the repository (see [`common::shared_dir`]).
 fn env_dir() -> Option<PathBuf> {
-    let shared = common::shared_dir()?;
-    let dir = shared.join("env");
-    if dir.join("INDEX.tsv").is_file() {
-        Some(dir)
-    } else {
-        eprintln!("skipping: ../shared/env/INDEX.tsv is not present");
-        None
-    }
+    common::shared_file("env/INDEX.tsv").map(|index| index.parent().unwrap().to_path_buf())
 }
 
 /// file → (kind, key facts) from INDEX.tsv.
@@ -131,10 +125,11 @@ fn forward_compat_header_is_recognised() {
         &dir,
         "nvidia-smi_535.129.03_cuda12.3-compat_l4_1gpu.txt",
     ));
-    assert_eq!(t.cuda_header_exceeds_native(), Some(((12, 3), (12, 2))));
+    let cuda = &golive::profile::Profile::generic().cuda;
+    assert_eq!(cuda.header_exceeds_native(&t), Some(((12, 3), (12, 2))));
     let t =
         envparse::parse_nvidia_smi(&read(&dir, "nvidia-smi_535.129.03_a100-pcie-40gb_1gpu.txt"));
-    assert_eq!(t.cuda_header_exceeds_native(), None);
+    assert_eq!(cuda.header_exceeds_native(&t), None);
 }
 
 #[test]
@@ -571,16 +566,14 @@ fn container_cli_errors_match_index() {
 fn whole_server_logs_as_startup_logs() {
     // The 20 real vLLM server logs (ANSI colours, \r progress bars, CRLF) as the
     // startup.log of a bundle: the version banner is read and check never errors.
-    let Some(env) = env_dir() else { return };
-    let long = env.parent().unwrap().join("long");
-    if !long.join("INDEX.tsv").is_file() {
-        eprintln!("skipping: ../shared/long is not present");
+    let Some(index) = common::shared_file("long/INDEX.tsv") else {
         return;
-    }
+    };
+    let long = index.parent().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut with_banner = 0;
     let banner = regex::Regex::new(r"vLLM API server version (\d+\.\d+\.\d+\S*)").unwrap();
-    for entry in std::fs::read_dir(&long).unwrap() {
+    for entry in std::fs::read_dir(long).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) != Some("log") {
             continue;

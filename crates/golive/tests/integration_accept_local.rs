@@ -1,8 +1,10 @@
 //! Where the modules meet, against real parts: `golive accept` on the real local
 //! llama-server joined with a hand-made environment bundle (collect/check), with a
 //! server log (triage), and followed by `golive watch --once` and `golive rules`
-//! on its baseline (watch/rules, promtool). Ports 18230-18231 are this file's own;
-//! every server is stopped at the end, also when an assertion fails.
+//! on its baseline (watch/rules, promtool), and its report.html rendered in headless
+//! Chromium. Port 18230 is this file's own (the watch needs a server nothing else
+//! uses); it is stopped at the end, also when an assertion fails. The bundle test only
+//! needs service and basic, from the shared local server.
 
 mod common;
 
@@ -108,9 +110,7 @@ fn bundle_with_old_driver_and_no_cache_flag_makes_a_real_run_rebuild() {
     )
     .unwrap();
 
-    let port = 18231;
-    let _guard = ServerGuard(port);
-    let url = common::start_local_server(port, &[]);
+    let url = common::local_server_url();
     let out = tmp.path().join("out");
     // Only service and basic need the server: the verdict must come from the bundle.
     let o = accept(
@@ -252,8 +252,10 @@ fn server_log_of_a_dead_server_puts_the_first_cause_into_the_evidence() {
 
 // ---- 5. the accepted baseline feeds watch and rules ----------------------
 
+/// One real acceptance run feeds three consumers: watch, rules and the HTML report in
+/// Chromium (one run and one server start fewer than a run per consumer).
 #[test]
-fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
+fn real_accept_baseline_feeds_a_quiet_watch_valid_rules_and_a_rendered_report() {
     let tmp = tempfile::tempdir().unwrap();
     let port = 18230;
     let guard = ServerGuard(port);
@@ -302,4 +304,9 @@ fn real_accept_baseline_feeds_a_quiet_watch_and_valid_rules() {
         "{yaml}"
     );
     common::promtool_check_rules(&rules, &yaml);
+
+    // The report.html that run wrote renders in Chromium with its charts visible.
+    if common::chromium::chromium().is_some() {
+        common::chromium::check_real_run(&run, "real-run");
+    }
 }

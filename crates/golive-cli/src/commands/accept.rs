@@ -269,15 +269,21 @@ impl Reporter for Terminal {
             Event::StageStarted(stage) => {
                 out::note("accept", format!("stage {}", stage_name(*stage)))
             }
-            Event::CheckResult(c) if c.status == Status::Fail => {
-                out::note("accept", format!("FAIL {}: {}", c.id, c.measurement))
-            }
+            Event::CheckResult(c) if c.status == Status::Fail => out::note(
+                "accept",
+                format!(
+                    "{} {}: {}",
+                    out::styled(out::status_style(c.status), "FAIL"),
+                    c.id,
+                    c.measurement
+                ),
+            ),
             Event::Notice(text) | Event::Warning(text) | Event::Unreachable(text) => {
                 out::note("accept", text)
             }
             Event::LoadStarted { label, planned } => {
                 if let Ok(mut live) = self.live.lock() {
-                    *live = Live::start(label, *planned);
+                    *live = Live::start("accept", Some(label), *planned);
                 }
             }
             Event::Request(rec) => {
@@ -314,7 +320,10 @@ pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
             Ok(exit::FOUND)
         }
         end => {
-            let verdict = report.verdict.map_or("none", |v| v.as_str());
+            let verdict = out::styled(
+                out::verdict_style(report.verdict),
+                report.verdict.map_or("none", |v| v.as_str()),
+            );
             let line = format!(
                 "verdict {verdict} ({}); report in {out_dir}",
                 report.verdict_reason

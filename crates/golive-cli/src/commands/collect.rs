@@ -45,6 +45,9 @@ pub struct CollectArgs {
     /// With --ssh: do not collect on this host.
     #[arg(long)]
     pub no_local: bool,
+    /// With --ssh: how many hosts are collected at the same time.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub ssh_parallel: u16,
 }
 
 impl From<CollectArgs> for golive::collect::CollectOptions {
@@ -62,6 +65,7 @@ impl From<CollectArgs> for golive::collect::CollectOptions {
             ssh_options: a.ssh_options,
             remote_golive: a.remote_golive,
             no_local: a.no_local,
+            ssh_parallel: usize::from(a.ssh_parallel),
             command_line: std::env::args().skip(1).collect(),
         }
     }

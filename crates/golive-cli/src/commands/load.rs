@@ -140,7 +140,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         return k8s_job(&args, n);
     }
     let opts = LoadOptions::from(&args);
-    let live = Live::start("load", opts.planned_requests());
+    let live = Live::start("load", None, opts.planned_requests());
     let outcome = load::load(&opts, live.as_ref().map(Live::on_record));
     if let Some(l) = &live {
         l.finish();
@@ -227,24 +227,23 @@ fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
             "--k8s-job sets {own} of each shard itself; leave it out after `--`"
         );
     }
+    // Checked by `load`'s own argument parser, as each shard will parse them.
     let first_shard = format!("0/{shards}");
-    let argv = ["golive", "load", "--shard", &first_shard]
+    let argv = ["load", "--shard", &first_shard]
         .into_iter()
         .map(String::from)
         .chain(args.job_args.iter().cloned());
-    let parsed = crate::cli::command()
+    let parser =
+        <LoadArgs as clap::Args>::augment_args(clap::Command::new("load")).args_override_self(true);
+    let sub = parser
         .try_get_matches_from(argv)
         .map_err(|e| anyhow::anyhow!("the shards' load arguments after `--`: {e}"))?;
-    if let Some(("load", sub)) = parsed.subcommand() {
-        if sub
-            .get_one::<u32>("concurrency")
-            .is_some_and(|c| *c < shards)
-            && sub.get_one::<f64>("rate").is_none()
-        {
-            anyhow::bail!(
-                "--concurrency is split across the {shards} shards: give at least {shards}"
-            );
-        }
+    if sub
+        .get_one::<u32>("concurrency")
+        .is_some_and(|c| *c < shards)
+        && sub.get_one::<f64>("rate").is_none()
+    {
+        anyhow::bail!("--concurrency is split across the {shards} shards: give at least {shards}");
     }
     let yaml = load::k8s::job_yaml(&load::k8s::JobOptions {
         name: args.job_name.clone(),

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use golive::probe::{self, ProbeOptions, ProbeReason};
+use golive::report::Status;
 
 use crate::args::{OutputFormat, TargetArgs};
 use crate::{exit, out};
@@ -56,12 +57,15 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
             let model = outcome.model.as_deref().unwrap_or("model unknown");
             match outcome.reason {
                 None => out::line(format!(
-                    "golive probe {} ({model}): ok: {}",
-                    outcome.url, outcome.detail
+                    "golive probe {} ({model}): {}: {}",
+                    outcome.url,
+                    out::styled(out::status_style(Status::Pass), "ok"),
+                    outcome.detail
                 ))?,
                 Some(reason) => out::line(format!(
-                    "golive probe {} ({model}): FAILED {}{}: {}",
+                    "golive probe {} ({model}): {} {}{}: {}",
                     outcome.url,
+                    out::styled(out::status_style(Status::Fail), "FAILED"),
                     reason.as_str(),
                     outcome
                         .http_status

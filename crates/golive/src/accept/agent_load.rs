@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::agent::mix::{codes_summary, rate_cell, AgentMix};
+use crate::agent::mix::AgentMix;
 use crate::agent::AgentOptions;
-use crate::report::{AgentConformance, Check, Impact, Owner, RampStep, Stage, Status};
+use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, RampStep, Stage, Status};
 
 /// The largest drop of the conformance rate (share of answers) under load that passes:
 /// 2 points, so one bad answer in a few dozen fails while a rate measured on thousands
@@ -35,7 +35,7 @@ pub fn mix(
         Ok(m) => (Some(Arc::new(m)), None),
         Err(e) => {
             let mut c = Check::new(
-                "agent_under_load",
+                CheckId::AgentUnderLoad,
                 Stage::Ramp,
                 Status::Fail,
                 "agent cases mixed into the ramp and soak (--agent-mix)",
@@ -105,7 +105,7 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
             } else {
                 ""
             };
-            format!("{soak}c{} {}", p.concurrency, rate_cell(Some(p.agent)))
+            format!("{soak}c{} {}", p.concurrency, p.agent.rate_text())
         })
         .collect();
     let status = if !dropped.is_empty() {
@@ -116,7 +116,7 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
         Status::Pass
     };
     let mut c = Check::new(
-        "agent_under_load",
+        CheckId::AgentUnderLoad,
         Stage::Ramp,
         status,
         "agent cases mixed into the ramp and soak stay as conformant under concurrency as at concurrency 1",
@@ -133,9 +133,9 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
     }) {
         c.measurement.push_str(&format!(
             "; drops to {} at {} ({})",
-            rate_cell(Some(worst.agent)),
+            worst.agent.rate_text(),
             worst.label,
-            codes_summary(worst.agent)
+            worst.agent.codes_text()
         ));
     }
     let shown: Vec<&Phase> = if dropped.is_empty() {

@@ -1,9 +1,10 @@
 //! `golive accept`: the acceptance run, stage by stage, ending in a verdict.
 //!
 //! Stages: environment (from `--bundle`), service and basic (per `--url`), prefix
-//! cache, agent, ramp, soak. `report.json` is rewritten after every stage with
-//! `complete: false`, so an interrupted run (Ctrl-C included) keeps what it measured;
-//! at the end the verdict is decided and report.md, junit.xml and report.html written.
+//! cache, agent, ramp, soak. After every stage the report as it stands goes out as an
+//! event (`complete: false`) and report.json is rewritten from it, so an interrupted run
+//! (Ctrl-C included) keeps what it measured; at the end the verdict is decided and the
+//! final report goes out, from which every file is written ([`ReportFiles`]).
 //!
 //! Verdict rules (README): environment or agent-interface failures -> rebuild;
 //! capacity failures at the expected load -> expand; failures only beyond the expected
@@ -27,11 +28,11 @@ use anyhow::Context;
 
 use crate::client::OpenAiClient;
 use crate::events::{Event, Events};
-use crate::report::{Check, Impact, Report, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
 use crate::target::Target;
 
-pub use outputs::write_outputs;
-use outputs::{any_server_failure, attach_triage, container_logs};
+pub use outputs::ReportFiles;
+use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 
 /// Stages that can be left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,8 +124,8 @@ pub struct AcceptOutcome {
     pub report: Report,
 }
 
-/// Runs the stages against the `url`s, writes report.json after each and all the
-/// reports at the end; progress goes to `events`.
+/// Runs the stages against the `url`s; progress goes to `events`, and to the report
+/// files in `args.out` (report.json after each stage, all of them at the end).
 pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(
@@ -144,6 +145,8 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             log.display()
         );
     }
+    let publisher = Publisher::new(events, &args.out);
+    let events = &publisher.events;
     let mut nodes = Vec::new();
     for url in &args.url {
         let target = Target::new(url, &args.target)?;
@@ -169,12 +172,12 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             .clone()
             .or_else(|| std::env::var("USER").ok())
             .or_else(|| std::env::var("LOGNAME").ok());
-        report.save_json(&args.out)?;
+        publisher.update(&report)?;
         let outcome = tokio::select! {
-            r = run_stages(args, events, &mut nodes, &mut report) => Some(r?),
+            r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
             _ = tokio::signal::ctrl_c() => None,
         };
-        let end = finish(args, events, &mut report, outcome)?;
+        let end = finish(args, &publisher, &mut report, outcome).await?;
         Ok(AcceptOutcome { end, report })
     })
 }
@@ -185,9 +188,9 @@ enum StagesEnd {
     Unreachable,
 }
 
-fn finish(
+async fn finish(
     args: &AcceptOptions,
-    events: &Events,
+    publisher: &Publisher,
     report: &mut Report,
     outcome: Option<StagesEnd>,
 ) -> anyhow::Result<AcceptEnd> {
@@ -195,11 +198,11 @@ fn finish(
         attach_triage(report, log);
     } else if let Some(name) = &args.server_container {
         if any_server_failure(report) {
-            match container_logs(name, &args.out) {
+            match container_logs(name, &args.out).await {
                 Ok(log) => attach_triage(report, &log),
-                Err(e) => {
-                    events.warning(format!("cannot read the logs of container {name}: {e:#}"))
-                }
+                Err(e) => publisher
+                    .events
+                    .warning(format!("cannot read the logs of container {name}: {e:#}")),
             }
         }
     }
@@ -217,14 +220,14 @@ fn finish(
             report.complete = false;
             report.verdict = None;
             report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
-            write_outputs(report, &args.out)?;
+            publisher.finish(report)?;
             Ok(AcceptEnd::Interrupted)
         }
         Some(end) => {
             report.decide();
             report.complete = true;
             report.finished_at = Some(chrono::Utc::now());
-            write_outputs(report, &args.out)?;
+            publisher.finish(report)?;
             Ok(match end {
                 StagesEnd::Unreachable => AcceptEnd::Unreachable,
                 StagesEnd::Done => AcceptEnd::Decided,
@@ -239,7 +242,12 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
             .items
             .into_iter()
             .map(|item| {
-                let mut c = Check::new(item.id, Stage::Environment, item.status, item.title);
+                let mut c = Check::new(
+                    item.id.as_str(),
+                    Stage::Environment,
+                    item.status,
+                    item.title,
+                );
                 c.measurement = item.evidence.lines().next().unwrap_or("").to_string();
                 c.evidence = item.evidence;
                 c.next_step = item.next_step;
@@ -250,7 +258,7 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
             .collect(),
         Err(e) => {
             let mut c = Check::new(
-                "environment_bundles",
+                CheckId::EnvironmentBundles,
                 Stage::Environment,
                 Status::Fail,
                 "the environment bundles can be read and judged",
@@ -263,7 +271,7 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
     }
 }
 
-fn skipped(id: &str, stage: Stage, why: &str) -> Check {
+fn skipped(id: CheckId, stage: Stage, why: &str) -> Check {
     let mut c = Check::new(id, stage, Status::Skip, format!("{id} stage"));
     c.measurement = format!("not run: {why}");
     c
@@ -271,15 +279,16 @@ fn skipped(id: &str, stage: Stage, why: &str) -> Check {
 
 async fn run_stages(
     args: &AcceptOptions,
-    events: &Events,
+    publisher: &Publisher,
     nodes: &mut [Node],
     report: &mut Report,
 ) -> anyhow::Result<StagesEnd> {
     let out = args.out.as_path();
+    let events = &publisher.events;
     let mut stage = StageTracker::new(events);
     if !args.bundle.is_empty() {
         report.checks.extend(environment_checks(args));
-        report.save_json(out)?;
+        publisher.update(report)?;
     }
 
     // service, per node
@@ -293,7 +302,7 @@ async fn run_stages(
         infos.push(o.info);
     }
     report.engine = infos.first().map(|i| i.engine_name().to_string());
-    report.save_json(out)?;
+    publisher.update(report)?;
     if all_unreachable {
         stage.end(report);
         events.emit(Event::Unreachable(format!(
@@ -307,7 +316,7 @@ async fn run_stages(
         Ok(m) => m,
         Err(e) => {
             let mut c = Check::new(
-                "service_model_resolved",
+                CheckId::ServiceModelResolved,
                 Stage::Service,
                 Status::Fail,
                 "a model to test is known",
@@ -316,7 +325,7 @@ async fn run_stages(
             c.evidence = format!("{e:#}");
             c.impact = Impact::Environment;
             report.checks.push(c);
-            report.save_json(out)?;
+            publisher.update(report)?;
             stage.end(report);
             return Ok(StagesEnd::Done);
         }
@@ -331,7 +340,7 @@ async fn run_stages(
         basic_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
         report.checks.extend(checks);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
     let node = &nodes[0];
     let info = &infos[0];
     // Prompt lengths of ramp and soak in the server's tokens.
@@ -349,37 +358,41 @@ async fn run_stages(
     stage.enter(Stage::PrefixCache, report);
     if skip(SkippableStage::PrefixCache) {
         report.checks.push(skipped(
-            "prefix_cache",
+            CheckId::PrefixCache,
             Stage::PrefixCache,
             "--skip prefix-cache",
         ));
     } else if !basic_ok {
-        report
-            .checks
-            .push(skipped("prefix_cache", Stage::PrefixCache, not_served));
+        report.checks.push(skipped(
+            CheckId::PrefixCache,
+            Stage::PrefixCache,
+            not_served,
+        ));
     } else {
         let (check, samples) = prefix_cache::run(node, info, &model, args.prefix_words).await;
         report.measurements.prefix_cache = samples;
         report.baseline.prefill_warm_ms = check.data["warm_prefill_ms"].as_f64();
         report.checks.push(check);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // agreement: cold against cached, replicas against the first or the reference
     stage.enter(Stage::Agreement, report);
     if skip(SkippableStage::Agreement) {
-        report
-            .checks
-            .push(skipped("agreement", Stage::Agreement, "--skip agreement"));
+        report.checks.push(skipped(
+            CheckId::Agreement,
+            Stage::Agreement,
+            "--skip agreement",
+        ));
     } else if !basic_ok {
         report
             .checks
-            .push(skipped("agreement", Stage::Agreement, not_served));
+            .push(skipped(CheckId::Agreement, Stage::Agreement, not_served));
     } else {
         let checks = agreement::stage(args, nodes, &infos, &model).await?;
         report.checks.extend(checks);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // agent
     stage.enter(Stage::Agent, report);
@@ -387,7 +400,7 @@ async fn run_stages(
         let checks =
             crate::agent::run_stage(&node.target, &node.client, &model, &args.agent, out).await;
         report.checks.extend(checks);
-        report.save_json(out)?;
+        publisher.update(report)?;
     }
 
     // agent cases mixed into ramp and soak
@@ -416,9 +429,11 @@ async fn run_stages(
     if skip(SkippableStage::Ramp) {
         report
             .checks
-            .push(skipped("ramp", Stage::Ramp, "--skip ramp"));
+            .push(skipped(CheckId::Ramp, Stage::Ramp, "--skip ramp"));
     } else if !basic_ok {
-        report.checks.push(skipped("ramp", Stage::Ramp, not_served));
+        report
+            .checks
+            .push(skipped(CheckId::Ramp, Stage::Ramp, not_served));
     } else {
         let cfg = ramp::RampConfig {
             concurrency: args.concurrency,
@@ -443,7 +458,7 @@ async fn run_stages(
                 report.measurements.ramp.push(step.clone());
                 report.checks.push(check.clone());
                 events.emit(Event::RampStepDone(Box::new(step.clone())));
-                if let Err(e) = report.save_json(out) {
+                if let Err(e) = publisher.update(report) {
                     events.warning(format!("cannot save the report: {e:#}"));
                 }
             },
@@ -476,7 +491,7 @@ async fn run_stages(
             report.baseline.error_rate = Some(0.0);
         }
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
 
     // soak
     stage.enter(Stage::Soak, report);
@@ -484,12 +499,14 @@ async fn run_stages(
     if skip(SkippableStage::Soak) {
         report
             .checks
-            .push(skipped("soak", Stage::Soak, "--skip soak"));
+            .push(skipped(CheckId::Soak, Stage::Soak, "--skip soak"));
     } else if !basic_ok {
-        report.checks.push(skipped("soak", Stage::Soak, not_served));
+        report
+            .checks
+            .push(skipped(CheckId::Soak, Stage::Soak, not_served));
     } else if accepted.is_none() && !skip(SkippableStage::Ramp) {
         report.checks.push(skipped(
-            "soak",
+            CheckId::Soak,
             Stage::Soak,
             "the ramp accepted no concurrency",
         ));
@@ -550,7 +567,7 @@ async fn run_stages(
     ) {
         report.checks.push(c);
     }
-    report.save_json(out)?;
+    publisher.update(report)?;
     stage.end(report);
     Ok(StagesEnd::Done)
 }

@@ -1,25 +1,92 @@
-//! Writing the report files and attaching triage / container logs to failed server-side checks.
+//! The report files as a reporter of the run's events, and attaching triage / container
+//! logs to failed server-side checks.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
-use crate::report::{Report, Stage, Status};
+use crate::events::{Event, Events, Reporter};
+use crate::report::exporters::{self, Exporter};
+use crate::report::{write_atomic, Report, Stage, Status};
 
-/// Writes report.json, report.md, junit.xml and report.html into `out`.
-pub fn write_outputs(report: &Report, out: &Path) -> anyhow::Result<()> {
-    report.save_json(out)?;
-    crate::report::write_atomic(
-        &out.join("report.md"),
-        crate::report::markdown::render(report).as_bytes(),
-    )?;
-    crate::report::write_atomic(
-        &out.join("junit.xml"),
-        crate::report::junit::render(report)?.as_bytes(),
-    )?;
-    crate::report::write_atomic(
-        &out.join("report.html"),
-        crate::report::html::render(report).as_bytes(),
-    )?;
-    Ok(())
+/// The report files in one folder, written from the event stream: the intermediate
+/// ones (report.json) at every [`Event::ReportUpdated`], all of them at
+/// [`Event::ReportFinished`]. A reporter cannot return an error, so the first write
+/// that failed is kept until [`ReportFiles::take_error`] collects it.
+pub struct ReportFiles {
+    dir: PathBuf,
+    exporters: Vec<Box<dyn Exporter>>,
+    failed: Mutex<Option<anyhow::Error>>,
+}
+
+impl ReportFiles {
+    /// report.json, report.md, junit.xml and report.html in `dir`.
+    pub fn standard(dir: &Path) -> Self {
+        ReportFiles {
+            dir: dir.to_path_buf(),
+            exporters: exporters::standard(),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// The first write that failed since the last call, if any.
+    pub fn take_error(&self) -> Option<anyhow::Error> {
+        self.failed.lock().ok()?.take()
+    }
+
+    fn write(&self, report: &Report, last: bool) -> anyhow::Result<()> {
+        for exporter in self.exporters.iter().filter(|e| last || e.intermediate()) {
+            let bytes = exporter.render(report)?;
+            write_atomic(&self.dir.join(exporter.file_name()), &bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl Reporter for ReportFiles {
+    fn report(&self, event: &Event) {
+        let written = match event {
+            Event::ReportUpdated(report) => self.write(report, false),
+            Event::ReportFinished(report) => self.write(report, true),
+            _ => return,
+        };
+        if let Err(e) = written {
+            if let Ok(mut failed) = self.failed.lock() {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+}
+
+/// Hands the report as it stands to the reporters, and stops the run when one of its
+/// files could not be written (the CLI exits 4 for that).
+pub(super) struct Publisher {
+    pub(super) events: Events,
+    files: Arc<ReportFiles>,
+}
+
+impl Publisher {
+    /// `events` with the report files of `out` first among their reporters.
+    pub(super) fn new(events: &Events, out: &Path) -> Self {
+        let files = Arc::new(ReportFiles::standard(out));
+        Publisher {
+            events: events.and_first(files.clone()),
+            files,
+        }
+    }
+
+    /// The report so far: report.json is rewritten.
+    pub(super) fn update(&self, report: &Report) -> anyhow::Result<()> {
+        self.events
+            .emit(Event::ReportUpdated(Arc::new(report.clone())));
+        self.files.take_error().map_or(Ok(()), Err)
+    }
+
+    /// The final report: every file is written.
+    pub(super) fn finish(&self, report: &Report) -> anyhow::Result<()> {
+        self.events
+            .emit(Event::ReportFinished(Arc::new(report.clone())));
+        self.files.take_error().map_or(Ok(()), Err)
+    }
 }
 
 pub(super) fn any_server_failure(report: &Report) -> bool {
@@ -29,30 +96,30 @@ pub(super) fn any_server_failure(report: &Report) -> bool {
         .any(|c| c.status == Status::Fail && !matches!(c.stage, Stage::Environment | Stage::Agent))
 }
 
-/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`.
-pub(super) fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
+/// How long `docker logs` may take before it is killed (what it wrote is still kept).
+const CONTAINER_LOGS_DEADLINE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Saves `docker logs` (else `podman logs`) of the container into `out/server-container.log`;
+/// a tool that hangs is killed at the deadline and what it wrote until then is kept.
+pub(super) async fn container_logs(name: &str, out: &Path) -> anyhow::Result<PathBuf> {
     let mut last_err = None;
     for tool in ["docker", "podman"] {
-        match std::process::Command::new(tool)
-            .args(["logs", "--tail", "20000", name])
-            .output()
-        {
-            Ok(o) if o.status.success() => {
-                // Containers log to both streams; the engine's errors are usually on stderr.
-                let mut text = o.stdout;
-                text.extend_from_slice(&o.stderr);
-                let path = out.join("server-container.log");
-                crate::report::write_atomic(&path, &text)?;
-                return Ok(path);
-            }
-            Ok(o) => {
-                last_err = Some(anyhow::anyhow!(
-                    "{tool} logs {name}: {}",
-                    String::from_utf8_lossy(&o.stderr).trim()
-                ))
-            }
-            Err(e) => last_err = Some(anyhow::anyhow!("{tool}: {e}")),
+        let argv = [tool, "logs", "--tail", "20000", name].map(String::from);
+        let o = crate::command::run(&argv, CONTAINER_LOGS_DEADLINE).await;
+        if o.success() || (o.timed_out && !(o.stdout.is_empty() && o.stderr.is_empty())) {
+            // Containers log to both streams; the engine's errors are usually on stderr.
+            let mut text = o.stdout;
+            text.extend_from_slice(&o.stderr);
+            let path = out.join("server-container.log");
+            write_atomic(&path, &text)?;
+            return Ok(path);
         }
+        let why = if o.available {
+            crate::text::truncate(String::from_utf8_lossy(&o.stderr).trim(), 300)
+        } else {
+            o.error.unwrap_or_default()
+        };
+        last_err = Some(anyhow::anyhow!("{tool} logs {name}: {why}"));
     }
     Err(last_err.unwrap_or_else(|| anyhow::anyhow!("no container tool")))
 }
@@ -88,5 +155,67 @@ pub(super) fn attach_triage(report: &mut Report, log: &Path) {
         } else {
             format!("{line}\n---\n{}", c.evidence)
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Check;
+
+    #[test]
+    fn report_files_rewrite_json_as_results_come_and_write_all_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = Arc::new(ReportFiles::standard(dir.path()));
+        let events = Events::default().and_first(files.clone());
+        let mut report = Report::new(vec!["http://x".into()]);
+        let names = ["report.json", "report.md", "junit.xml", "report.html"];
+        let written = || names.map(|n| dir.path().join(n).exists());
+
+        events.emit(Event::ReportUpdated(Arc::new(report.clone())));
+        assert_eq!(written(), [true, false, false, false]);
+        report
+            .checks
+            .push(Check::new("basic_chat", Stage::Basic, Status::Pass, "t"));
+        events.emit(Event::ReportUpdated(Arc::new(report.clone())));
+        assert_eq!(Report::load(dir.path()).unwrap(), report, "rewritten");
+
+        report.decide();
+        report.complete = true;
+        events.emit(Event::ReportFinished(Arc::new(report.clone())));
+        assert_eq!(written(), [true; 4]);
+        assert!(files.take_error().is_none());
+        // The same bytes as each exporter renders, and report.json as save_json writes it.
+        for e in exporters::standard() {
+            let on_disk = std::fs::read(dir.path().join(e.file_name())).unwrap();
+            assert_eq!(on_disk, e.render(&report).unwrap(), "{}", e.file_name());
+        }
+        let saved = tempfile::tempdir().unwrap();
+        report.save_json(saved.path()).unwrap();
+        assert_eq!(
+            std::fs::read(saved.path().join("report.json")).unwrap(),
+            std::fs::read(dir.path().join("report.json")).unwrap()
+        );
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_kept_as_the_runs_error() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be: nothing can be written under it.
+        let blocked = dir.path().join("out");
+        std::fs::write(&blocked, "").unwrap();
+        let files = Arc::new(ReportFiles::standard(&blocked));
+        let events = Events::default().and_first(files.clone());
+        events.emit(Event::Notice("ignored".into()));
+        assert!(files.take_error().is_none());
+        let report = Arc::new(Report::new(vec![]));
+        events.emit(Event::ReportUpdated(report.clone()));
+        events.emit(Event::ReportFinished(report));
+        let e = files.take_error().expect("the failed write");
+        assert!(
+            e.chain().any(|c| c.is::<crate::report::WriteFailed>()),
+            "{e:#}"
+        );
+        assert!(files.take_error().is_none(), "taken once");
     }
 }

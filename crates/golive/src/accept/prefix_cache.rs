@@ -15,7 +15,7 @@ use super::engine::{self, first_delta, ServerInfo};
 use super::Node;
 use crate::client::{Api, RequestRecord, RequestSpec};
 use crate::metrics::{Engine, MetricsSnapshot};
-use crate::report::{Check, Impact, Owner, PrefixCacheSample, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, PrefixCacheSample, Stage, Status};
 
 /// Warm requests after the cold one.
 const WARM_REQUESTS: usize = 3;
@@ -268,7 +268,7 @@ pub async fn run(
         .collect();
 
     let mut c = Check::new(
-        "prefix_cache",
+        CheckId::PrefixCache,
         Stage::PrefixCache,
         Status::Pass,
         "a shared system prompt and tool schema is served from the prefix cache (cold, warm x3, control)",

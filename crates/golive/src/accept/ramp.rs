@@ -11,10 +11,10 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, ServerInfo};
 use super::Node;
-use crate::agent::mix::{rate_cell, AgentMix};
+use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, ErrorKind};
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
-use crate::report::{Check, Impact, Owner, RampStep, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, RampStep, Stage, Status};
 
 /// One planned step.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,7 +303,7 @@ pub async fn run(
         );
         if let Some(a) = &step.agent {
             c.measurement
-                .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+                .push_str(&format!(", agent conformance {}", a.rate_text()));
         }
         c.evidence = s
             .error_examples
@@ -447,7 +447,7 @@ impl TransportTally {
             Status::Pass
         };
         let mut c = Check::new(
-            "transport",
+            CheckId::Transport,
             Stage::Ramp,
             status,
             "every ramp request reaches the server over a working connection",

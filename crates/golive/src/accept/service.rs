@@ -9,13 +9,13 @@ use super::engine::{self, ServerInfo};
 use super::Node;
 use crate::client::{Api, ErrorKind, RequestSpec};
 use crate::metrics::MetricsSnapshot;
-use crate::report::{Check, Impact, Owner, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, Stage, Status};
 
 const SHORT: Duration = Duration::from_secs(10);
 
-fn id(base: &str, node: usize) -> String {
+fn id(base: CheckId, node: usize) -> String {
     if node == 0 {
-        base.to_string()
+        base.into()
     } else {
         format!("{base}_node{}", node + 1)
     }
@@ -42,7 +42,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
     // /health
     let t0 = Instant::now();
     let mut c = Check::new(
-        id("service_health", index),
+        id(CheckId::ServiceHealth, index),
         Stage::Service,
         Status::Pass,
         "GET /health answers 200",
@@ -79,7 +79,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
     // /v1/models
     let t0 = Instant::now();
     let mut c = Check::new(
-        id("service_models", index),
+        id(CheckId::ServiceModels, index),
         Stage::Service,
         Status::Pass,
         "GET /v1/models lists the served model",
@@ -139,7 +139,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
     let metrics = engine::scrape(&node.client.http, &format!("{url}/metrics")).await;
     let info = engine::detect(&node.client, metrics.as_ref()).await;
     let mut c = Check::new(
-        id("service_metrics", index),
+        id(CheckId::ServiceMetrics, index),
         Stage::Service,
         Status::Pass,
         "GET /metrics is Prometheus text with the engine's families",
@@ -176,6 +176,13 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
                 .map(|s| format!("{} {:?}", s.metric, s.value))
                 .collect::<Vec<_>>()
                 .join("\n");
+            // Lines the reader skipped: the page is kept, but say so.
+            if let Some(first) = m.problems.first() {
+                c.measurement
+                    .push_str(&format!("; {} unreadable line(s) skipped", m.problem_count));
+                c.evidence
+                    .push_str(&format!("\nfirst unreadable line: {first}"));
+            }
         }
         None => {
             c.status = Status::Warn;
@@ -194,7 +201,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
 
     // version and running config
     let mut c = Check::new(
-        id("service_version", index),
+        id(CheckId::ServiceVersion, index),
         Stage::Service,
         Status::Pass,
         "engine, version and running configuration are exposed",
@@ -253,7 +260,11 @@ pub async fn basic_stage(node: &Node, index: usize, model: &str) -> Vec<Check> {
         }
         let spec = RequestSpec::from_json(Api::Chat, &body, true);
         let rec = node.client.send_now(&spec).await;
-        let name = if stream { "basic_stream" } else { "basic_chat" };
+        let name = if stream {
+            CheckId::BasicStream
+        } else {
+            CheckId::BasicChat
+        };
         let mut c = Check::new(
             id(name, index),
             Stage::Basic,

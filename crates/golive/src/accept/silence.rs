@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::client::LatencyStats;
-use crate::report::{Check, Impact, Owner, Percentiles, RampStep, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, Percentiles, RampStep, Stage, Status};
 
 /// The gaps of one ramp step or of the soak.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -76,7 +76,7 @@ pub fn check(rows: &[GapRow], max_gap: Duration, url: &str) -> Option<Check> {
     let limit_ms = max_gap.as_secs_f64() * 1000.0;
     let limit = format!("{:.1} s", max_gap.as_secs_f64());
     let mut c = Check::new(
-        "stream_silence",
+        CheckId::StreamSilence,
         Stage::Ramp,
         Status::Pass,
         format!(

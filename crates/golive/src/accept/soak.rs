@@ -10,10 +10,10 @@ use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
 use super::Node;
-use crate::agent::mix::{rate_cell, AgentMix};
+use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
-use crate::report::{AgentConformance, Check, Impact, Owner, SoakSample, Stage, Status};
+use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, SoakSample, Stage, Status};
 
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
@@ -191,7 +191,7 @@ pub async fn run(
 
     let request_rate = result.request_rate();
     let mut c = Check::new(
-        "soak",
+        CheckId::Soak,
         Stage::Soak,
         Status::Pass,
         format!(
@@ -280,7 +280,7 @@ pub async fn run(
     let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
     if let Some(a) = &agent {
         c.measurement
-            .push_str(&format!(", agent conformance {}", rate_cell(Some(a))));
+            .push_str(&format!(", agent conformance {}", a.rate_text()));
     }
     c.evidence = stats
         .error_examples

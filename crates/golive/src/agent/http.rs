@@ -11,7 +11,7 @@ use futures_util::StreamExt;
 use serde_json::Value;
 
 use super::stream::Assembler;
-use super::validate::{mentions_parser, parse_completion, quote, Outcome, Problem};
+use super::validate::{mentions_parser, parse_completion, quote, Outcome, Problem, ProblemCode};
 use crate::client::OpenAiClient;
 use crate::report::Owner;
 use crate::sse::SseDecoder;
@@ -83,7 +83,7 @@ pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Dura
                             reply: Default::default(),
                             envelope: vec![Problem::fail(
                                 Owner::Server,
-                                "body_not_json",
+                                ProblemCode::BodyNotJson,
                                 format!(
                                     "HTTP {status} body is not JSON ({e}): {}",
                                     quote(&String::from_utf8_lossy(&bytes), 160)

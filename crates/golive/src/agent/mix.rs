@@ -3,7 +3,6 @@
 //! [`validate::judge`] exactly as in the agent stage, so a parser or grammar that breaks
 //! only under concurrency shows up as a drop of the conformance rate.
 
-use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -133,7 +132,9 @@ impl AgentMix {
                 .or_default() += 1;
         }
         for p in &fails {
-            *t.failures_by_code.entry(p.code.clone()).or_default() += 1;
+            *t.failures_by_code
+                .entry(p.code.as_str().to_string())
+                .or_default() += 1;
         }
         if let Some(p) = interface.first() {
             if t.examples.len() < 3 {
@@ -168,26 +169,6 @@ impl AgentMix {
 /// Failures of the serving stack (not the model's): these count against conformance.
 pub fn is_interface(owner: Owner) -> bool {
     matches!(owner, Owner::Parser | Owner::Server | Owner::Gateway)
-}
-
-/// A step's conformance rate in percent, for tables: `–` without agent requests.
-pub fn rate_cell(c: Option<&AgentConformance>) -> String {
-    match c.and_then(|c| c.rate().map(|r| (r, c))) {
-        Some((r, c)) => format!("{:.0}% ({}/{})", r * 100.0, c.conformant, c.requests),
-        None => "–".into(),
-    }
-}
-
-/// Failing-problem counts by code, e.g. `parser tool_call_markup_in_content ×3`.
-pub fn codes_summary(c: &AgentConformance) -> String {
-    let mut by: BTreeMap<&str, u64> = BTreeMap::new();
-    for (code, n) in &c.failures_by_code {
-        *by.entry(code.as_str()).or_default() += n;
-    }
-    by.iter()
-        .map(|(code, n)| format!("{code} ×{n}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

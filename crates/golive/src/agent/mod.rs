@@ -30,7 +30,7 @@ use crate::report::{Check, Impact, Owner, Stage, Status};
 use crate::target::Target;
 use cases::{Budget, Case};
 use http::{send, LogWatch, Sent};
-use validate::{judge, quote, shape, Answer, Outcome, Problem, Severity, Shape};
+use validate::{judge, quote, shape, Answer, Outcome, Problem, ProblemCode, Severity, Shape};
 
 pub use replay::{replay, ReplayOptions, ReplayResult};
 
@@ -258,9 +258,9 @@ async fn exchange(
             // With a failure the log names its owner; without one the error was swallowed
             // (e.g. a call the parser dropped and returned as text), which is worth a warning.
             problems.push(if failed {
-                Problem::fail(Owner::Parser, "parser_exception_in_log", detail)
+                Problem::fail(Owner::Parser, ProblemCode::ParserExceptionInLog, detail)
             } else {
-                Problem::warn(Owner::Parser, "parser_exception_in_log", detail)
+                Problem::warn(Owner::Parser, ProblemCode::ParserExceptionInLog, detail)
             });
         }
     }
@@ -276,7 +276,7 @@ async fn exchange(
         if whole && &got != want {
             problems.push(Problem::fail(
                 Owner::Parser,
-                "stream_shape_differs",
+                ProblemCode::StreamShapeDiffers,
                 format!(
                     "the streamed answer has another shape than the non-streamed one (temperature 0): streamed {}, non-streamed {}",
                     serde_json::to_string(&got).unwrap_or_default(),
@@ -315,7 +315,7 @@ async fn exchange(
             Ok(path) => run.regression = Some(path),
             Err(e) => run.problems.push(Problem::warn(
                 Owner::Client,
-                "regression_not_saved",
+                ProblemCode::RegressionNotSaved,
                 format!("{e:#}"),
             )),
         }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::validate::{mentions_parser, quote, Problem, Reply, ToolCall};
+use super::validate::{mentions_parser, quote, Problem, ProblemCode, Reply, ToolCall};
 use crate::report::Owner;
 use crate::sse::SseEvent;
 
@@ -42,7 +42,7 @@ impl Assembler {
                 if self.done {
                     self.problems.push(Problem::warn(
                         Owner::Server,
-                        "data_after_done",
+                        ProblemCode::DataAfterDone,
                         "an event came after `data: [DONE]`",
                     ));
                 }
@@ -50,7 +50,7 @@ impl Assembler {
                     Ok(chunk) => self.chunk(&chunk),
                     Err(e) => self.problems.push(Problem::fail(
                         Owner::Server,
-                        "chunk_not_json",
+                        ProblemCode::ChunkNotJson,
                         format!(
                             "stream event {} is not JSON ({e}): {}",
                             self.chunks,
@@ -77,7 +77,7 @@ impl Assembler {
             self.errored = true;
             self.problems.push(Problem::fail(
                 owner,
-                "error_in_stream",
+                ProblemCode::ErrorInStream,
                 format!("error event inside the stream: {}", quote(&message, 300)),
             ));
             return;
@@ -88,7 +88,7 @@ impl Assembler {
         let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
             self.problems.push(Problem::fail(
                 Owner::Server,
-                "chunk_no_choices",
+                ProblemCode::ChunkNoChoices,
                 format!("stream chunk {} has no `choices` array", self.chunks),
             ));
             return;
@@ -101,7 +101,7 @@ impl Assembler {
                 if prev != reason {
                     self.problems.push(Problem::warn(
                         Owner::Server,
-                        "finish_reason_changed",
+                        ProblemCode::FinishReasonChanged,
                         format!("finish_reason {prev:?} was followed by {reason:?}"),
                     ));
                 }
@@ -112,7 +112,7 @@ impl Assembler {
             if choice.get("finish_reason").is_none_or(Value::is_null) {
                 self.problems.push(Problem::fail(
                     Owner::Server,
-                    "chunk_no_delta",
+                    ProblemCode::ChunkNoDelta,
                     format!("stream chunk {} has no `delta`", self.chunks),
                 ));
             }
@@ -148,7 +148,7 @@ impl Assembler {
             }
             Some(other) => self.problems.push(Problem::fail(
                 Owner::Server,
-                "delta_tool_calls_type",
+                ProblemCode::DeltaToolCallsType,
                 format!("`delta.tool_calls` is {other}, expected an array"),
             )),
         }
@@ -158,7 +158,7 @@ impl Assembler {
         let Some(index) = d.get("index").and_then(Value::as_u64) else {
             self.problems.push(Problem::fail(
                 Owner::Server,
-                "delta_index_missing",
+                ProblemCode::DeltaIndexMissing,
                 format!(
                     "a tool-call delta has no integer `index`: {}",
                     quote(&d.to_string(), 160)
@@ -188,7 +188,7 @@ impl Assembler {
         if is_new && (id.is_none() || name.is_none()) {
             self.problems.push(Problem::fail(
                 Owner::Server,
-                "delta_first_without_id_name",
+                ProblemCode::DeltaFirstWithoutIdName,
                 format!(
                     "the first delta of tool call {index} lacks its id or function name: {}",
                     quote(&d.to_string(), 160)
@@ -200,7 +200,7 @@ impl Assembler {
                 None => call.id = Some(id.to_string()),
                 Some(prev) if prev != id => self.problems.push(Problem::fail(
                     Owner::Server,
-                    "delta_id_changed",
+                    ProblemCode::DeltaIdChanged,
                     format!("tool call {index} changed its id from {prev:?} to {id:?}"),
                 )),
                 Some(_) => {}
@@ -214,7 +214,7 @@ impl Assembler {
                 None => call.name = Some(name.to_string()),
                 Some(prev) if prev != name => self.problems.push(Problem::fail(
                     Owner::Server,
-                    "delta_name_changed",
+                    ProblemCode::DeltaNameChanged,
                     format!("tool call {index} changed its name from {prev:?} to {name:?}"),
                 )),
                 Some(_) => {}
@@ -232,7 +232,7 @@ impl Assembler {
                 if call.index != Some(pos as u64) {
                     self.problems.push(Problem::warn(
                         Owner::Server,
-                        "delta_index_gap",
+                        ProblemCode::DeltaIndexGap,
                         format!(
                             "tool-call indexes are not 0..n: position {pos} has index {:?}",
                             call.index
@@ -246,20 +246,20 @@ impl Assembler {
         if let Some(why) = cut {
             self.problems.push(Problem::fail(
                 Owner::Gateway,
-                "stream_cut",
+                ProblemCode::StreamCut,
                 format!("the stream stopped after {} events: {why}", self.chunks),
             ));
         } else if !self.done && !self.errored {
             let problem = if self.reply.finish_reason.is_some() && pending == 0 {
                 Problem::warn(
                     Owner::Server,
-                    "stream_no_done",
+                    ProblemCode::StreamNoDone,
                     "the stream ended without `data: [DONE]`",
                 )
             } else {
                 Problem::fail(
                     Owner::Gateway,
-                    "stream_truncated",
+                    ProblemCode::StreamTruncated,
                     format!(
                         "the stream ended after {} events without finish_reason or [DONE] ({pending} bytes of a partial event)",
                         self.chunks

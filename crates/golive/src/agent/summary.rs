@@ -59,11 +59,12 @@ pub(super) fn summarize(
     let total = runs.len();
     let passed = runs.iter().filter(|r| !r.failed()).count();
     // Problems by code: count, owner, severity, first detail.
-    let mut by_code: BTreeMap<String, (usize, Problem)> = BTreeMap::new();
+    // Keyed by the code's name: the order of the evidence is the names' order.
+    let mut by_code: BTreeMap<&str, (usize, Problem)> = BTreeMap::new();
     for r in runs {
         for p in &r.problems {
             by_code
-                .entry(p.code.clone())
+                .entry(p.code.as_str())
                 .and_modify(|e| e.0 += 1)
                 .or_insert((1, p.clone()));
         }
@@ -198,6 +199,7 @@ mod tests {
     use super::super::http::Sent;
     use super::super::AgentOptions;
     use super::*;
+    use crate::agent::validate::ProblemCode;
     use crate::client::OpenAiClient;
     use crate::target::Target;
     use std::time::Duration;
@@ -238,8 +240,8 @@ mod tests {
             log: None,
         };
         let body = json!({});
-        let model_fail = || vec![Problem::fail(Owner::Model, "no_tool_call", "x")];
-        let server_fail = || vec![Problem::fail(Owner::Server, "server_error", "x")];
+        let model_fail = || vec![Problem::fail(Owner::Model, ProblemCode::NoToolCall, "x")];
+        let server_fail = || vec![Problem::fail(Owner::Server, ProblemCode::ServerError, "x")];
         let check =
             |user: bool, runs: Vec<Run>| summarize(&ctx, "agent_x", "t", &body, user, &runs);
 
@@ -268,7 +270,7 @@ mod tests {
             true,
             vec![run_with(vec![Problem::warn(
                 Owner::Server,
-                "usage_missing",
+                ProblemCode::UsageMissing,
                 "x",
             )])],
         );

@@ -4,20 +4,22 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::logs::errno524_line;
-use super::{item, CheckItem, Ctx};
+use super::{item, CheckItem, Ctx, ItemId};
+use crate::profile::recipe::is_strategy;
+use crate::profile::{Fabric, Strategy};
 use crate::report::Status;
 
-fn strategy(launch: &crate::envparse::Launch, multi: bool) -> &'static str {
+fn strategy(launch: &crate::envparse::Launch, multi: bool) -> Strategy {
     if launch.has("--enable-expert-parallel") && launch.data_parallel() > 1 {
-        "multi_node_dep"
+        Strategy::MultiNodeDep
     } else if launch.pipeline_parallel() > 1 {
-        "multi_node_tp_pp"
+        Strategy::MultiNodeTpPp
     } else if launch.has("--enable-expert-parallel") && multi {
-        "multi_node_tep"
+        Strategy::MultiNodeTep
     } else if multi {
-        "multi_node_tp"
+        Strategy::MultiNodeTp
     } else {
-        "single_node_tp"
+        Strategy::SingleNodeTp
     }
 }
 
@@ -30,7 +32,7 @@ pub(super) fn check_parallelism(c: &Ctx) -> CheckItem {
         .find_map(|b| b.launch.as_ref().map(|l| (b, l)));
     let Some((hb, launch)) = head else {
         return item(
-            "parallelism",
+            ItemId::Parallelism,
             "GPUs vs tensor x pipeline x data parallel",
             Status::Unknown,
             vec!["no launch command (raw/cmdline.txt or docker-inspect.json)".into()],
@@ -105,18 +107,22 @@ pub(super) fn check_parallelism(c: &Ctx) -> CheckItem {
             status = Status::Fail;
         }
     }
-    if !c.profile.gpus.min_by_strategy.is_empty() {
-        let strat = if c
+    let mins = &c.profile.gpus.min_by_strategy;
+    if !mins.is_empty() {
+        // A GPU-class key (`h100 = 32`) the hosts' GPUs match decides before the strategy.
+        let gpus: Vec<String> = c
             .bundles
             .iter()
             .flat_map(|b| b.host_gpus())
-            .any(|g| g.contains("H100"))
-        {
-            "h100"
-        } else {
-            strategy(launch, multi)
-        };
-        if let Some(min) = c.profile.gpus.min_by_strategy.get(strat) {
+            .map(|g| g.to_ascii_uppercase())
+            .collect();
+        let strat = mins
+            .keys()
+            .filter(|k| !is_strategy(k))
+            .find(|k| gpus.iter().any(|g| g.contains(&k.to_ascii_uppercase())))
+            .map(String::as_str)
+            .unwrap_or_else(|| strategy(launch, multi).as_str());
+        if let Some(min) = mins.get(strat) {
             if world < *min as u64 {
                 ev.push(format!(
                     "{strat} needs >= {min} GPUs ({}), the command uses {world}",
@@ -129,41 +135,12 @@ pub(super) fn check_parallelism(c: &Ctx) -> CheckItem {
         }
     }
     item(
-        "parallelism",
+        ItemId::Parallelism,
         "GPUs vs tensor x pipeline x data parallel",
         status,
         ev,
         "Topology first: match --tensor-parallel-size x --pipeline-parallel-size x --data-parallel-size to the GPUs every node really sees, then change one memory parameter at a time.",
     )
-}
-
-fn backend_kind(backend: &str) -> &'static str {
-    let b = backend.to_ascii_lowercase();
-    if b.contains("nvlink") || b.contains("mnnvl") {
-        "nvlink"
-    } else if b.starts_with("deepep")
-        || b.contains("pplx")
-        || b.contains("nixl")
-        || b.contains("mori")
-    {
-        "rdma"
-    } else {
-        "generic"
-    }
-}
-
-fn is_rdma_var(n: &str) -> bool {
-    n.starts_with("UCX_")
-        || n.starts_with("NCCL_IB_")
-        || n.starts_with("NCCL_NET_GDR")
-        || n.starts_with("NVSHMEM_IB")
-        || n.starts_with("NVSHMEM_HCA")
-        || n == "NVSHMEM_REMOTE_TRANSPORT"
-        || n == "NCCL_DMABUF_ENABLE"
-}
-
-fn is_nvlink_var(n: &str) -> bool {
-    n == "NCCL_MNNVL_ENABLE" || n == "NCCL_NVLS_ENABLE"
 }
 
 pub(super) fn check_transport(c: &Ctx) -> CheckItem {
@@ -173,10 +150,9 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
     let launch = c.bundles.iter().find_map(|b| b.launch.as_ref());
     let backend = launch.and_then(|l| l.all2all_backend());
     let multi = c.multi || launch.and_then(|l| l.multi_node_hint()).is_some();
+    let fabrics = &c.profile.fabrics;
     let gpus: Vec<String> = c.bundles.iter().flat_map(|b| b.host_gpus()).collect();
-    let mnnvl = gpus
-        .iter()
-        .any(|g| g.contains("GB200") || g.contains("GB300"));
+    let mnnvl = gpus.iter().any(|g| fabrics.multi_node_nvlink(g));
     let rdma: Vec<String> = c
         .bundles
         .iter()
@@ -192,8 +168,14 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
         .iter()
         .any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink()));
     let env: BTreeMap<String, String> = c.bundles.iter().flat_map(|b| b.relevant_env()).collect();
-    let rdma_vars: Vec<&String> = env.keys().filter(|k| is_rdma_var(k)).collect();
-    let nvlink_vars: Vec<&String> = env.keys().filter(|k| is_nvlink_var(k)).collect();
+    let rdma_vars: Vec<&String> = env
+        .keys()
+        .filter(|k| fabrics.is_env_of(Fabric::Rdma, k))
+        .collect();
+    let nvlink_vars: Vec<&String> = env
+        .keys()
+        .filter(|k| fabrics.is_env_of(Fabric::Nvlink, k))
+        .collect();
     ev.push(format!(
         "all2all backend: {}; {}; fabric: RDMA {}, NVLink {}",
         backend.clone().unwrap_or_else(|| "not set".into()),
@@ -207,9 +189,9 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
         },
         if nvlink { "yes (topology)" } else { "not seen" }
     ));
-    let kind = backend.as_deref().map(backend_kind);
+    let kind = backend.as_deref().map(|b| fabrics.of_backend(b));
     let p = &c.profile.transport;
-    if kind == Some("rdma") && rdma.is_empty() && !no_rdma.is_empty() {
+    if kind == Some(Fabric::Rdma) && rdma.is_empty() && !no_rdma.is_empty() {
         fails.push(format!(
             "RDMA backend {} on a host without RDMA ({})",
             backend.clone().unwrap_or_default(),
@@ -221,7 +203,7 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
             format!("use --all2all-backend {} on NVLink", p.nvlink_all2all)
         });
     }
-    if kind == Some("nvlink") && multi && !mnnvl {
+    if kind == Some(Fabric::Nvlink) && multi && !mnnvl {
         fails.push(format!(
             "NVLink backend {} across nodes without multi-node NVLink (GPUs: {})",
             backend.clone().unwrap_or_default(),
@@ -233,7 +215,7 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
             format!("use --all2all-backend {} over RDMA", p.rdma_all2all)
         });
     }
-    if kind == Some("nvlink") && !rdma_vars.is_empty() {
+    if kind == Some(Fabric::Nvlink) && !rdma_vars.is_empty() {
         fails.push(format!(
             "RDMA variables on an NVLink backend: {}",
             rdma_vars
@@ -244,7 +226,7 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
         ));
         next.push("remove the RDMA variables from the NVLink deployment".into());
     }
-    if kind == Some("rdma") && !nvlink_vars.is_empty() {
+    if kind == Some(Fabric::Rdma) && !nvlink_vars.is_empty() {
         fails.push(format!(
             "NVLink variables on an RDMA backend: {}",
             nvlink_vars
@@ -257,21 +239,21 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
     }
     if let (Some(b), Some(k)) = (&backend, kind) {
         let want = match k {
-            "rdma" => &p.rdma_all2all,
-            "nvlink" => &p.nvlink_all2all,
-            _ => &String::new(),
+            Fabric::Rdma => &p.rdma_all2all,
+            Fabric::Nvlink => &p.nvlink_all2all,
+            Fabric::Generic => &String::new(),
         };
         if multi && !want.is_empty() && want != b {
             fails.push(format!(
                 "{} uses --all2all-backend {want} for {}, the command uses {b}",
                 c.profile.name,
-                k.to_uppercase()
+                k.as_str().to_uppercase()
             ));
             next.push(format!("use --all2all-backend {want}"));
         }
     }
     let kv_transfer = launch.is_some_and(|l| l.has("--kv-transfer-config"));
-    if kind == Some("rdma") || (kv_transfer && !rdma.is_empty()) {
+    if kind == Some(Fabric::Rdma) || (kv_transfer && !rdma.is_empty()) {
         for (k, want) in &p.rdma_env {
             match env.get(k) {
                 Some(v) if v != want => {
@@ -288,27 +270,24 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
             }
         }
     }
-    if p.megamoe_forbidden_with_rdma {
-        let mega = p
-            .megamoe_backend
-            .clone()
-            .unwrap_or_else(|| "deep_gemm_mega_moe".into());
+    if let (true, Some(mega)) = (p.megamoe_forbidden_with_rdma, &p.megamoe_backend) {
         if launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str())
             && multi
-            && (kind == Some("rdma") || (!mnnvl && !rdma.is_empty()))
+            && (kind == Some(Fabric::Rdma) || (!mnnvl && !rdma.is_empty()))
         {
             fails.push(format!("--moe-backend {mega} with cross-node RDMA (DeepGEMM MegaMoE is not compatible with cross-node RDMA)"));
-            next.push("leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink (GB200/GB300)".into());
+            next.push(format!(
+                "leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink ({})",
+                fabrics.nvlink.multi_node_gpus.join("/")
+            ));
         }
     }
     for b in c.bundles {
         let Some((n, line)) = b.startup_log_text.as_deref().and_then(errno524_line) else {
             continue;
         };
-        let fallback = p
-            .dmabuf_fallback_env
-            .clone()
-            .unwrap_or_else(|| "NCCL_DMABUF_ENABLE".into());
+        // Profile::inherit fills it from the generic profile.
+        let fallback = p.dmabuf_fallback_env.clone().unwrap_or_default();
         let peermem = b.modules.as_ref().map(|m| m.is_loaded("nvidia_peermem"));
         let set = b.relevant_env().get(&fallback).cloned();
         fails.push(c.tag(b, format!("startup.log line {n}: {line}")));
@@ -338,7 +317,7 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
         next.join("; ")
     };
     item(
-        "communication_path",
+        ItemId::CommunicationPath,
         "One communication path; backend matches the fabric",
         status,
         ev,
@@ -430,7 +409,7 @@ pub(super) fn check_consistency(c: &Ctx) -> CheckItem {
         status = Status::Fail;
     }
     item(
-        "node_consistency",
+        ItemId::NodeConsistency,
         "Same image digest, driver, vLLM version and relevant env on every node",
         status,
         ev,

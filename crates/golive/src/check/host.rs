@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{combine, item, strip_registry, CheckItem, Ctx};
-use crate::envparse::{cmp_pep440, cmp_versions, native_cuda_for_driver, version_parts};
+use super::{combine, item, strip_registry, CheckItem, Ctx, ItemId};
+use crate::envparse::{cmp_pep440, cmp_versions, version_parts};
 use crate::report::Status;
 
 pub(super) fn check_image(c: &Ctx) -> CheckItem {
@@ -49,7 +49,7 @@ pub(super) fn check_image(c: &Ctx) -> CheckItem {
         )
     };
     item(
-        "official_image",
+        ItemId::OfficialImage,
         "Official image (tag and digest)",
         combine(&st),
         ev,
@@ -90,7 +90,7 @@ pub(super) fn check_driver(c: &Ctx) -> CheckItem {
         "Host problem: drain the node and upgrade the host driver to {target}, reboot, run a minimal CUDA container test, then the official image again; or build a pinned environment for the older branch (not equivalent to the official recipe)."
     );
     item(
-        "host_driver",
+        ItemId::HostDriver,
         "Host driver on every host (Driver Version, not the CUDA header)",
         combine(&st),
         ev,
@@ -108,7 +108,9 @@ pub(super) fn check_cuda_layers(c: &Ctx) -> CheckItem {
     let mut ev = Vec::new();
     for b in c.bundles {
         let driver = b.driver().map(|(d, _)| d);
-        let native = driver.as_deref().and_then(native_cuda_for_driver);
+        let native = driver
+            .as_deref()
+            .and_then(|d| c.profile.cuda.native_for_driver(d));
         // Container runtime: image env, container probe, else the profile's image CUDA.
         let image_env_cuda = b
             .image
@@ -152,7 +154,7 @@ pub(super) fn check_cuda_layers(c: &Ctx) -> CheckItem {
         }
         ev.push(c.tag(b, &line));
         if let Some(smi) = &b.smi {
-            if let Some((shown, nat)) = smi.cuda_header_exceeds_native() {
+            if let Some((shown, nat)) = c.profile.cuda.header_exceeds_native(smi) {
                 ev.push(c.tag(
                     b,
                     format!(
@@ -185,7 +187,7 @@ pub(super) fn check_cuda_layers(c: &Ctx) -> CheckItem {
         st.push(status);
     }
     item(
-        "cuda_layers",
+        ItemId::CudaLayers,
         "CUDA layers: container runtime vs host driver vs local toolkit",
         combine(&st),
         ev,
@@ -221,7 +223,7 @@ pub(super) fn check_vllm(c: &Ctx) -> CheckItem {
         }
     }
     item(
-        "vllm_version",
+        ItemId::VllmVersion,
         "vLLM version",
         combine(&st),
         ev,
@@ -317,7 +319,7 @@ pub(super) fn check_gpus(c: &Ctx) -> CheckItem {
         }
     }
     item(
-        "gpus_visible",
+        ItemId::GpusVisible,
         "Visible GPUs (container view apart from the host's)",
         status,
         ev,

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{combine, item, CheckItem, Ctx};
+use super::{combine, item, CheckItem, Ctx, ItemId};
 use crate::report::{Owner, Status};
 
 /// One container's last termination, as Kubernetes recorded it.
@@ -163,7 +163,7 @@ pub(super) fn check_pod_crash(c: &Ctx) -> Option<CheckItem> {
         "Read the crashed container's log (raw/pod-previous.log) with golive triage for the first cause before restarting."
     };
     let mut it = item(
-        "pod_crash_record",
+        ItemId::PodCrashRecord,
         "Kubernetes' crash record (lastState, previous log, events)",
         combine(&st),
         ev,

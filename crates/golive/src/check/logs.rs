@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{combine, item, CheckItem, Ctx};
+use super::{combine, item, CheckItem, Ctx, ItemId};
 use crate::report::Status;
 use crate::triage::rules::RuleKind;
 use crate::triage::Class;
@@ -100,7 +100,7 @@ pub(super) fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
     }
     (
         item(
-            "failure_phase",
+            ItemId::FailurePhase,
             "Failure phase known (first cause in startup.log)",
             combine(&st),
             ev,

@@ -5,7 +5,7 @@ use std::str::FromStr;
 
 use pep440_rs::{Version, VersionSpecifiers};
 
-use super::{combine, item, CheckItem, Ctx};
+use super::{combine, item, CheckItem, Ctx, ItemId};
 use crate::envparse::{find_package, KEY_PACKAGES};
 use crate::report::Status;
 
@@ -93,7 +93,7 @@ pub(super) fn check_packages(c: &Ctx) -> Option<CheckItem> {
         }
     }
     Some(item(
-        "package_versions",
+        ItemId::PackageVersions,
         "Python packages in the serving container (vllm, torch, NCCL, NVSHMEM, DeepEP, FlashInfer, xgrammar)",
         combine(&st),
         ev,

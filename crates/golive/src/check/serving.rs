@@ -1,7 +1,7 @@
 //! Serving-configuration items: the prefix-caching flag, reproducibility of the launch
 //! and the tool/reasoning parsers.
 
-use super::{combine, flags, item, CheckItem, Ctx};
+use super::{combine, flags, item, CheckItem, Ctx, ItemId};
 use crate::report::Status;
 use crate::text::truncate;
 
@@ -89,7 +89,7 @@ pub(super) fn check_prefix_flag(c: &Ctx) -> CheckItem {
         st.push(status);
     }
     item(
-        "prefix_caching_flag",
+        ItemId::PrefixCachingFlag,
         "--enable-prefix-caching in the actual running command line",
         combine(&st),
         ev,
@@ -134,7 +134,7 @@ pub(super) fn check_reproducible(c: &Ctx) -> CheckItem {
         }
     }
     item(
-        "reproducible",
+        ItemId::Reproducible,
         "Reproducible record (digest, arguments, driver, logs)",
         combine(&st),
         ev,
@@ -180,7 +180,7 @@ pub(super) fn check_parsers(c: &Ctx) -> Option<CheckItem> {
         st.push(status);
     }
     Some(item(
-        "parsers",
+        ItemId::Parsers,
         "Tool-call and reasoning parser as the recipe names them",
         combine(&st),
         ev,

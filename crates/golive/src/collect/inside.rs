@@ -21,7 +21,7 @@ fn with_prefix(exec: &[String], tail: &[&str]) -> Vec<String> {
 
 /// The package versions inside the container that `exec` (`docker exec NAME`,
 /// `kubectl exec POD --`) runs in: importlib.metadata, else `pip list`.
-pub(super) fn packages(c: &mut Collector, exec: &[String], what: &str) {
+pub(super) async fn packages(c: &mut Collector, exec: &[String], what: &str) {
     let found = c
         .cmd(
             &format!("{what} Python packages"),
@@ -29,6 +29,7 @@ pub(super) fn packages(c: &mut Collector, exec: &[String], what: &str) {
             names::PYTHON_PACKAGES,
             Keep::Stdout,
         )
+        .await
         .is_some_and(|out| {
             crate::envparse::parse_python_packages(&String::from_utf8_lossy(&out)).is_some()
         });
@@ -38,13 +39,14 @@ pub(super) fn packages(c: &mut Collector, exec: &[String], what: &str) {
             &with_prefix(exec, &["pip", "list", "--format", "json"]),
             names::PYTHON_PACKAGES,
             Keep::Stdout,
-        );
+        )
+        .await;
     }
 }
 
 /// Saves the `--config FILE` of the launch read so far (redacted like every raw file):
 /// read inside the container with `exec cat`, or through /proc for a host process.
-pub(super) fn config_file(c: &mut Collector, exec: Option<&[String]>, pid: Option<u32>) {
+pub(super) async fn config_file(c: &mut Collector, exec: Option<&[String]>, pid: Option<u32>) {
     let Ok(bundle) = crate::envparse::Bundle::load(c.raw.parent().unwrap_or(&c.raw)) else {
         return;
     };
@@ -63,7 +65,8 @@ pub(super) fn config_file(c: &mut Collector, exec: Option<&[String]>, pid: Optio
                 &with_prefix(exec, &["cat", &path]),
                 names::VLLM_CONFIG,
                 Keep::Stdout,
-            );
+            )
+            .await;
         }
         (None, Some(pid)) => {
             // The process's own view of the file system: its root and working directory.

@@ -21,13 +21,14 @@ pub(super) fn kubectl(
 }
 
 /// Saves the crash record of `pod`; every probe is optional.
-pub(super) fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>) {
+pub(super) async fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>) {
     c.cmd(
         "pod object",
         &kubectl(pod, namespace, &["kubectl", "get", "pod"], &["-o", "json"]),
         names::POD_JSON,
         Keep::Stdout,
-    );
+    )
+    .await;
     // No earlier container (never restarted) is an error of kubectl, and an answer:
     // the message is kept in pod-previous.log.failed.txt.
     c.cmd(
@@ -40,7 +41,8 @@ pub(super) fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>
         ),
         names::POD_PREVIOUS_LOG,
         Keep::Both,
-    );
+    )
+    .await;
     let mut events = vec!["kubectl".to_string(), "get".into(), "events".into()];
     if let Some(n) = namespace {
         events.extend(["-n".to_string(), n.to_string()]);
@@ -51,5 +53,6 @@ pub(super) fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>
         "-o".into(),
         "json".into(),
     ]);
-    c.cmd("pod events", &events, names::POD_EVENTS, Keep::Stdout);
+    c.cmd("pod events", &events, names::POD_EVENTS, Keep::Stdout)
+        .await;
 }

@@ -9,7 +9,9 @@
 //! `--ssh HOST,...` copies this very binary to the remote host with `scp` (to a
 //! temporary path, removed afterwards), runs the same collection there through the
 //! system OpenSSH client and copies the bundle back; `--remote-golive CMD` uses a
-//! `golive` already installed there instead.
+//! `golive` already installed there instead. The hosts are collected in parallel
+//! (`ssh_parallel` at a time) while this host collects its own; every probe and every
+//! ssh/scp has a deadline.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -59,23 +61,33 @@ pub struct CollectOptions {
     pub remote_golive: Option<String>,
     /// With --ssh: do not collect on this host.
     pub no_local: bool,
+    /// SSH hosts collected at the same time (at least 1).
+    pub ssh_parallel: usize,
     /// The command line that asked for this collection, recorded (redacted) in the manifest.
     pub command_line: Vec<String>,
 }
 
 /// Collects this host's bundle under `out`; returns the bundle directory.
-pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
+pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
     let host = hostname();
     let now = chrono::Utc::now();
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let base = format!("{host}-{}", now.format("%Y%m%dT%H%M%SZ"));
-    let mut dir = args.out.join(&base);
-    let mut n = 2;
-    while dir.exists() {
-        dir = args.out.join(format!("{base}-{n}"));
-        n += 1;
-    }
+    // Creating the folder reserves the name: a bundle copied back from an SSH host of
+    // the same name, at the same second, takes the next one.
+    let mut n = 1;
+    let dir = loop {
+        let dir = match n {
+            1 => args.out.join(&base),
+            n => args.out.join(format!("{base}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => break dir,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    };
     let raw = dir.join(RAW_DIR);
     std::fs::create_dir_all(&raw).with_context(|| format!("cannot create {}", raw.display()))?;
     let mut c = Collector {
@@ -90,7 +102,8 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         &["nvidia-smi"],
         names::NVIDIA_SMI,
         Keep::Stdout,
-    );
+    )
+    .await;
     c.cmd(
         "nvidia-smi query",
         &[
@@ -100,13 +113,14 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         ],
         names::NVIDIA_SMI_QUERY,
         Keep::Stdout,
-    );
+    ).await;
     c.cmd(
         "nvidia-smi topo",
         &["nvidia-smi", "topo", "-m"],
         names::NVIDIA_SMI_TOPO,
         Keep::Stdout,
-    );
+    )
+    .await;
     c.cmd(
         "nvidia-smi compute apps",
         &[
@@ -116,44 +130,52 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         ],
         names::NVIDIA_SMI_APPS,
         Keep::Stdout,
-    );
+    )
+    .await;
     c.file(
         "driver version",
         Path::new("/proc/driver/nvidia/version"),
         names::DRIVER_VERSION,
     );
-    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout);
+    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout)
+        .await;
     c.file("kernel modules", Path::new("/proc/modules"), names::LSMOD);
     c.cmd(
         "ibv_devinfo",
         &["ibv_devinfo"],
         names::IBV_DEVINFO,
         Keep::Stdout,
-    );
+    )
+    .await;
     c.cmd(
         "ip link",
         &["ip", "-br", "link"],
         names::IP_LINK,
         Keep::Stdout,
-    );
+    )
+    .await;
     c.cmd(
         "local CUDA toolkit",
         &["nvcc", "--version"],
         names::NVCC,
         Keep::Stdout,
-    );
+    )
+    .await;
 
     // The serving container or pod.
     let mut have_cmdline = false;
     let mut have_env = false;
     let mut have_version = false;
     if let Some(name) = &args.container {
-        if let Some(bytes) = c.cmd(
-            "docker inspect",
-            &["docker", "inspect", name],
-            names::DOCKER_INSPECT,
-            Keep::Stdout,
-        ) {
+        if let Some(bytes) = c
+            .cmd(
+                "docker inspect",
+                &["docker", "inspect", name],
+                names::DOCKER_INSPECT,
+                Keep::Stdout,
+            )
+            .await
+        {
             let info = crate::envparse::parse_docker_inspect(&String::from_utf8_lossy(&bytes));
             let image = info.image_id.clone().or(info.image_ref.clone());
             if let Some(image) = image {
@@ -162,7 +184,8 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
                     &["docker", "image", "inspect", &image],
                     names::DOCKER_IMAGE_INSPECT,
                     Keep::Stdout,
-                );
+                )
+                .await;
             }
             let mut argv: Vec<String> = info.path.iter().cloned().collect();
             argv.extend(info.args.iter().cloned());
@@ -194,19 +217,21 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
             &["docker", "logs", "--timestamps", name],
             names::STARTUP_LOG,
             Keep::Both,
-        );
+        )
+        .await;
         c.cmd(
             "container nvidia-smi",
             &["docker", "exec", name, "nvidia-smi"],
             names::CONTAINER_NVIDIA_SMI,
             Keep::Stdout,
-        );
+        )
+        .await;
         c.cmd(
             "container CUDA runtime",
             &["docker", "exec", name, "sh", "-c", "echo CUDA_VERSION=$CUDA_VERSION; cat /usr/local/cuda/version.json 2>/dev/null | head -c 4000"],
             names::CONTAINER_CUDA,
             Keep::Stdout,
-        );
+        ).await;
         have_version = c
             .cmd(
                 "container vLLM version",
@@ -221,12 +246,14 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
                 names::VLLM_VERSION,
                 Keep::Stdout,
             )
+            .await
             .is_some();
         inside::packages(
             &mut c,
             &["docker".into(), "exec".into(), name.clone()],
             "container",
-        );
+        )
+        .await;
     }
     if let Some(pod) = &args.pod {
         let mut target: Vec<String> = vec![pod.clone()];
@@ -245,19 +272,22 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
             &mk(&["kubectl", "get", "pod"], &["-o", "yaml"]),
             names::POD_SPEC,
             Keep::Stdout,
-        );
+        )
+        .await;
         c.cmd(
             "pod logs",
             &mk(&["kubectl", "logs"], &["--timestamps"]),
             names::STARTUP_LOG,
             Keep::Both,
-        );
+        )
+        .await;
         c.cmd(
             "pod nvidia-smi",
             &mk(&["kubectl", "exec"], &["--", "nvidia-smi"]),
             names::CONTAINER_NVIDIA_SMI,
             Keep::Stdout,
-        );
+        )
+        .await;
         have_version = c
             .cmd(
                 "pod vLLM version",
@@ -273,9 +303,10 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
                 names::VLLM_VERSION,
                 Keep::Stdout,
             )
+            .await
             .is_some();
-        inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod");
-        kube::crash_record(&mut c, pod, args.namespace.as_deref());
+        inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod").await;
+        kube::crash_record(&mut c, pod, args.namespace.as_deref()).await;
     }
     if let Some(image) = &args.probe_image {
         c.cmd(
@@ -291,7 +322,8 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
             ],
             names::PROBE_IMAGE,
             Keep::Evidence,
-        );
+        )
+        .await;
     }
 
     // The serving process.
@@ -348,6 +380,7 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
             names::VLLM_VERSION,
             Keep::Stdout,
         )
+        .await
         .is_none()
     {
         c.cmd(
@@ -355,7 +388,8 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
             &["python3", "-c", "import vllm; print(vllm.__version__)"],
             names::VLLM_VERSION,
             Keep::Stdout,
-        );
+        )
+        .await;
     }
     if let Some(log) = &args.log {
         c.file("startup log", log, names::STARTUP_LOG);
@@ -372,7 +406,7 @@ pub fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest
         )),
         (None, None) => None,
     };
-    inside::config_file(&mut c, exec.as_deref(), pid);
+    inside::config_file(&mut c, exec.as_deref(), pid).await;
 
     let options = redact_args(&args.command_line);
     let manifest = Manifest {
@@ -400,47 +434,49 @@ pub struct Collected {
     pub result: anyhow::Result<(PathBuf, Option<Manifest>)>,
 }
 
-/// Collects on this host (unless `no_local` with `ssh` hosts), then on every SSH host
-/// in parallel; results in that order. An error on this host ends the collection.
+/// Collects on this host (unless `no_local` with `ssh` hosts) and on the SSH hosts, all
+/// at once but at most `ssh_parallel` hosts at a time; results in that order (this
+/// host first). A host that fails is reported in its [`Collected`] and the others'
+/// bundles are kept; only an `out` that cannot be created ends the collection.
 pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
-    let mut done = Vec::new();
-    if !args.no_local || args.ssh.is_empty() {
-        let (dir, manifest) = collect_local(args)?;
-        done.push(Collected {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(runtime.block_on(collect_all(args)))
+}
+
+async fn collect_all(args: &CollectOptions) -> Vec<Collected> {
+    use futures_util::stream::{self, StreamExt};
+    let local = async {
+        if args.no_local && !args.ssh.is_empty() {
+            return None;
+        }
+        Some(Collected {
             host: "local".into(),
-            result: Ok((dir, Some(manifest))),
-        });
-    }
-    let hosts: Vec<&str> = args
-        .ssh
-        .iter()
-        .map(|h| h.trim())
-        .filter(|h| !h.is_empty())
-        .collect();
-    let remote = std::thread::scope(|scope| {
-        let workers: Vec<_> = hosts
-            .iter()
-            .map(|host| scope.spawn(move || collect_remote(host, args)))
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("the collection thread panicked")))
-            })
-            .collect::<Vec<_>>()
-    });
-    for (host, result) in hosts.into_iter().zip(remote) {
-        let result = result.map(|dir| {
-            let manifest = std::fs::read_to_string(dir.join(MANIFEST))
-                .ok()
-                .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
-            (dir, manifest)
-        });
-        done.push(Collected {
-            host: host.to_string(),
-            result,
-        });
-    }
-    Ok(done)
+            result: collect_local(args)
+                .await
+                .map(|(dir, manifest)| (dir, Some(manifest))),
+        })
+    };
+    let hosts = args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty());
+    let remote = stream::iter(hosts)
+        .map(|host| async move {
+            Collected {
+                host: host.to_string(),
+                result: collect_remote(host, args).await.map(|dir| {
+                    let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+                        .ok()
+                        .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
+                    (dir, manifest)
+                }),
+            }
+        })
+        // `buffered` keeps the order and runs at most this many hosts at once.
+        .buffered(args.ssh_parallel.max(1))
+        .collect::<Vec<_>>();
+    let (local, remote) = tokio::join!(local, remote);
+    local.into_iter().chain(remote).collect()
 }

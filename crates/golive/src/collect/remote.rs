@@ -1,14 +1,15 @@
 //! `--ssh`: collecting on a remote host through the system OpenSSH client and copying
-//! the bundle back.
+//! the bundle back. Every ssh/scp runs with a deadline ([`crate::command::run`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 
-use super::runner::{first_line, run_command, CmdOutput};
+use super::runner::first_line;
 use super::CollectOptions;
 use crate::bundle_format::MANIFEST;
+use crate::command::CommandOutput;
 
 fn ssh_base(opts: &[String]) -> Vec<String> {
     let mut v = vec![
@@ -24,8 +25,9 @@ fn ssh_base(opts: &[String]) -> Vec<String> {
     v
 }
 
-/// Collects on `host` over ssh and copies the bundle into `out`.
-pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathBuf> {
+/// Collects on `host` over ssh and copies the bundle into `out` (under a name of its
+/// own: two hosts may call themselves the same).
+pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathBuf> {
     let opts = ssh_base(&args.ssh_options);
     let long = Duration::from_secs(args.timeout.max(1) * 20 + 60);
     let stamp = format!(
@@ -33,28 +35,13 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
         std::process::id(),
         chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
     );
-    let run = |prog: &str, extra: Vec<String>, timeout: Duration| -> anyhow::Result<CmdOutput> {
+    let run = |prog: &'static str, extra: Vec<String>, timeout: Duration| {
         let mut argv = vec![prog.to_string()];
         argv.extend(opts.iter().cloned());
         argv.extend(extra);
-        let out = run_command(&argv, timeout);
-        if !out.available {
-            anyhow::bail!(
-                "{prog} is not installed (the system OpenSSH client is needed for --ssh)"
-            );
-        }
-        if out.timed_out {
-            anyhow::bail!("{prog} to {host} timed out");
-        }
-        if out.status != Some(0) {
-            anyhow::bail!(
-                "{prog} to {host} failed (exit {:?}): {}",
-                out.status,
-                first_line(&out.stderr).unwrap_or_default()
-            );
-        }
-        Ok(out)
+        async move { checked(prog, host, crate::command::run(&argv, timeout).await) }
     };
+
     let (remote_bin, copied) = match &args.remote_golive {
         Some(cmd) => (cmd.clone(), false),
         None => {
@@ -69,7 +56,8 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
                     format!("{host}:{remote}"),
                 ],
                 long,
-            )?;
+            )
+            .await?;
             (remote, true)
         }
     };
@@ -103,21 +91,8 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
         })
         .collect::<Vec<_>>()
         .join(" ");
-    let cleanup = |bundle_only: bool| {
-        let mut rm = format!(
-            "rm -rf {}",
-            shlex::try_quote(&remote_out).unwrap_or_default()
-        );
-        if copied && !bundle_only {
-            rm.push_str(&format!(
-                " {}",
-                shlex::try_quote(&remote_bin).unwrap_or_default()
-            ));
-        }
-        let _ = run("ssh", vec![host.to_string(), rm], Duration::from_secs(30));
-    };
-    let result = (|| -> anyhow::Result<PathBuf> {
-        let out = run("ssh", vec![host.to_string(), quoted], long)?;
+    let result = async {
+        let out = run("ssh", vec![host.to_string(), quoted], long).await?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let remote_bundle = stdout
             .lines()
@@ -131,26 +106,92 @@ pub fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathB
             .next()
             .unwrap_or("remote")
             .to_string();
-        std::fs::create_dir_all(&args.out)?;
-        let local = args.out.join(&name);
-        anyhow::ensure!(!local.exists(), "{} exists already", local.display());
-        run(
-            "scp",
-            vec![
-                "-q".into(),
-                "-r".into(),
-                format!("{host}:{remote_bundle}"),
-                args.out.display().to_string(),
-            ],
-            long,
-        )?;
-        anyhow::ensure!(
-            local.join(MANIFEST).is_file(),
-            "copied bundle {} has no manifest.json",
-            local.display()
-        );
-        Ok(local)
-    })();
-    cleanup(false);
+        // Copied into a folder of its own first, then moved to a free bundle name.
+        let incoming = args.out.join(format!(".golive-incoming-{stamp}"));
+        std::fs::create_dir_all(&incoming)
+            .with_context(|| format!("cannot create {}", incoming.display()))?;
+        let copied_bundle = async {
+            run(
+                "scp",
+                vec![
+                    "-q".into(),
+                    "-r".into(),
+                    format!("{host}:{remote_bundle}"),
+                    incoming.display().to_string(),
+                ],
+                long,
+            )
+            .await?;
+            let got = incoming.join(&name);
+            anyhow::ensure!(
+                got.join(MANIFEST).is_file(),
+                "copied bundle {} has no manifest.json",
+                got.display()
+            );
+            move_to_free_name(&got, &args.out, &name)
+        }
+        .await;
+        let _ = std::fs::remove_dir_all(&incoming);
+        copied_bundle
+    }
+    .await;
+    let mut rm = format!(
+        "rm -rf {}",
+        shlex::try_quote(&remote_out).unwrap_or_default()
+    );
+    if copied {
+        rm.push_str(&format!(
+            " {}",
+            shlex::try_quote(&remote_bin).unwrap_or_default()
+        ));
+    }
+    let _ = run("ssh", vec![host.to_string(), rm], Duration::from_secs(30)).await;
     result
+}
+
+/// `out` of ssh/scp to `host` when it exited 0, else why not.
+fn checked(prog: &str, host: &str, out: CommandOutput) -> anyhow::Result<CommandOutput> {
+    if !out.available {
+        anyhow::bail!("{prog} is not installed (the system OpenSSH client is needed for --ssh)");
+    }
+    let said = first_line(&out.stderr)
+        .map(|l| format!(": {l}"))
+        .unwrap_or_default();
+    if out.timed_out {
+        anyhow::bail!(
+            "{prog} to {host} {}{said}",
+            out.error.as_deref().unwrap_or("timed out")
+        );
+    }
+    if out.status != Some(0) {
+        anyhow::bail!(
+            "{prog} to {host} failed (exit {}){said}",
+            out.status.map_or("?".into(), |s| s.to_string())
+        );
+    }
+    Ok(out)
+}
+
+/// Moves `from` to `dir/name`, or `dir/name-2`, `-3` ... when taken (another host of
+/// the same name, this host's own bundle of the same second). The name is reserved by
+/// creating its folder first (as `collect_local` does), and the rename replaces only
+/// that empty folder.
+fn move_to_free_name(from: &Path, dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    for n in 1..1000 {
+        let to = match n {
+            1 => dir.join(name),
+            n => dir.join(format!("{name}-{n}")),
+        };
+        match std::fs::create_dir(&to) {
+            Ok(()) => {
+                std::fs::rename(from, &to).with_context(|| {
+                    format!("cannot move {} to {}", from.display(), to.display())
+                })?;
+                return Ok(to);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", to.display())),
+        }
+    }
+    anyhow::bail!("no free bundle name for {name} in {}", dir.display())
 }

@@ -1,105 +1,13 @@
-//! Running the probes: a command with a timeout capturing both streams, and the
-//! `Collector` that writes each probe's output under its contract name and records it.
+//! Running the probes: the `Collector` that runs each command probe with its deadline
+//! ([`crate::command::run`]), writes its output under its contract name and records it.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
 use super::ProbeRecord;
 use crate::redact::{redact_args, redact_text};
-
-pub(super) struct CmdOutput {
-    pub(super) available: bool,
-    pub(super) status: Option<i32>,
-    pub(super) stdout: Vec<u8>,
-    pub(super) stderr: Vec<u8>,
-    pub(super) duration: Duration,
-    pub(super) timed_out: bool,
-    pub(super) error: Option<String>,
-}
-
-/// Runs a command with a timeout, capturing both streams; never fails.
-pub(super) fn run_command(argv: &[String], timeout: Duration) -> CmdOutput {
-    let start = Instant::now();
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return CmdOutput {
-                available: e.kind() != std::io::ErrorKind::NotFound
-                    && e.kind() != std::io::ErrorKind::PermissionDenied,
-                status: None,
-                stdout: Vec::new(),
-                stderr: Vec::new(),
-                duration: start.elapsed(),
-                timed_out: false,
-                error: Some(if e.kind() == std::io::ErrorKind::NotFound {
-                    format!("{} not installed", argv[0])
-                } else {
-                    e.to_string()
-                }),
-            };
-        }
-    };
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let out_thread = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_end(&mut buf);
-        }
-        buf
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_end(&mut buf);
-        }
-        buf
-    });
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break s.code(),
-            Ok(None) if start.elapsed() >= timeout => {
-                timed_out = true;
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(_) => break None,
-        }
-    };
-    // A killed child's grandchildren may hold the pipes; do not wait for them forever.
-    let join = |h: std::thread::JoinHandle<Vec<u8>>| {
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while !h.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if h.is_finished() {
-            h.join().unwrap_or_default()
-        } else {
-            Vec::new()
-        }
-    };
-    CmdOutput {
-        available: true,
-        status,
-        stdout: join(out_thread),
-        stderr: join(err_thread),
-        duration: start.elapsed(),
-        timed_out,
-        error: timed_out.then(|| format!("timed out after {}s", timeout.as_secs())),
-    }
-}
 
 // ---------------------------------------------------------------- collection
 
@@ -138,9 +46,10 @@ impl Collector {
     }
 
     /// Runs a command probe and writes its output as `keep` says; a failure's
-    /// combined output goes to `<file>.failed.txt` so the contract file only ever
-    /// holds real output (unless the error itself is the evidence).
-    pub(super) fn cmd<S: AsRef<str>>(
+    /// combined output goes to `<file>.failed.txt` and a timed-out probe's partial
+    /// output to `<file>.partial.txt`, so the contract file only ever holds real,
+    /// whole output (unless the error itself is the evidence).
+    pub(super) async fn cmd<S: AsRef<str>>(
         &mut self,
         name: &str,
         argv: &[S],
@@ -149,7 +58,7 @@ impl Collector {
     ) -> Option<Vec<u8>> {
         let keep_failure = keep == Keep::Evidence;
         let argv: Vec<String> = argv.iter().map(|s| s.as_ref().to_string()).collect();
-        let out = run_command(&argv, self.timeout);
+        let out = crate::command::run(&argv, self.timeout).await;
         let mut rec = ProbeRecord {
             name: name.to_string(),
             command: redact_args(&argv).join(" "),
@@ -161,7 +70,19 @@ impl Collector {
             error: out.error.clone(),
         };
         let mut result = None;
-        if out.available && !out.timed_out {
+        if out.timed_out {
+            let mut partial = out.stdout.clone();
+            partial.extend_from_slice(&out.stderr);
+            let kept = format!("{file}.partial.txt");
+            if !partial.is_empty() && self.write(&kept, &partial).is_ok() {
+                rec.output = Some(kept);
+                rec.error = Some(format!(
+                    "{}; the {} bytes it wrote until then are kept",
+                    out.error.as_deref().unwrap_or("timed out"),
+                    partial.len()
+                ));
+            }
+        } else if out.available {
             let mut combined = out.stdout.clone();
             combined.extend_from_slice(&out.stderr);
             if out.status == Some(0) || keep_failure {

@@ -74,52 +74,6 @@ pub fn cmp_versions(a: &str, b: &str) -> std::cmp::Ordering {
     std::cmp::Ordering::Equal
 }
 
-/// The highest CUDA version (major, minor) a Linux driver branch supports natively,
-/// from NVIDIA's CUDA compatibility table. Branches newer than the table return the
-/// newest known entry (a lower bound).
-pub fn native_cuda_for_driver(driver: &str) -> Option<(u32, u32)> {
-    // (minimum driver, CUDA) — CUDA toolkit release notes, table 3 (Linux, GA).
-    const TABLE: &[(&str, (u32, u32))] = &[
-        ("450.36.06", (11, 0)),
-        ("455.23", (11, 1)),
-        ("460.27.03", (11, 2)),
-        ("465.19.01", (11, 3)),
-        ("470.42.01", (11, 4)),
-        ("495.29.05", (11, 5)),
-        ("510.39.01", (11, 6)),
-        ("515.43.04", (11, 7)),
-        ("520.61.05", (11, 8)),
-        ("525.60.13", (12, 0)),
-        ("530.30.02", (12, 1)),
-        ("535.54.03", (12, 2)),
-        ("545.23.06", (12, 3)),
-        ("550.54.14", (12, 4)),
-        ("555.42.02", (12, 5)),
-        ("560.28.03", (12, 6)),
-        ("565.57.01", (12, 7)),
-        ("570.26", (12, 8)),
-        ("575.51.03", (12, 9)),
-        ("580.65.06", (13, 0)),
-        ("590.44.01", (13, 1)),
-        ("595", (13, 2)),
-        ("610", (13, 3)),
-    ];
-    if version_parts(driver).is_empty() {
-        return None;
-    }
-    let mut best = None;
-    for (min, cuda) in TABLE {
-        if cmp_versions(driver, min) != std::cmp::Ordering::Less {
-            best = Some(*cuda);
-        } else {
-            // Same branch, below its GA build: still that branch's family at best
-            // the previous CUDA; keep the previous entry.
-            break;
-        }
-    }
-    best
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,10 +97,6 @@ mod tests {
         assert_eq!(cmp_pep440("0.11.0.post1", "0.11.0"), Greater);
         assert_eq!(cmp_pep440("0.27", "0.27.0"), Equal);
         assert_eq!(cmp_pep440("0.27.1+cu130", "0.27.0"), Greater);
-        assert_eq!(native_cuda_for_driver("535.129.03"), Some((12, 2)));
-        assert_eq!(native_cuda_for_driver("580.95.05"), Some((13, 0)));
-        assert_eq!(native_cuda_for_driver("580.20"), Some((12, 9)));
-        assert_eq!(native_cuda_for_driver("garbage"), None);
     }
 
     #[test]

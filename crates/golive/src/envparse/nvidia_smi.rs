@@ -38,18 +38,6 @@ pub struct SmiTable {
     pub process_pids: Vec<u64>,
 }
 
-impl SmiTable {
-    /// True when the CUDA version in the header exceeds the driver's native CUDA
-    /// (forward-compatibility libraries): the driver, not the header, decides.
-    pub fn cuda_header_exceeds_native(&self) -> Option<((u32, u32), (u32, u32))> {
-        let shown = self.cuda_shown.as_deref()?;
-        let native = native_cuda_for_driver(self.driver.as_deref()?)?;
-        let p = version_parts(shown);
-        let shown = (*p.first()? as u32, p.get(1).copied().unwrap_or(0) as u32);
-        (shown > native).then_some((shown, native))
-    }
-}
-
 static SMI_VERSION_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"NVIDIA-SMI\s+(\d+(?:\.\d+)+)").unwrap());
 static DRIVER_RE: LazyLock<Regex> =

@@ -178,9 +178,9 @@ pub fn render(report: &Report) -> String {
                 cell(&s.label),
                 s.concurrency,
                 a.requests,
-                crate::agent::mix::rate_cell(Some(a)),
+                a.rate_text(),
                 a.model_failures,
-                cell(&crate::agent::mix::codes_summary(a))
+                cell(&a.codes_text())
             ));
         }
     }

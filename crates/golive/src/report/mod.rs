@@ -1,10 +1,14 @@
 //! The acceptance report: shared data types written as `report.json`, and its
-//! renderings (Markdown, JUnit XML, self-contained HTML). Checks produce
-//! [`Check`] values; reporters only read them.
+//! renderings (Markdown, JUnit XML, self-contained HTML), each a file [`exporters`]
+//! writes. Checks produce [`Check`] values; reporters only read them.
 
+mod check_id;
+pub mod exporters;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+
+pub use check_id::CheckId;
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -262,6 +266,26 @@ impl AgentConformance {
     pub fn rate(&self) -> Option<f64> {
         (self.requests > 0).then(|| self.conformant as f64 / self.requests as f64)
     }
+
+    /// The rate in percent for tables and evidence, `87% (7/8)`; `–` without agent requests.
+    pub fn rate_text(&self) -> String {
+        match self.rate() {
+            Some(r) => format!("{:.0}% ({}/{})", r * 100.0, self.conformant, self.requests),
+            None => "–".into(),
+        }
+    }
+
+    /// Failing-problem counts by code, e.g. `tool_call_markup_in_content ×3`.
+    pub fn codes_text(&self) -> String {
+        let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+        for (code, n) in &self.failures_by_code {
+            *by.entry(code.as_str()).or_default() += n;
+        }
+        by.iter()
+            .map(|(code, n)| format!("{code} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// One request of the prefix-cache proof.
@@ -435,8 +459,9 @@ impl Report {
     /// Writes `report.json` atomically (temp file + rename), so an interrupted run
     /// always leaves a whole file with what was measured so far.
     pub fn save_json(&self, dir: &Path) -> anyhow::Result<PathBuf> {
-        let json = serde_json::to_vec_pretty(self)?;
-        write_atomic(&dir.join("report.json"), &json)
+        use exporters::Exporter;
+        let json = exporters::Json.render(self)?;
+        write_atomic(&dir.join(exporters::Json.file_name()), &json)
     }
 
     /// Sets `verdict` and `verdict_reason` from the checks.

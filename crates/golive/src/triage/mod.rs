@@ -5,6 +5,7 @@
 //! (image/driver -> dependencies -> config -> memory -> prefix cache -> multi-node -> API
 //! server), then by time (timestamps across files) and line order.
 
+mod classify;
 mod line;
 mod output;
 mod phase;
@@ -388,6 +389,8 @@ fn decide(
             }
         }
     }
+    // Bare ERROR logger lines: their class from the module that logged them.
+    let via_logger = classify::classify_weak(rules, &mut results);
     let mut all: Vec<(usize, &RawFinding)> = Vec::new();
     for (fi, (_, r)) in results.iter().enumerate() {
         for f in &r.findings {
@@ -401,6 +404,7 @@ fn decide(
             }
         }
     }
+    classify::drop_weak_repeats(rules, &mut all);
     let by_runbook = |a: &(usize, &RawFinding), b: &(usize, &RawFinding)| {
         a.1.class
             .runbook_rank()
@@ -410,11 +414,14 @@ fn decide(
                 _ => (a.0, a.1.line).cmp(&(b.0, b.1.line)),
             })
     };
-    let mut causes: Vec<(usize, &RawFinding)> = all
-        .iter()
-        .copied()
-        .filter(|(_, f)| f.kind == RuleKind::Cause)
-        .collect();
+    // A bare ERROR line is a cause only when nothing else is.
+    let mut causes: Vec<(usize, &RawFinding)> = classify::strongest(
+        rules,
+        all.iter()
+            .copied()
+            .filter(|(_, f)| f.kind == RuleKind::Cause)
+            .collect(),
+    );
     causes.sort_by(by_runbook);
     // Severity: a cause stated by a warning wins only when nothing fatal of another
     // (known) class follows it in the same file.
@@ -468,6 +475,11 @@ fn decide(
             let r = &rules.rules[f.rule];
             let mut why = r.why.clone();
             let mut next = r.next_step.clone();
+            if let Some(&fr) = via_logger.get(&(fi, f.line)) {
+                let src = classify::logger_file(&f.text).unwrap_or("?");
+                why = format!("{why} It was logged from {src}: {}", rules.rules[fr].why);
+                next = rules.rules[fr].next_step.clone();
+            }
             if let Some(w) = &r.when {
                 if facts.contains(w) {
                     if let Some(x) = &r.why_when {
@@ -601,7 +613,14 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     let mut failed: HashSet<String> = HashSet::new();
     let mut oom_ids: HashSet<String> = HashSet::new();
     for (fi, (_, r)) in results.iter().enumerate() {
-        for w in &r.workers {
+        // One process can carry two labels (vLLM's `(Worker_TP0 pid=..)` and torch's
+        // `[rank0]:`): count the engine's own labels when there are any.
+        let own = r.workers.iter().any(|w| !classify::is_torch_rank(w));
+        for w in r
+            .workers
+            .iter()
+            .filter(|w| !own || !classify::is_torch_rank(w))
+        {
             workers.insert(format!("{fi}/{w}"));
         }
         if r.workers.is_empty() && multi_file && r.lines > 0 {

@@ -65,6 +65,8 @@ struct RuleDef {
     #[serde(default)]
     generic: bool,
     #[serde(default)]
+    weak: bool,
+    #[serde(default)]
     next_step: String,
     #[serde(default)]
     why: String,
@@ -88,6 +90,10 @@ struct FrameDef {
     class: Class,
     /// Regex over one frame line (`File "path", line N, in func`).
     path: String,
+    /// Optional regex over a bare ERROR line whose logger's file says nothing: the component
+    /// the message names (`NIXL transfer failure`).
+    #[serde(default)]
+    words: Option<String>,
     why: String,
     next_step: String,
 }
@@ -117,8 +123,13 @@ pub struct Rule {
     /// The message names only a kind of failure (an exception type, "not supported"): a
     /// specific rule on the same line, a source line or the traceback's frames say more.
     pub generic: bool,
+    /// A last resort (a bare ERROR logger line): a cause only when no other cause is found in
+    /// any input; its class comes from the logger's source file through the frame map.
+    pub weak: bool,
     /// Frame-map entries: regex over one frame line.
     pub frame_path: Option<Regex>,
+    /// Frame-map entries: regex over the message of a bare ERROR line.
+    pub frame_words: Option<Regex>,
     pub next_step: String,
     pub why: String,
     /// Tried on every exception line that ends a traceback (no literal patterns).
@@ -137,6 +148,11 @@ impl Rule {
             })
         })
     }
+}
+
+/// An optional regex of a rule file, compiled (`what` names it in the error).
+fn optional_regex(re: Option<&str>, what: impl Fn() -> String) -> anyhow::Result<Option<Regex>> {
+    re.map(Regex::new).transpose().with_context(what)
 }
 
 /// All rules with their literal prefilters.
@@ -224,18 +240,12 @@ impl RuleSet {
             if d.kind == RuleKind::Fact && d.fact.is_none() {
                 bail!("rule {}: fact rules need `fact`", d.id);
             }
-            let regex = d
-                .regex
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .with_context(|| format!("rule {}: invalid regex", d.id))?;
-            let frames = d
-                .frames
-                .as_deref()
-                .map(Regex::new)
-                .transpose()
-                .with_context(|| format!("rule {}: invalid frames regex", d.id))?;
+            let regex = optional_regex(d.regex.as_deref(), || {
+                format!("rule {}: invalid regex", d.id)
+            })?;
+            let frames = optional_regex(d.frames.as_deref(), || {
+                format!("rule {}: invalid frames regex", d.id)
+            })?;
             let idx = rules.len();
             for p in &d.patterns {
                 literals.push(p.clone());
@@ -258,7 +268,9 @@ impl RuleSet {
                 why_when: d.why_when,
                 class_when: d.class_when,
                 generic: d.generic,
+                weak: d.weak,
                 frame_path: None,
+                frame_words: None,
                 next_step: d.next_step,
                 why: d.why,
             });
@@ -267,6 +279,9 @@ impl RuleSet {
         for f in frame_defs {
             let re = Regex::new(&f.path)
                 .with_context(|| format!("frame {}: invalid path regex", f.id))?;
+            let words = optional_regex(f.words.as_deref(), || {
+                format!("frame {}: invalid words regex", f.id)
+            })?;
             frame_rules.push(rules.len());
             rules.push(Rule {
                 id: f.id,
@@ -285,7 +300,9 @@ impl RuleSet {
                 class_when: None,
                 // Frames say less than a specific message on a nearby line.
                 generic: true,
+                weak: false,
                 frame_path: Some(re),
+                frame_words: words,
                 next_step: f.next_step,
                 why: f.why,
                 on_exceptions: false,
@@ -364,6 +381,24 @@ impl RuleSet {
             })
     }
 
+    /// The frame-map entry of the source file a logger line names (`[core.py:708]` in vLLM's
+    /// header, `file.cc:42]` in glog's): the module that logged an error says which layer
+    /// failed, as the innermost frame of a traceback does.
+    /// When the file says nothing, the component the message names decides (`words`).
+    pub fn logger_rule(&self, line: &str) -> Option<usize> {
+        super::classify::logger_file(line)
+            .and_then(|file| self.frame_rule(&format!("File \"{file}\", line 0, in <logger>")))
+            .or_else(|| {
+                let msg = super::line::parse(line.as_bytes());
+                self.frame_rules.iter().copied().find(|&ri| {
+                    self.rules[ri]
+                        .frame_words
+                        .as_ref()
+                        .is_some_and(|re| re.is_match(msg.msg()))
+                })
+            })
+    }
+
     /// The built-in rules, compiled once per process (for `watch` and `check`, which read
     /// log lines with the same rules as `triage`).
     pub fn builtin() -> &'static RuleSet {
@@ -386,7 +421,11 @@ impl RuleSet {
         let mut generic = None;
         for ri in cand {
             let r = &self.rules[ri];
-            if r.kind != RuleKind::Cause || r.frames.is_some() || (warning && !r.on_warning) {
+            if r.kind != RuleKind::Cause
+                || r.frames.is_some()
+                || r.weak
+                || (warning && !r.on_warning)
+            {
                 continue;
             }
             if !r.regex_matches(&pl) {

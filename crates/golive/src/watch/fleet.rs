@@ -19,8 +19,9 @@ use crate::report::{Baseline, Report};
 
 use super::prometheus::{selector_matchers, with_matchers, PrometheusApi, Series};
 use super::signals::Reading;
-use super::triggers::{self, Evaluation, Limits};
+use super::triggers::{self, Limits};
 use super::WatchEnd;
+pub use crate::events::watch::{FleetEvaluation, FleetFiring, ReplicaWindow};
 
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
@@ -41,39 +42,6 @@ pub struct FleetOptions {
     pub imbalance_factor: f64,
     pub tool_error_counters: Vec<String>,
     pub target: crate::target::TargetOptions,
-}
-
-/// A finding over the fleet: a trigger on one replica, imbalance or absent.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FleetFiring {
-    /// A trigger id (`queue_growth`, ...), `imbalance` or `absent`.
-    pub kind: String,
-    pub replica: String,
-    pub title: String,
-    pub evidence: Vec<String>,
-}
-
-/// One replica's window.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct ReplicaWindow {
-    pub replica: String,
-    pub up: Option<f64>,
-    pub absent: bool,
-    pub queue_mean: Option<f64>,
-    pub evaluation: Evaluation,
-}
-
-/// The judgement of one window over the fleet.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct FleetEvaluation {
-    pub prometheus: String,
-    pub selector: String,
-    pub replica_label: String,
-    pub window_s: f64,
-    pub step_s: f64,
-    pub replicas: Vec<ReplicaWindow>,
-    pub firing: Vec<FleetFiring>,
-    pub notes: Vec<String>,
 }
 
 /// Imbalance floors: how far above the median of the others counts at least.
@@ -532,6 +500,27 @@ mod tests {
         }
     }
 
+    /// The fleet judged over a 10 s window at a 1 s step, with the default limits.
+    fn judge_window(up: &[Series], s: &[Series]) -> FleetEvaluation {
+        judge(
+            &opts(),
+            &Baseline::default(),
+            up,
+            s,
+            0.0,
+            10.0,
+            Duration::from_secs(1),
+        )
+    }
+
+    /// What fired, as (kind, replica).
+    fn fired(ev: &FleetEvaluation) -> Vec<(&str, &str)> {
+        ev.firing
+            .iter()
+            .map(|f| (f.kind.as_str(), f.replica.as_str()))
+            .collect()
+    }
+
     #[test]
     fn a_queue_far_above_the_others_and_a_replica_gone() {
         let pts = |v: f64| (0..=10).map(|t| (t as f64, v)).collect::<Vec<_>>();
@@ -542,38 +531,14 @@ mod tests {
             s.push(series("llamacpp:requests_processing", r, &pts(1.0)));
             up.push(series("up", r, &pts(1.0)));
         }
-        let ev = judge(
-            &opts(),
-            &Baseline::default(),
-            &up,
-            &s,
-            0.0,
-            10.0,
-            Duration::from_secs(1),
-        );
-        let kinds: Vec<(&str, &str)> = ev
-            .firing
-            .iter()
-            .map(|f| (f.kind.as_str(), f.replica.as_str()))
-            .collect();
+        let ev = judge_window(&up, &s);
+        let kinds = fired(&ev);
         assert_eq!(kinds, vec![("imbalance", "a")], "{}", render_text(&ev));
         // c stops: up 0 at the end, its series end early.
         up[2] = series("up", "c", &[(0.0, 1.0), (5.0, 1.0), (10.0, 0.0)]);
         s.retain(|x| x.labels["instance"] != "c");
-        let ev = judge(
-            &opts(),
-            &Baseline::default(),
-            &up,
-            &s,
-            0.0,
-            10.0,
-            Duration::from_secs(1),
-        );
-        let kinds: Vec<(&str, &str)> = ev
-            .firing
-            .iter()
-            .map(|f| (f.kind.as_str(), f.replica.as_str()))
-            .collect();
+        let ev = judge_window(&up, &s);
+        let kinds = fired(&ev);
         assert!(kinds.contains(&("absent", "c")), "{kinds:?}");
         assert!(kinds.contains(&("imbalance", "a")), "{kinds:?}");
         // A healthy fleet with one replica at 1 against 0: under the floor, quiet.
@@ -590,15 +555,7 @@ mod tests {
             .iter()
             .map(|r| series("up", r, &pts(1.0)))
             .collect();
-        let ev = judge(
-            &opts(),
-            &Baseline::default(),
-            &up,
-            &s,
-            0.0,
-            10.0,
-            Duration::from_secs(1),
-        );
+        let ev = judge_window(&up, &s);
         assert!(ev.firing.is_empty(), "{}", render_text(&ev));
         // vLLM: one replica's KV cache far fuller than the others'.
         let mut s = Vec::new();
@@ -613,15 +570,7 @@ mod tests {
             }
             up.push(series("up", r, &pts(1.0)));
         }
-        let ev = judge(
-            &opts(),
-            &Baseline::default(),
-            &up,
-            &s,
-            0.0,
-            10.0,
-            Duration::from_secs(1),
-        );
+        let ev = judge_window(&up, &s);
         assert_eq!(ev.firing.len(), 1, "{}", render_text(&ev));
         assert_eq!(
             (ev.firing[0].replica.as_str(), ev.firing[0].title.as_str()),
@@ -630,15 +579,7 @@ mod tests {
         // A family the engine always exports, missing: absent, not quiet.
         let s = vec![series("llamacpp:requests_deferred", "a", &pts(0.0))];
         let up = vec![series("up", "a", &pts(1.0))];
-        let ev = judge(
-            &opts(),
-            &Baseline::default(),
-            &up,
-            &s,
-            0.0,
-            10.0,
-            Duration::from_secs(1),
-        );
+        let ev = judge_window(&up, &s);
         assert_eq!(ev.firing.len(), 1, "{}", render_text(&ev));
         assert_eq!(
             ev.firing[0].title,

@@ -82,22 +82,42 @@ const PROMETHEUS_OWN: &[&str] = &[
 /// of theirs among the sources, their names are noted, not findings.
 const OTHER_EXPORTERS: &[(&str, &str)] = &[("DCGM_", "NVIDIA dcgm-exporter")];
 
-/// The union of the names the sources export, or `None` for the rename-table-only check.
-async fn all_exported(sources: &[Exported]) -> anyhow::Result<(Option<HashSet<String>>, String)> {
-    let mut union: Option<HashSet<String>> = None;
-    let mut against = Vec::new();
+/// The union of the names the sources export (`None` for the rename-table-only check),
+/// what they are, and notes on lines of their pages that could not be read.
+async fn all_exported(sources: &[Exported]) -> anyhow::Result<Exports> {
+    let mut all = Exports::default();
     for s in sources {
-        let (set, what) = exported_names(s).await?;
+        let (set, what, problems) = exported_names(s).await?;
         if let Some(set) = set {
-            union.get_or_insert_with(HashSet::new).extend(set);
+            all.names.get_or_insert_with(HashSet::new).extend(set);
         }
-        against.push(what);
+        all.notes.extend(problems.map(|p| format!("{what}: {p}")));
+        all.against.push(what);
     }
-    Ok((union, against.join(" + ")))
+    Ok(all)
 }
 
-/// The set of names one source exports, or `None` for the rename-table-only check.
-async fn exported_names(e: &Exported) -> anyhow::Result<(Option<HashSet<String>>, String)> {
+#[derive(Default)]
+struct Exports {
+    names: Option<HashSet<String>>,
+    against: Vec<String>,
+    notes: Vec<String>,
+}
+
+/// Lines of a page that could not be read, in words (the names on the others count).
+fn page_problems(m: &MetricsSnapshot) -> Option<String> {
+    let first = m.problems.first()?;
+    Some(format!(
+        "{} line(s) of the page could not be read and were skipped, the first: {first}",
+        m.problem_count
+    ))
+}
+
+/// The set of names one source exports (`None` for the rename-table-only check), what
+/// it is, and its unreadable lines.
+async fn exported_names(
+    e: &Exported,
+) -> anyhow::Result<(Option<HashSet<String>>, String, Option<String>)> {
     let from_snapshot = |m: MetricsSnapshot| m.samples.into_iter().map(|s| s.metric).collect();
     match e {
         Exported::Url(url) => {
@@ -105,7 +125,8 @@ async fn exported_names(e: &Exported) -> anyhow::Result<(Option<HashSet<String>>
                 .timeout(std::time::Duration::from_secs(15))
                 .build()?;
             let m = MetricsSnapshot::scrape(&client, url).await?;
-            Ok((Some(from_snapshot(m)), url.clone()))
+            let problems = page_problems(&m);
+            Ok((Some(from_snapshot(m)), url.clone(), problems))
         }
         Exported::MetricsFile(p) => {
             let text = std::fs::read_to_string(p)
@@ -113,7 +134,8 @@ async fn exported_names(e: &Exported) -> anyhow::Result<(Option<HashSet<String>>
             let m = MetricsSnapshot::parse(&text)
                 .with_context(|| format!("{} is not a Prometheus text page", p.display()))?;
             anyhow::ensure!(!m.samples.is_empty(), "{} holds no samples", p.display());
-            Ok((Some(from_snapshot(m)), p.display().to_string()))
+            let problems = page_problems(&m);
+            Ok((Some(from_snapshot(m)), p.display().to_string(), problems))
         }
         Exported::Baseline(p) => {
             crate::report::Report::load(p)?;
@@ -123,6 +145,7 @@ async fn exported_names(e: &Exported) -> anyhow::Result<(Option<HashSet<String>>
                     "the rename table (the baseline {} records no scrape)",
                     p.display()
                 ),
+                None,
             ))
         }
     }
@@ -152,7 +175,11 @@ pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let (exported, against) = rt.block_on(all_exported(&opts.exported))?;
+    let Exports {
+        names: exported,
+        against,
+        notes: page_notes,
+    } = rt.block_on(all_exported(&opts.exported))?;
     let other_exporter = |name: &str| {
         OTHER_EXPORTERS.iter().find(|(prefix, _)| {
             name.starts_with(prefix)
@@ -162,8 +189,9 @@ pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
         })
     };
     let mut report = LintReport {
-        against,
+        against: against.join(" + "),
         expressions: exprs.len(),
+        notes: page_notes,
         ..Default::default()
     };
     let is_known = |name: &str| {

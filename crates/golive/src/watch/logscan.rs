@@ -338,43 +338,45 @@ impl Drop for LogFollower {
 }
 
 /// The output of a command that follows a log (`docker logs -f NAME`, `kubectl logs -f
-/// POD`), stdout and stderr both, line by line.
+/// POD`), stdout and stderr both, line by line. Run through `tokio::process` (inside
+/// the watch loop's runtime) with `kill_on_drop`: the command ends with the follower,
+/// also when the watch ends on an error.
 pub struct CommandFollower {
-    child: std::process::Child,
-    rx: std::sync::mpsc::Receiver<String>,
+    _child: tokio::process::Child,
+    rx: tokio::sync::mpsc::UnboundedReceiver<String>,
     next_line: u64,
 }
 
 impl CommandFollower {
-    /// Starts `command` (split like a shell would, no shell involved).
+    /// Starts `command` (split like a shell would, no shell involved); call it inside a
+    /// tokio runtime.
     pub fn spawn(command: &str) -> anyhow::Result<CommandFollower> {
         let words = shlex::split(command)
             .filter(|w| !w.is_empty())
             .ok_or_else(|| anyhow::anyhow!("--log-cmd {command:?} is not a valid command line"))?;
-        let mut child = std::process::Command::new(&words[0])
+        let mut child = tokio::process::Command::new(&words[0])
             .args(&words[1..])
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
             .spawn()
             .map_err(|e| anyhow::anyhow!("cannot start --log-cmd {:?}: {e}", words[0]))?;
-        let (tx, rx) = std::sync::mpsc::channel();
-        fn pump(r: impl Read + Send + 'static, tx: std::sync::mpsc::Sender<String>) {
-            std::thread::spawn(move || {
-                use std::io::BufRead;
-                let mut reader = std::io::BufReader::new(r);
-                let mut buf = Vec::new();
-                while let Ok(n) = reader.read_until(b'\n', &mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    let line = String::from_utf8_lossy(&buf)
-                        .trim_end_matches(['\n', '\r'])
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        fn pump(
+            r: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+            tx: tokio::sync::mpsc::UnboundedSender<String>,
+        ) {
+            tokio::spawn(async move {
+                use tokio::io::AsyncBufReadExt;
+                let mut lines = tokio::io::BufReader::new(r).split(b'\n');
+                while let Ok(Some(line)) = lines.next_segment().await {
+                    let line = String::from_utf8_lossy(&line)
+                        .trim_end_matches('\r')
                         .to_string();
                     if tx.send(line).is_err() {
                         break;
                     }
-                    buf.clear();
                 }
             });
         }
@@ -385,7 +387,7 @@ impl CommandFollower {
             pump(err, tx);
         }
         Ok(CommandFollower {
-            child,
+            _child: child,
             rx,
             next_line: 1,
         })
@@ -412,13 +414,6 @@ impl CommandFollower {
             return Vec::new();
         }
         hits_in_chunk(&chunk, t)
-    }
-}
-
-impl Drop for CommandFollower {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -20,9 +20,9 @@ use crate::events::{Event, Events};
 use crate::metrics::MetricsSnapshot;
 use crate::report::{Baseline, Report};
 
+use crate::events::watch::ProbeSample;
 use logscan::{LogFollower, LogHit};
 use signals::Reading;
-use stalled::ProbeSample;
 use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
 
 /// How a watch ended.

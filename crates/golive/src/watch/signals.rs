@@ -4,6 +4,7 @@
 //!
 //! Metric names come from [`crate::metrics::names`].
 
+pub use crate::events::watch::Reset;
 use crate::metrics::names::{
     self, FINISHED_COUNTER, LLAMACPP_PROMPT_TOKENS_CACHED, SGLANG_PROMPT_TOKENS,
 };
@@ -171,14 +172,6 @@ impl Reading {
         r.start_time = m.sum("process_start_time_seconds");
         r
     }
-}
-
-/// A counter restart seen between two readings.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Reset {
-    /// Seconds into the watch of the reading after the restart.
-    pub t: f64,
-    pub what: String,
 }
 
 /// True when `after` comes from a restarted server: its start time changed, any

@@ -10,40 +10,20 @@
 //!
 //! An idle server (nothing running or queued, counter flat) does not fire.
 
-use serde::Serialize;
-
-use crate::probe::ProbeOutcome;
+use crate::events::watch::{Evaluation, Firing, ProbeSample, Trigger};
+use crate::text::fmt_num;
 
 use super::signals::{self, Counter, Reading};
-use super::triggers::{fmt_num, Evaluation, Firing, Limits, Trigger};
 
-/// One probe of the watch: `/health` and a tiny generation, sent together.
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeSample {
-    /// Seconds since the watch started.
-    pub t: f64,
-    /// Status of `GET /health`; `None` when it did not answer.
-    pub health_status: Option<u16>,
-    /// Why `/health` did not answer.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub health_error: Option<String>,
-    pub probe: ProbeOutcome,
-}
-
-impl ProbeSample {
-    fn health_ok(&self) -> bool {
-        self.health_status.is_some_and(|s| (200..300).contains(&s))
-    }
-}
-
+/// Adds the `stalled` firing (or notes) to `ev`; `stall_after_s`: `--stall-after-s`.
 pub(super) fn judge(
     readings: &[Reading],
     probes: &[ProbeSample],
-    limits: &Limits,
+    stall_after_s: f64,
     ev: &mut Evaluation,
 ) {
     let mut evidence = Vec::new();
-    judge_counter(readings, limits, ev, &mut evidence);
+    judge_counter(readings, stall_after_s, ev, &mut evidence);
     judge_probe(probes, ev, &mut evidence);
     if !evidence.is_empty() {
         ev.firing.push(Firing {
@@ -61,7 +41,7 @@ fn busy(r: &Reading) -> f64 {
 /// Work in flight while the generated-token counter stands still.
 fn judge_counter(
     readings: &[Reading],
-    limits: &Limits,
+    stall_after_s: f64,
     ev: &mut Evaluation,
     evidence: &mut Vec<String>,
 ) {
@@ -88,12 +68,12 @@ fn judge_counter(
         return;
     }
     let flat_s = last.t - rs[from].t;
-    if flat_s < limits.stall_after_s {
+    if flat_s < stall_after_s {
         if flat_s > 0.0 {
             // With a window shorter than --stall-after-s this is all that can show.
             ev.notes.push(format!(
                 "work in flight and no new token for {flat_s:.1} s (stalled after {} s)",
-                fmt_num(limits.stall_after_s)
+                fmt_num(stall_after_s)
             ));
         }
         return;
@@ -110,7 +90,7 @@ fn judge_counter(
         rs[from].t,
         last.t,
         fmt_num(last_tokens),
-        fmt_num(limits.stall_after_s)
+        fmt_num(stall_after_s)
     ));
 }
 
@@ -154,9 +134,14 @@ fn judge_probe(probes: &[ProbeSample], ev: &mut Evaluation, evidence: &mut Vec<S
 mod tests {
     use super::*;
     use crate::metrics::MetricsSnapshot;
-    use crate::probe::ProbeReason;
-    use crate::report::Baseline;
-    use crate::watch::triggers::evaluate_with_probes;
+    use crate::probe::{ProbeOutcome, ProbeReason};
+
+    /// The stalled judgement alone, on a fresh window.
+    fn evaluate(readings: &[Reading], probes: &[ProbeSample], stall_after_s: f64) -> Evaluation {
+        let mut ev = Evaluation::default();
+        judge(readings, probes, stall_after_s, &mut ev);
+        ev
+    }
 
     fn r(t: f64, running: f64, waiting: f64, tokens: f64) -> Reading {
         let text = format!(
@@ -169,17 +154,9 @@ mod tests {
         ev.firing.iter().any(|f| f.trigger == Trigger::Stalled)
     }
 
-    fn limits(stall_after_s: f64) -> Limits {
-        Limits {
-            stall_after_s,
-            ..Limits::default()
-        }
-    }
-
     #[test]
     fn busy_and_flat_fires_idle_and_advancing_do_not() {
-        let judge =
-            |rs: &[Reading]| evaluate_with_probes(rs, &[], &[], &Baseline::default(), &limits(3.0));
+        let judge = |rs: &[Reading]| evaluate(rs, &[], 3.0);
         // Tokens advance, then stop for 4 s with one request running.
         let rs: Vec<Reading> = (0..8)
             .map(|i| r(i as f64, 1.0, 0.0, (i.min(3) * 10) as f64))
@@ -241,9 +218,7 @@ mod tests {
 
     #[test]
     fn a_probe_without_a_token_fires_only_while_health_answers() {
-        let judge = |p: ProbeSample| {
-            evaluate_with_probes(&[], &[], &[p], &Baseline::default(), &limits(60.0))
-        };
+        let judge = |p: ProbeSample| evaluate(&[], &[p], 60.0);
         let ev = judge(sample(Some(200), Some(ProbeReason::NoFirstToken)));
         assert!(stalled(&ev), "{ev:?}");
         assert!(ev.firing[0].evidence[0].contains("/health answered HTTP 200"));

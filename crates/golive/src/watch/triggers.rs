@@ -1,79 +1,15 @@
 //! The runbook's rollback triggers, judged over one window of readings and log lines
 //! against the accepted run's baseline.
 
-use crate::metrics::Engine;
 use crate::report::Baseline;
+use crate::text::fmt_num;
 
 use super::logscan::{LogHit, LogKind};
-use super::signals::{self, Counter, Reading, Reset};
-pub use super::stalled::ProbeSample;
+use super::signals::{self, Counter, Reading};
+pub use crate::events::watch::{Evaluation, Firing, ProbeSample, Summary, Trigger};
 
 /// What the change record must cover before a rollback (acceptance protocol).
 pub const ROLLBACK_REMINDER: &str = "Rollback: the change record must cover image digest, driver, start parameters, topology and cache flag together; a rollback of the application alone does not undo a change that came with the host driver or the container.";
-
-/// One rollback trigger of the runbook.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trigger {
-    /// Repeated OOM under the accepted load.
-    Oom,
-    /// Queue growth at an unchanged request rate.
-    QueueGrowth,
-    /// Driver or NCCL errors (after a node or image update).
-    DriverNccl,
-    /// Cache hits below the accepted baseline while prefill latency rises.
-    CacheRegression,
-    /// Tool-call failures or answers that break the agreed schema.
-    ToolSchema,
-    /// The engine is alive but generates nothing: work waits or runs while the
-    /// generated-token counter stands still, or `/health` answers while a probe
-    /// request gets no token.
-    Stalled,
-}
-
-impl Trigger {
-    /// Every trigger, in the runbook's order.
-    pub const ALL: [Trigger; 6] = [
-        Trigger::Oom,
-        Trigger::QueueGrowth,
-        Trigger::DriverNccl,
-        Trigger::CacheRegression,
-        Trigger::ToolSchema,
-        Trigger::Stalled,
-    ];
-
-    pub fn id(self) -> &'static str {
-        match self {
-            Trigger::Oom => "oom",
-            Trigger::QueueGrowth => "queue_growth",
-            Trigger::DriverNccl => "driver_nccl",
-            Trigger::CacheRegression => "cache_regression",
-            Trigger::ToolSchema => "tool_schema",
-            Trigger::Stalled => "stalled",
-        }
-    }
-    pub fn title(self) -> &'static str {
-        match self {
-            Trigger::Oom => "out of memory under the accepted load",
-            Trigger::QueueGrowth => "queue growth at an unchanged request rate",
-            Trigger::DriverNccl => "driver or NCCL errors",
-            Trigger::CacheRegression => {
-                "prefix-cache hits below the accepted baseline while prefill latency rises"
-            }
-            Trigger::ToolSchema => "tool-call failures or schema breaks",
-            Trigger::Stalled => "engine alive but not generating (stalled)",
-        }
-    }
-    /// What to do first, where it is not the rollback of [`ROLLBACK_REMINDER`] alone.
-    pub fn next_step(self) -> Option<&'static str> {
-        match self {
-            Trigger::Stalled => Some(
-                "save the server log and find the first cause (golive triage), then restart the engine; /health alone does not show this, so use `golive probe` as the liveness probe",
-            ),
-            _ => None,
-        }
-    }
-}
 
 /// Tunable limits; the defaults are documented on the command line.
 #[derive(Debug, Clone)]
@@ -96,51 +32,6 @@ impl Default for Limits {
             tolerance: 0.2,
             stall_after_s: 60.0,
         }
-    }
-}
-
-/// A trigger that fired, with its evidence.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Firing {
-    pub trigger: Trigger,
-    pub title: &'static str,
-    pub evidence: Vec<String>,
-}
-
-/// Numbers over the window, for the status line.
-#[derive(Debug, Clone, Default, serde::Serialize)]
-pub struct Summary {
-    pub waiting_last: Option<f64>,
-    pub running_last: Option<f64>,
-    pub kv_usage_max: Option<f64>,
-    pub cache_hit_ratio: Option<f64>,
-    pub cache_queries: Option<f64>,
-    pub ttft_mean_ms: Option<f64>,
-    pub itl_mean_ms: Option<f64>,
-    pub finished_rate_rps: Option<f64>,
-}
-
-/// The judgement of one window.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Evaluation {
-    pub window_s: f64,
-    pub samples: usize,
-    pub engine: Option<Engine>,
-    pub summary: Summary,
-    pub firing: Vec<Firing>,
-    pub resets: Vec<Reset>,
-    /// Why a trigger could not be judged, or was close.
-    pub notes: Vec<String>,
-    /// The latest probe of the window (`--probe-every-s`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub probe: Option<ProbeSample>,
-}
-
-pub(super) fn fmt_num(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e12 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
     }
 }
 
@@ -214,7 +105,7 @@ pub fn evaluate_with_probes(
     judge_driver(hits, &mut ev);
     judge_cache(readings, baseline, limits, &mut ev);
     judge_tool(readings, hits, &mut ev);
-    super::stalled::judge(readings, probes, limits, &mut ev);
+    super::stalled::judge(readings, probes, limits.stall_after_s, &mut ev);
     ev
 }
 

@@ -1,9 +1,20 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Helpers shared by the integration tests: paths, the `golive` binary, the peers a test
+//! needs (a missing one fails under `CI=true`), the real local llama-server, readiness
+//! polling, nginx and scripted command-line tools.
+#![allow(dead_code, unused_imports)]
+
+pub mod agent;
+pub mod bundle;
+pub mod chromium;
+pub mod nginx;
+pub mod shim;
+mod wait;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+
+pub use wait::{http_get, tap, wait_listening, wait_until};
 
 /// The repository root.
 pub fn repo_root() -> PathBuf {
@@ -11,6 +22,26 @@ pub fn repo_root() -> PathBuf {
         .join("../..")
         .canonicalize()
         .unwrap()
+}
+
+/// A file under `crates/golive/tests/fixtures`.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(rel)
+}
+
+/// Whether this is a CI run (`CI=true`), where a missing peer fails the test.
+pub fn under_ci() -> bool {
+    std::env::var("CI").as_deref() == Ok("true")
+}
+
+/// Something the test needs is missing (`what` says what and how to get it): under
+/// `CI=true` the test fails here; elsewhere it prints `skipping: ...` and the caller
+/// returns.
+pub fn skip(what: impl std::fmt::Display) {
+    assert!(!under_ci(), "CI=true but {what}");
+    eprintln!("skipping: {what}");
 }
 
 /// `../shared` beside the repository (or beside the worktree folder, for worktrees one
@@ -21,81 +52,58 @@ pub fn shared_dir() -> Option<PathBuf> {
     let found = [root.join("../shared"), root.join("../../shared")]
         .into_iter()
         .find(|d| d.is_dir());
-    if let Some(dir) = found {
-        Some(dir)
+    if found.is_none() {
+        skip("../shared is not present beside the repository: the tests that read it cannot run");
+    }
+    found
+}
+
+/// A file of `../shared` (`rel` below it) that a test reads in place: `None` (skip, or
+/// fail under `CI=true`) when `../shared` or the file is missing.
+pub fn shared_file(rel: &str) -> Option<PathBuf> {
+    let path = shared_dir()?.join(rel);
+    if path.exists() {
+        Some(path)
     } else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "CI=true but ../shared is not present beside the repository: the tests that read it cannot run"
-        );
-        eprintln!("skipping: ../shared is not present beside the repository");
+        skip(format!("../shared/{rel} is not present"));
         None
     }
 }
 
-/// The built `golive` binary.
+/// The `golive` binary of this checkout, as cargo builds it now: `cargo build` runs once
+/// per test process (a no-op when the binary is fresh), so an edited source is never
+/// tested through a stale binary, and the path is the one cargo reports
+/// (`CARGO_TARGET_DIR`, a configured target dir and the profile are honoured).
 pub fn golive_bin() -> PathBuf {
-    let exe = repo_root().join("target/debug/golive");
-    if !exe.exists() {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "golive-cli"])
-            .current_dir(repo_root())
-            .status()
-            .unwrap();
-        assert!(status.success(), "cargo build -p golive-cli failed");
-    }
-    exe
-}
-
-/// URL of the real local llama-server: `GOLIVE_TEST_URL`, else started once through
-/// `scripts/local-server.sh` (installs it on first use).
-pub fn local_server_url() -> String {
-    static URL: OnceLock<String> = OnceLock::new();
-    URL.get_or_init(|| {
-        if let Ok(url) = std::env::var("GOLIVE_TEST_URL") {
-            return url;
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let mut cargo = Command::new(env!("CARGO"));
+        // `--example fuzz` builds one of this crate's dev targets beside the binary, so
+        // its dev-dependencies take part in feature resolution as they do in
+        // `cargo build --all-targets` and `cargo test`: the binary is then the one those
+        // built (fresh), not a second variant compiled with fewer features.
+        cargo
+            .args(["build", "-p", "golive-cli", "--bin", "golive"])
+            .args(["-p", "golive", "--example", "fuzz"])
+            .arg("--message-format=json-render-diagnostics")
+            .current_dir(repo_root());
+        if !cfg!(debug_assertions) {
+            cargo.arg("--release");
         }
-        let out = Command::new(repo_root().join("scripts/local-server.sh"))
-            .arg("start")
-            .output()
-            .expect("cannot run scripts/local-server.sh");
+        let out = cargo.output().expect("cannot run cargo build");
         assert!(
             out.status.success(),
-            "scripts/local-server.sh start failed: {}",
+            "cargo build -p golive-cli failed:\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8(out.stdout).unwrap().trim().to_string()
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "golive")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo build reported no golive executable")
     })
     .clone()
-}
-
-/// Starts an extra local llama-server on `port` with extra arguments (e.g. `--no-cache-prompt`);
-/// returns its URL. Stop it with [`stop_local_server`].
-pub fn start_local_server(port: u16, extra: &[&str]) -> String {
-    let mut cmd = Command::new(repo_root().join("scripts/local-server.sh"));
-    cmd.args(["start", "--port", &port.to_string(), "--"])
-        .args(extra);
-    let out = cmd.output().expect("cannot run scripts/local-server.sh");
-    assert!(
-        out.status.success(),
-        "local-server start failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
-pub fn stop_local_server(port: u16) {
-    let _ = Command::new(repo_root().join("scripts/local-server.sh"))
-        .args(["stop", "--port", &port.to_string()])
-        .status();
-}
-
-/// Stops the local server on its port when dropped, also when an assertion fails.
-pub struct ServerGuard(pub u16);
-impl Drop for ServerGuard {
-    fn drop(&mut self) {
-        stop_local_server(self.0);
-    }
 }
 
 /// Runs `golive` with `args` and waits for it.
@@ -112,6 +120,13 @@ pub fn text(o: &std::process::Output) -> String {
     )
 }
 
+/// The report.json that `golive accept --out DIR` wrote.
+pub fn report(out: &Path) -> serde_json::Value {
+    let file = out.join("report.json");
+    let bytes = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    serde_json::from_slice(&bytes).unwrap()
+}
+
 /// The check `id` in a report.json value; panics with the report when it is missing.
 pub fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     r["checks"]
@@ -120,20 +135,105 @@ pub fn check<'a>(r: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no check {id} in {r:#}"))
 }
 
+// ------------------------------------------------------------- the local llama-server
+
+/// The start script: `scripts/local-server.sh`, or the copy `GOLIVE_LOCAL_SERVER_SCRIPT`
+/// names.
+fn local_server_script() -> PathBuf {
+    std::env::var_os("GOLIVE_LOCAL_SERVER_SCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("scripts/local-server.sh"))
+}
+
+/// URL of the real local llama-server: `GOLIVE_TEST_URL`, else started once through
+/// `scripts/local-server.sh` (installs it on first use).
+pub fn local_server_url() -> String {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        if let Ok(url) = std::env::var("GOLIVE_TEST_URL") {
+            return url;
+        }
+        let out = Command::new(local_server_script())
+            .arg("start")
+            .output()
+            .expect("cannot run scripts/local-server.sh");
+        assert!(
+            out.status.success(),
+            "scripts/local-server.sh start failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    })
+    .clone()
+}
+
+/// Starts an extra local llama-server on `port` with extra arguments (e.g. `--no-cache-prompt`);
+/// returns its URL. Stop it with [`stop_local_server`] (or hold a [`ServerGuard`]).
+pub fn start_local_server(port: u16, extra: &[&str]) -> String {
+    let out = Command::new(local_server_script())
+        .args(["start", "--port", &port.to_string(), "--"])
+        .args(extra)
+        .output()
+        .expect("cannot run scripts/local-server.sh");
+    assert!(
+        out.status.success(),
+        "local-server start failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+pub fn stop_local_server(port: u16) {
+    let _ = Command::new(local_server_script())
+        .args(["stop", "--port", &port.to_string()])
+        .status();
+}
+
+/// Stops the local server on its port when dropped, also when an assertion fails.
+pub struct ServerGuard(pub u16);
+impl Drop for ServerGuard {
+    fn drop(&mut self) {
+        stop_local_server(self.0);
+    }
+}
+
+/// The folder of `scripts/local-server.sh`'s installs and run files.
+fn local_dir() -> PathBuf {
+    std::env::var_os("GOLIVE_LOCAL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".golive-local"))
+}
+
+/// Where `scripts/local-server.sh` writes the log of the server on `port`.
+pub fn local_server_log(port: u16) -> PathBuf {
+    local_dir().join(format!("run/{port}.log"))
+}
+
+/// The process id of the local llama-server that [`start_local_server`] started on `port`
+/// (from the script's pid file).
+pub fn local_server_pid(port: u16) -> Option<u32> {
+    std::fs::read_to_string(local_dir().join(format!("run/{port}.pid")))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// `golive accept --url URL --out OUT --skip agent`, for the caller's load settings: the
+/// agent stage has tests of its own, elsewhere it only adds time.
+pub fn accept_without_agent(url: &str, out: &Path) -> Command {
+    let mut cmd = Command::new(golive_bin());
+    cmd.args(["accept", "--url", url, "--out"])
+        .arg(out)
+        .args(["--skip", "agent"]);
+    cmd
+}
+
 /// `golive accept` on the real local llama-server with small load settings (the CI
 /// machine has 2 cores) and the agent stage skipped; `extra` is appended.
 pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
-    Command::new(golive_bin())
-        .args(["accept", "--url", url, "--out"])
-        .arg(out)
-        .args([
-            "--skip",
-            "agent",
-            "--concurrency",
-            "2",
-            "--max-context",
-            "256",
-        ])
+    accept_without_agent(url, out)
+        .args(["--concurrency", "2", "--max-context", "256"])
         .args([
             "--output-tokens",
             "8",
@@ -149,17 +249,36 @@ pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process
         .unwrap()
 }
 
-/// Whether `promtool` runs; when not, prints `skipping` with the reason.
-pub fn promtool_installed(skipping: &str) -> bool {
-    let ok = Command::new("promtool")
+// ------------------------------------------------------------------------- peers
+
+/// A peer binary at one of `paths`, or `None` (skip, or fail under `CI=true`).
+pub fn peer(paths: &[&str], what: &str) -> Option<PathBuf> {
+    let found = paths.iter().map(PathBuf::from).find(|p| p.exists());
+    if found.is_none() {
+        skip(format!(
+            "{what} is not installed (scripts/test.sh installs it)"
+        ));
+    }
+    found
+}
+
+/// Whether `program --version` runs; when not: skip, or fail under `CI=true`.
+pub fn runs(program: &str, package: &str) -> bool {
+    let ok = Command::new(program)
         .arg("--version")
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
+        .is_ok_and(|o| o.status.success());
     if !ok {
-        eprintln!("{skipping}: promtool is not installed (Debian package prometheus; scripts/test.sh installs it)");
+        skip(format!(
+            "{program} is not installed (Debian package {package}; scripts/test.sh installs it)"
+        ));
     }
     ok
+}
+
+/// Whether `promtool` runs; when not: skip, or fail under `CI=true`.
+pub fn promtool_installed() -> bool {
+    runs("promtool", "prometheus")
 }
 
 /// A free loopback port (bound and released).
@@ -189,11 +308,7 @@ pub fn rules_from_baseline(run: &Path, dir: &Path) -> (PathBuf, String) {
 /// `promtool check rules FILE` passes (`yaml` is shown on failure). Without promtool the
 /// check is skipped with a message, except under `CI=true`, where that fails.
 pub fn promtool_check_rules(rules: &Path, yaml: &str) {
-    if !promtool_installed("skipping the promtool check") {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "promtool is missing (scripts/test.sh installs it)"
-        );
+    if !promtool_installed() {
         return;
     }
     let p = Command::new("promtool")
@@ -208,29 +323,13 @@ pub fn promtool_check_rules(rules: &Path, yaml: &str) {
     );
 }
 
-/// A peer binary, or (outside CI) `None` with a skip message; under `CI=true` a missing
-/// peer fails the test.
-pub fn peer(paths: &[&str], what: &str) -> Option<PathBuf> {
-    let found = paths.iter().map(PathBuf::from).find(|p| p.exists());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{what} is missing (scripts/test.sh installs it)"
-        );
-        eprintln!("skipping: {what} is not installed (scripts/test.sh installs it)");
-    }
-    found
-}
-
-/// The process id of the local llama-server that [`start_local_server`] started on `port`
-/// (from the script's pid file).
-pub fn local_server_pid(port: u16) -> Option<u32> {
-    let local = std::env::var_os("GOLIVE_LOCAL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join(".golive-local"));
-    std::fs::read_to_string(local.join(format!("run/{port}.pid")))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+/// Every file below `dir`, read as (lossy) text and joined: to look for what must never
+/// be written (a secret).
+pub fn all_text(dir: &Path) -> String {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned() + "\n")
+        .collect()
 }

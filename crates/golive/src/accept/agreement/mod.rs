@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 
 use crate::client::OpenAiClient;
 use crate::metrics::Engine;
-use crate::report::{Check, Impact, Owner, Stage, Status};
+use crate::report::{Check, CheckId, Impact, Owner, Stage, Status};
 use crate::target::Target;
 
 pub mod compare;
@@ -349,7 +349,7 @@ impl Tally {
 
 fn cache_check(path: &Path, prompts: &[AgreementPrompt]) -> Check {
     let mut c = Check::new(
-        format!("agreement_cache{}", path.check_suffix),
+        format!("{}{}", CheckId::AgreementCache, path.check_suffix),
         Stage::Agreement,
         Status::Pass,
         format!(
@@ -395,7 +395,7 @@ fn cache_check(path: &Path, prompts: &[AgreementPrompt]) -> Check {
 
 fn replica_check(paths: &[Path], prompts: &[AgreementPrompt], with_reference: bool) -> Check {
     let mut c = Check::new(
-        "agreement_replicas",
+        CheckId::AgreementReplicas,
         Stage::Agreement,
         Status::Pass,
         if with_reference {
@@ -440,7 +440,7 @@ fn replica_check(paths: &[Path], prompts: &[AgreementPrompt], with_reference: bo
 
 fn known_answer_check(paths: &[Path], prompts: &[AgreementPrompt]) -> Check {
     let mut c = Check::new(
-        "agreement_known_answers",
+        CheckId::AgreementKnownAnswers,
         Stage::Agreement,
         Status::Pass,
         "the greedy answers to the prompts with a known answer are right",

@@ -3,9 +3,12 @@
 //! problem is (runbook: a parser error is handled differently from a model that emits a
 //! formally wrong tool call).
 
+mod code;
 mod parse;
 mod reply;
 mod schema;
+
+pub use code::ProblemCode;
 
 pub use parse::{mentions_parser, parse_completion};
 pub use schema::{offered_tools, quote, schema_errors, scrub_quotes, tool_choice, ToolChoice};
@@ -30,25 +33,25 @@ pub enum Severity {
 pub struct Problem {
     pub owner: Owner,
     pub severity: Severity,
-    /// Stable short code, e.g. `empty_tool_calls_with_finish_reason`.
-    pub code: String,
+    /// Stable short code, e.g. `empty_tool_calls_array`.
+    pub code: ProblemCode,
     pub detail: String,
 }
 
 impl Problem {
-    pub fn fail(owner: Owner, code: &str, detail: impl Into<String>) -> Self {
+    pub fn fail(owner: Owner, code: ProblemCode, detail: impl Into<String>) -> Self {
         Problem {
             owner,
             severity: Severity::Fail,
-            code: code.to_string(),
+            code,
             detail: detail.into(),
         }
     }
-    pub fn warn(owner: Owner, code: &str, detail: impl Into<String>) -> Self {
+    pub fn warn(owner: Owner, code: ProblemCode, detail: impl Into<String>) -> Self {
         Problem {
             owner,
             severity: Severity::Warn,
-            code: code.to_string(),
+            code,
             detail: detail.into(),
         }
     }
@@ -152,23 +155,27 @@ pub fn judge(request: &Value, answer: &Answer, outcome: &Outcome) -> Vec<Problem
                 // A tiny invalid request must be rejected at once; hanging is the server's doing.
                 vec![Problem::fail(
                     Owner::Server,
-                    "invalid_request_hang",
+                    ProblemCode::InvalidRequestHang,
                     format!("no answer to an invalid request within {after_ms} ms: the server should reject it with a 4xx"),
                 )]
             } else {
                 vec![Problem::fail(
                     Owner::Gateway,
-                    "timeout",
+                    ProblemCode::Timeout,
                     format!("no complete answer within {after_ms} ms"),
                 )]
             }
         }
         Outcome::Transport { connect, error } => vec![if *connect {
-            Problem::fail(Owner::Server, "connect", format!("cannot connect: {error}"))
+            Problem::fail(
+                Owner::Server,
+                ProblemCode::Connect,
+                format!("cannot connect: {error}"),
+            )
         } else {
             Problem::fail(
                 Owner::Gateway,
-                "connection_broken",
+                ProblemCode::ConnectionBroken,
                 format!("the connection broke: {error}"),
             )
         }],
@@ -193,7 +200,7 @@ pub fn judge(request: &Value, answer: &Answer, outcome: &Outcome) -> Vec<Problem
             if *answer == Answer::ClientError {
                 problems.push(Problem::fail(
                     Owner::Server,
-                    "invalid_request_accepted",
+                    ProblemCode::InvalidRequestAccepted,
                     format!("an invalid request was answered with HTTP {status} instead of a 4xx"),
                 ));
                 return problems;
@@ -201,8 +208,11 @@ pub fn judge(request: &Value, answer: &Answer, outcome: &Outcome) -> Vec<Problem
             // A stream that ended in an error event or was cut off has no whole answer to judge.
             let broken = problems.iter().any(|p| {
                 matches!(
-                    p.code.as_str(),
-                    "error_in_stream" | "stream_cut" | "stream_truncated" | "body_not_json"
+                    p.code,
+                    ProblemCode::ErrorInStream
+                        | ProblemCode::StreamCut
+                        | ProblemCode::StreamTruncated
+                        | ProblemCode::BodyNotJson
                 )
             });
             if !broken {
@@ -229,47 +239,49 @@ fn judge_http_error(
         }
         return vec![Problem::fail(
             Owner::Server,
-            "client_error_without_message",
+            ProblemCode::ClientErrorWithoutMessage,
             format!("HTTP {status} without an error message"),
         )];
     }
     let problem = match status {
         401 | 403 => Problem::fail(
             Owner::Client,
-            "auth",
+            ProblemCode::Auth,
             format!("HTTP {status}: check the API key ({quoted})"),
         ),
         404 => Problem::fail(
             Owner::Client,
-            "not_found",
+            ProblemCode::NotFound,
             format!("HTTP 404: check the URL and the model name ({quoted})"),
         ),
         408 | 429 => Problem::fail(
             Owner::Gateway,
-            "throttled",
+            ProblemCode::Throttled,
             format!("HTTP {status}: {quoted}"),
         ),
         502..=504 if !json_body => Problem::fail(
             Owner::Gateway,
-            "gateway_error",
+            ProblemCode::GatewayError,
             format!("HTTP {status} from a gateway (not a JSON API error): {quoted}"),
         ),
         _ if mentions_parser(text) => Problem::fail(
             Owner::Parser,
-            "parser_error",
+            ProblemCode::ParserError,
             format!("HTTP {status}: {quoted}"),
         ),
         s if s >= 500 && *answer == Answer::ClientError => Problem::fail(
             Owner::Server,
-            "invalid_request_5xx",
+            ProblemCode::InvalidRequest5xx,
             format!("an invalid request got HTTP {s} instead of a 4xx: {quoted}"),
         ),
-        s if s >= 500 => {
-            Problem::fail(Owner::Server, "server_error", format!("HTTP {s}: {quoted}"))
-        }
+        s if s >= 500 => Problem::fail(
+            Owner::Server,
+            ProblemCode::ServerError,
+            format!("HTTP {s}: {quoted}"),
+        ),
         s => Problem::fail(
             Owner::Server,
-            "valid_request_rejected",
+            ProblemCode::ValidRequestRejected,
             format!("a valid request was rejected with HTTP {s}: {quoted}"),
         ),
     };

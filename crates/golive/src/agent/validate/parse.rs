@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{quote, Owner, Problem, Reply, ToolCall};
+use super::{quote, Owner, Problem, ProblemCode, Reply, ToolCall};
 
 /// Text a server or gateway uses when its tool-call or chat-template parser failed.
 const PARSER_MARKERS: &[&str] = &[
@@ -70,7 +70,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
     if body.get("object").and_then(Value::as_str) != Some("chat.completion") {
         problems.push(Problem::warn(
             Owner::Server,
-            "envelope_object",
+            ProblemCode::EnvelopeObject,
             format!(
                 "`object` is {}, expected \"chat.completion\"",
                 body.get("object").unwrap_or(&Value::Null)
@@ -85,7 +85,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
     else {
         problems.push(Problem::fail(
             Owner::Server,
-            "envelope_no_choices",
+            ProblemCode::EnvelopeNoChoices,
             "the answer has no `choices[0]`",
         ));
         return (reply, problems);
@@ -97,7 +97,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
     let Some(message) = choice.get("message").filter(|m| m.is_object()) else {
         problems.push(Problem::fail(
             Owner::Server,
-            "envelope_no_message",
+            ProblemCode::EnvelopeNoMessage,
             "`choices[0].message` is missing",
         ));
         return (reply, problems);
@@ -107,7 +107,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
         Some(Value::String(s)) => reply.content = Some(s.clone()),
         Some(other) => problems.push(Problem::fail(
             Owner::Server,
-            "envelope_content_type",
+            ProblemCode::EnvelopeContentType,
             format!(
                 "`message.content` is {}, expected a string or null",
                 quote(&other.to_string(), 80)
@@ -122,7 +122,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
             } else if reply.reasoning.as_deref() != Some(text) {
                 problems.push(Problem::warn(
                     Owner::Server,
-                    "reasoning_fields_differ",
+                    ProblemCode::ReasoningFieldsDiffer,
                     "`reasoning` and `reasoning_content` carry different text",
                 ));
             }
@@ -140,7 +140,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
                     Some(other) => {
                         problems.push(Problem::fail(
                             Owner::Server,
-                            "arguments_not_string",
+                            ProblemCode::ArgumentsNotString,
                             format!(
                                 "tool_calls[{i}].function.arguments is JSON, not a JSON string"
                             ),
@@ -163,7 +163,7 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
         }
         Some(other) => problems.push(Problem::fail(
             Owner::Server,
-            "envelope_tool_calls_type",
+            ProblemCode::EnvelopeToolCallsType,
             format!("`message.tool_calls` is {other}, expected an array"),
         )),
     }

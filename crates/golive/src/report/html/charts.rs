@@ -1,19 +1,13 @@
 //! The report's charts: which series each chart shows (latency, throughput, stream
 //! silence) and their colours.
 
-use super::svg::{bar_chart, line_chart};
-use crate::report::Report;
+use super::svg::{bar_chart, line_chart, Series};
+use crate::report::{CheckId, Report};
 
 /// Series colours; the Chromium test looks for them in the screenshot.
 pub const COLORS: [&str; 6] = [
     "#1f77b4", "#ff7f0e", "#d62728", "#2ca02c", "#9467bd", "#17becf",
 ];
-
-pub(super) struct Series {
-    pub(super) name: String,
-    pub(super) color: &'static str,
-    pub(super) points: Vec<(f64, f64)>,
-}
 
 fn series(name: &str, color: &'static str, points: Vec<(f64, f64)>) -> Series {
     Series {
@@ -188,7 +182,7 @@ fn stream_silence_chart(h: &mut String, report: &Report) {
     let rows = report
         .checks
         .iter()
-        .find(|c| c.id == "stream_silence")
+        .find(|c| c.id == CheckId::StreamSilence)
         .and_then(|c| c.data["rows"].as_array().cloned())
         .unwrap_or_default();
     let labels: Vec<String> = rows

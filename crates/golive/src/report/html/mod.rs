@@ -13,7 +13,7 @@ use std::fmt::Write;
 
 use super::{Check, Report, Status, Verdict};
 
-/// What a sign-off's hashes say about the files now (from `signoff::verify`).
+/// What a sign-off's hashes say about the files now (the sign-off command checks them).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Integrity {
     /// Index into `report.signoffs`.

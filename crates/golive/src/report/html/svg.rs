@@ -2,8 +2,14 @@
 
 use std::fmt::Write;
 
-use super::charts::Series;
 use super::esc;
+
+/// One named, coloured series of `(x, y)` points.
+pub(super) struct Series {
+    pub(super) name: String,
+    pub(super) color: &'static str,
+    pub(super) points: Vec<(f64, f64)>,
+}
 
 const W: f64 = 560.0;
 const H: f64 = 300.0;

@@ -453,8 +453,17 @@ impl Scanner<'_> {
         let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
         let indented = msg.starts_with(' ') || msg.starts_with('\t');
         let trimmed = msg.trim_start();
-        // Only a traceback ends with an exception line.
-        let is_exc = in_tb && line::is_exception_line(msg);
+        // Only a traceback ends with an exception line; an exception type without the usual
+        // suffix (`Exception: ..`, `_RemoteUnavailable: ..`) too, right after a frame's source
+        // line.
+        let is_exc = in_tb
+            && (line::is_exception_line(msg)
+                || (!indented
+                    && self
+                        .tracebacks
+                        .get(pl.stream.as_str())
+                        .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
+                    && super::classify::ends_traceback(msg)));
         if in_tb && !is_exc {
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             let is_source =

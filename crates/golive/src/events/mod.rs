@@ -2,15 +2,18 @@
 //!
 //! They never print: they send [`Event`]s to a [`Reporter`], as nextest's runner sends
 //! `TestEventKind` to its display and JUnit writer. The terminal display, the
-//! `golive watch --listen` endpoint and tests are reporters; report.json, Markdown,
-//! JUnit and HTML are written from the [`crate::report::Report`] that the events build.
+//! `golive watch --listen` endpoint, the report files of `accept` (report.json,
+//! Markdown, JUnit, HTML: `accept::ReportFiles`, fed by [`Event::ReportUpdated`] and
+//! [`Event::ReportFinished`]) and tests are reporters.
 
 use std::sync::Arc;
 
+pub mod watch;
+
 use crate::client::RequestRecord;
 use crate::load::OnRecord;
-use crate::report::{Check, RampStep, Stage};
-use crate::watch::triggers::Evaluation;
+use crate::report::{Check, RampStep, Report, Stage};
+use watch::{Evaluation, FleetEvaluation};
 
 /// Something that happened during a run.
 #[derive(Debug, Clone)]
@@ -23,6 +26,12 @@ pub enum Event {
     CheckResult(Box<Check>),
     /// accept: one ramp step was measured.
     RampStepDone(Box<RampStep>),
+    /// accept: the report as it stands (`complete: false`), after every stage and ramp
+    /// step; report.json is rewritten from it, so an interrupted run keeps its results.
+    ReportUpdated(Arc<Report>),
+    /// accept: the run ended, decided or interrupted; every report file is written
+    /// from this final report.
+    ReportFinished(Arc<Report>),
     /// A load (ramp step, soak, `golive load`) starts; `planned`: requests, if known.
     LoadStarted { label: String, planned: Option<u64> },
     /// One request of the current load finished.
@@ -42,7 +51,7 @@ pub enum Event {
     /// watch: a window was judged; `firing` is not empty when a trigger fired.
     Evaluated(Box<Evaluation>),
     /// watch --prometheus: a window over the fleet was judged.
-    FleetEvaluated(Box<crate::watch::fleet::FleetEvaluation>),
+    FleetEvaluated(Box<FleetEvaluation>),
     /// watch: the target did not answer (from the start, or longer than the grace).
     Unreachable(String),
 }
@@ -90,6 +99,11 @@ impl std::fmt::Debug for Events {
 impl Events {
     pub fn new(reporter: Arc<dyn Reporter>) -> Self {
         Events(reporter)
+    }
+
+    /// The same events, sent to `first` before the reporters they go to now.
+    pub fn and_first(&self, first: Arc<dyn Reporter>) -> Events {
+        Events(Arc::new(Tee(vec![first, self.0.clone()])))
     }
 
     pub fn emit(&self, event: Event) {

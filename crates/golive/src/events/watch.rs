@@ -1,0 +1,166 @@
+//! What `watch` reports: the judgement of one window, of one server ([`Evaluation`]) or
+//! of a fleet through Prometheus ([`FleetEvaluation`]). They are the payloads of the
+//! watch events, so they live with the event stream; `watch` makes them.
+
+use crate::metrics::Engine;
+
+/// One rollback trigger of the runbook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trigger {
+    /// Repeated OOM under the accepted load.
+    Oom,
+    /// Queue growth at an unchanged request rate.
+    QueueGrowth,
+    /// Driver or NCCL errors (after a node or image update).
+    DriverNccl,
+    /// Cache hits below the accepted baseline while prefill latency rises.
+    CacheRegression,
+    /// Tool-call failures or answers that break the agreed schema.
+    ToolSchema,
+    /// The engine is alive but generates nothing: work waits or runs while the
+    /// generated-token counter stands still, or `/health` answers while a probe
+    /// request gets no token.
+    Stalled,
+}
+
+impl Trigger {
+    /// Every trigger, in the runbook's order.
+    pub const ALL: [Trigger; 6] = [
+        Trigger::Oom,
+        Trigger::QueueGrowth,
+        Trigger::DriverNccl,
+        Trigger::CacheRegression,
+        Trigger::ToolSchema,
+        Trigger::Stalled,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Trigger::Oom => "oom",
+            Trigger::QueueGrowth => "queue_growth",
+            Trigger::DriverNccl => "driver_nccl",
+            Trigger::CacheRegression => "cache_regression",
+            Trigger::ToolSchema => "tool_schema",
+            Trigger::Stalled => "stalled",
+        }
+    }
+    pub fn title(self) -> &'static str {
+        match self {
+            Trigger::Oom => "out of memory under the accepted load",
+            Trigger::QueueGrowth => "queue growth at an unchanged request rate",
+            Trigger::DriverNccl => "driver or NCCL errors",
+            Trigger::CacheRegression => {
+                "prefix-cache hits below the accepted baseline while prefill latency rises"
+            }
+            Trigger::ToolSchema => "tool-call failures or schema breaks",
+            Trigger::Stalled => "engine alive but not generating (stalled)",
+        }
+    }
+    /// What to do first, where it is not the rollback alone.
+    pub fn next_step(self) -> Option<&'static str> {
+        match self {
+            Trigger::Stalled => Some(
+                "save the server log and find the first cause (golive triage), then restart the engine; /health alone does not show this, so use `golive probe` as the liveness probe",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// A trigger that fired, with its evidence.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Firing {
+    pub trigger: Trigger,
+    pub title: &'static str,
+    pub evidence: Vec<String>,
+}
+
+/// Numbers over the window, for the status line.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Summary {
+    pub waiting_last: Option<f64>,
+    pub running_last: Option<f64>,
+    pub kv_usage_max: Option<f64>,
+    pub cache_hit_ratio: Option<f64>,
+    pub cache_queries: Option<f64>,
+    pub ttft_mean_ms: Option<f64>,
+    pub itl_mean_ms: Option<f64>,
+    pub finished_rate_rps: Option<f64>,
+}
+
+/// The judgement of one window.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Evaluation {
+    pub window_s: f64,
+    pub samples: usize,
+    pub engine: Option<Engine>,
+    pub summary: Summary,
+    pub firing: Vec<Firing>,
+    pub resets: Vec<Reset>,
+    /// Why a trigger could not be judged, or was close.
+    pub notes: Vec<String>,
+    /// The latest probe of the window (`--probe-every-s`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ProbeSample>,
+}
+
+/// A counter restart seen between two readings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Reset {
+    /// Seconds into the watch of the reading after the restart.
+    pub t: f64,
+    pub what: String,
+}
+
+/// One probe of the watch: `/health` and a tiny generation, sent together.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProbeSample {
+    /// Seconds since the watch started.
+    pub t: f64,
+    /// Status of `GET /health`; `None` when it did not answer.
+    pub health_status: Option<u16>,
+    /// Why `/health` did not answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub health_error: Option<String>,
+    pub probe: crate::probe::ProbeOutcome,
+}
+
+impl ProbeSample {
+    pub fn health_ok(&self) -> bool {
+        self.health_status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+/// A finding over the fleet: a trigger on one replica, imbalance or absent.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FleetFiring {
+    /// A trigger id (`queue_growth`, ...), `imbalance` or `absent`.
+    pub kind: String,
+    pub replica: String,
+    pub title: String,
+    pub evidence: Vec<String>,
+}
+
+/// One replica's window.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReplicaWindow {
+    pub replica: String,
+    pub up: Option<f64>,
+    pub absent: bool,
+    pub queue_mean: Option<f64>,
+    pub evaluation: Evaluation,
+}
+
+/// The judgement of one window over the fleet.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FleetEvaluation {
+    pub prometheus: String,
+    pub selector: String,
+    pub replica_label: String,
+    pub window_s: f64,
+    pub step_s: f64,
+    pub replicas: Vec<ReplicaWindow>,
+    pub firing: Vec<FleetFiring>,
+    pub notes: Vec<String>,
+}
