@@ -16,8 +16,7 @@ use smallvec::SmallVec;
 
 use super::prefix::{
     captured_ts, iso_ts_hand, iso_ts_regex, level_word, num_str, patterns, proc_label_hand,
-    proc_label_regex, read, torch_rank_hand, torch_rank_regex, vllm_header_hand,
-    vllm_header_regex,
+    proc_label_regex, read, torch_rank_hand, torch_rank_regex, vllm_header_hand, vllm_header_regex,
 };
 
 /// A line after cleaning and prefix parsing; it borrows the raw line when that is valid UTF-8
@@ -121,7 +120,10 @@ pub fn clean(raw: &[u8]) -> Cow<'_, str> {
         }
     }
     // Only whole characters were left out.
-    Cow::Owned(String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()))
+    Cow::Owned(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    )
 }
 
 /// Length of the UTF-8 character starting with byte `lead`.
@@ -225,7 +227,10 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
                     if !label.is_empty() {
                         stream.push(label);
                         stream.push("|");
-                        let at = pos + skipped + g.start() + (g.as_str().len() - g.as_str().trim_start().len());
+                        let at = pos
+                            + skipped
+                            + g.start()
+                            + (g.as_str().len() - g.as_str().trim_start().len());
                         rank = Some(Label::Span(at..at + label.len()));
                     }
                 }
@@ -249,7 +254,13 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
     let rest = &text[pos..];
     let first = rest.as_bytes().first().copied().unwrap_or(0);
     let header = matches!(first, b'D' | b'I' | b'W' | b'E' | b'C')
-        .then(|| read(hand, || vllm_header_hand(rest.as_bytes()), || vllm_header_regex(rest)))
+        .then(|| {
+            read(
+                hand,
+                || vllm_header_hand(rest.as_bytes()),
+                || vllm_header_regex(rest),
+            )
+        })
         .flatten();
     if let Some(h) = header {
         level = Some(h.level);
@@ -387,7 +398,10 @@ pub fn is_frame(msg: &str) -> bool {
     let Some(q) = memchr::memchr(b'"', rest.as_bytes()) else {
         return false;
     };
-    match rest[q..].strip_prefix("\", line ").and_then(|t| t.bytes().next()) {
+    match rest[q..]
+        .strip_prefix("\", line ")
+        .and_then(|t| t.bytes().next())
+    {
         Some(b) if b.is_ascii_digit() => true,
         Some(b) if b >= 0x80 => frame_re().is_match(msg),
         _ => false,
@@ -446,10 +460,7 @@ mod tests {
     #[test]
     fn compose_docker_ray_and_torch_prefixes() {
         let l = parse(b"backend-vllm-openai-1  | (RayWorkerWrapper pid=643, ip=10.0.0.2) ERROR 06-14 07:04:12 worker_base.py:148] Error executing method init_worker.");
-        assert_eq!(
-            l.rank(),
-            Some("RayWorkerWrapper pid=643, ip=10.0.0.2")
-        );
+        assert_eq!(l.rank(), Some("RayWorkerWrapper pid=643, ip=10.0.0.2"));
         assert_eq!(l.msg(), "Error executing method init_worker.");
         let l = parse(b"2024-06-14T07:04:12.123456789Z [rank3]: RuntimeError: NCCL error");
         assert_eq!(l.rank(), Some("rank3"));

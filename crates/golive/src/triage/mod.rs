@@ -339,7 +339,12 @@ pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
 pub fn fuzz_lines(data: &[u8]) {
     for raw in data.split(|&b| b == b'\n') {
         let pl = line::parse(raw);
-        assert_eq!(pl, line::parse_reference(raw), "{:?}", String::from_utf8_lossy(raw));
+        assert_eq!(
+            pl,
+            line::parse_reference(raw),
+            "{:?}",
+            String::from_utf8_lossy(raw)
+        );
         let msg = pl.msg();
         let _ = line::is_frame(msg);
         let _ = line::is_exception_line(msg);

@@ -119,7 +119,10 @@ mod tests {
     #[test]
     fn evidence_judged_line_by_line_is_the_same() {
         let e = "File \"x.py\", line 1, in run_batch\ntorch.OutOfMemoryError: CUDA out of memory.\nWarming up";
-        let by_line = e.lines().map(Evidence::of).fold(Evidence::default(), Evidence::or);
+        let by_line = e
+            .lines()
+            .map(Evidence::of)
+            .fold(Evidence::default(), Evidence::or);
         assert_eq!(by_line, Evidence::of(e));
         assert_eq!(by_line.class(false), oom_class(e, false));
     }

@@ -173,7 +173,11 @@ impl Needles {
             if p.bytes.contains(&b'\n') {
                 continue;
             }
-            let group = if p.serving { 0..bytes.len() } else { 0..others.len() };
+            let group = if p.serving {
+                0..bytes.len()
+            } else {
+                0..others.len()
+            };
             let (n, off) = group
                 .filter_map(|n| find(p.bytes, &bytes[n]).map(|off| (n, off)))
                 .next()
@@ -306,10 +310,7 @@ impl Prefilter {
                 .unwrap_or(0);
             for j in 0..STRIDE {
                 let o = best + j;
-                by_key
-                    .entry(gram(&b[o..]))
-                    .or_default()
-                    .push((n, o as u32));
+                by_key.entry(gram(&b[o..])).or_default().push((n, o as u32));
             }
         }
         let mut bits = Box::new([0u64; WORDS]);
@@ -373,7 +374,8 @@ impl Prefilter {
         self.occurrences_in(text, 0, 0, text.len(), &mut occ);
         let mut occ: Vec<(usize, usize)> = occ.into_iter().map(occ_parts).collect();
         occ.sort_unstable();
-        self.needles.patterns_in(text, 0, text.len(), occ.into_iter(), out);
+        self.needles
+            .patterns_in(text, 0, text.len(), occ.into_iter(), out);
     }
 
     /// Occurrences found from lattice positions in [from, to) (keyed needles) and starts in

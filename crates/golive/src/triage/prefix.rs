@@ -110,7 +110,9 @@ pub(super) enum Hand<T> {
 
 /// ASCII digits at s[i..]; `None` when a non-ASCII byte follows them (a Unicode `\d` could).
 fn digits(s: &[u8], i: usize) -> Option<usize> {
-    let n = s.get(i..).map_or(0, |t| t.iter().take_while(|b| b.is_ascii_digit()).count());
+    let n = s
+        .get(i..)
+        .map_or(0, |t| t.iter().take_while(|b| b.is_ascii_digit()).count());
     match s.get(i + n) {
         Some(&b) if b >= 0x80 => None,
         _ => Some(n),
@@ -130,7 +132,9 @@ fn fixed_digits(s: &[u8], i: usize, n: usize) -> Option<bool> {
 }
 
 fn dnum(s: &[u8], r: Range<usize>) -> u64 {
-    s[r].iter().fold(0u64, |n, d| n.wrapping_mul(10).wrapping_add(u64::from(d - b'0')))
+    s[r].iter().fold(0u64, |n, d| {
+        n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+    })
 }
 
 /// `(VllmWorker rank=1 pid=..)`: name, rank part, pid and Ray address; `end` after the label.
@@ -356,11 +360,7 @@ pub(super) fn vllm_header_hand(s: &[u8]) -> Hand<Header> {
         dnum(s, t + 12..t + 14),
         frac.map(|r| std::str::from_utf8(&s[r]).unwrap_or("")),
     );
-    Match(Header {
-        end: i,
-        level,
-        ts,
-    })
+    Match(Header { end: i, level, ts })
 }
 
 /// A docker/kubectl timestamp `2024-06-14T07:04:12.123456789Z `: `end` and timestamp.
@@ -382,7 +382,14 @@ pub(super) fn iso_ts_hand(s: &[u8]) -> Hand<Stamp> {
     use Hand::*;
     // `\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d`
     let mut i = 0;
-    for (k, lit) in [(4, b'-'), (2, b'-'), (2, b'T'), (2, b':'), (2, b':'), (2, 0)] {
+    for (k, lit) in [
+        (4, b'-'),
+        (2, b'-'),
+        (2, b'T'),
+        (2, b':'),
+        (2, b':'),
+        (2, 0),
+    ] {
         match fixed_digits(s, i, k) {
             None => return Unsure,
             Some(false) => return NoMatch,
@@ -488,7 +495,11 @@ pub(super) fn torch_rank_hand(s: &[u8]) -> Hand<(Range<usize>, usize)> {
 }
 
 /// The hand reader's answer when `hand`, else (or when it is unsure) the regex's.
-pub(super) fn read<T>(hand: bool, h: impl FnOnce() -> Hand<T>, re: impl FnOnce() -> Option<T>) -> Option<T> {
+pub(super) fn read<T>(
+    hand: bool,
+    h: impl FnOnce() -> Hand<T>,
+    re: impl FnOnce() -> Option<T>,
+) -> Option<T> {
     if hand {
         match h() {
             Hand::Match(m) => return Some(m),
@@ -498,4 +509,3 @@ pub(super) fn read<T>(hand: bool, h: impl FnOnce() -> Hand<T>, re: impl FnOnce()
     }
     re()
 }
-

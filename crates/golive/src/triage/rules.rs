@@ -318,7 +318,8 @@ impl RuleSet {
                 serving: rules[ri].kind == RuleKind::Serving,
             })
             .collect();
-        let mut pattern_rule: Vec<Option<usize>> = literal_rule.iter().map(|&ri| Some(ri)).collect();
+        let mut pattern_rule: Vec<Option<usize>> =
+            literal_rule.iter().map(|&ri| Some(ri)).collect();
         for a in STRUCTURAL_ANCHORS {
             patterns.push(Pattern {
                 bytes: a.as_bytes(),

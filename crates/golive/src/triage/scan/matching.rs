@@ -15,6 +15,9 @@ pub(super) struct LineLiterals<'p> {
     pub(super) ls: usize,
     pub(super) pats: &'p [(usize, u32)],
     pub(super) filter: &'p Prefilter,
+    /// False only when no rule literal occurs on the line (then traceback source lines need
+    /// no rule matching).
+    pub(super) has_literal: bool,
 }
 
 impl LineLiterals<'_> {
@@ -23,9 +26,7 @@ impl LineLiterals<'_> {
     /// (cleaned of terminal codes, a literal the raw bytes split can appear).
     fn candidates(&self, rules: &RuleSet, pl: &ParsedLine, out: &mut Vec<usize>) {
         match &pl.text {
-            Cow::Borrowed(text) => {
-                rules.rules_of(self.pats, self.ls + text.len(), out)
-            }
+            Cow::Borrowed(text) => rules.rules_of(self.pats, self.ls + text.len(), out),
             Cow::Owned(text) => {
                 let mut pats = Vec::new();
                 self.filter.patterns_of(text.as_bytes(), &mut pats);

@@ -294,8 +294,9 @@ impl Scanner<'_> {
                     ls: pos,
                     pats: &pats,
                     filter: f,
+                    has_literal,
                 };
-                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, has_literal, &lits);
+                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
                 // The newline ending the line is counted here (no search for it).
                 if e < b {
                     *newlines += 1;
@@ -356,8 +357,9 @@ impl Scanner<'_> {
                     ls,
                     pats: &pats,
                     filter: f,
+                    has_literal: true,
                 };
-                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, true, &lits);
+                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
             }
             pos = le + 1;
             k = j;
@@ -371,8 +373,7 @@ impl Scanner<'_> {
         self.filter = filter;
     }
 
-    /// `has_literal`: false only when no rule literal occurs on the line (then traceback
-    /// source lines need no rule matching).
+    /// Handles one line (`lits`: the literals the prefilter found on it).
     fn handle_line(
         &mut self,
         buf: &[u8],
@@ -380,9 +381,9 @@ impl Scanner<'_> {
         le: usize,
         line_no: u64,
         at_start: bool,
-        has_literal: bool,
         lits: &matching::LineLiterals,
     ) {
+        let has_literal = lits.has_literal;
         let raw = &buf[ls..le.min(ls + MAX_LINE)];
         let pl = line::parse(raw);
         let msg = pl.msg();
@@ -417,7 +418,9 @@ impl Scanner<'_> {
             let stale: Vec<String> = self
                 .tracebacks
                 .iter()
-                .filter(|(k, tb)| line_no > tb.last_line + TB_STALE && k.as_str() != pl.stream.as_str())
+                .filter(|(k, tb)| {
+                    line_no > tb.last_line + TB_STALE && k.as_str() != pl.stream.as_str()
+                })
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in stale {
@@ -436,7 +439,9 @@ impl Scanner<'_> {
             return;
         }
         if line::is_frame(msg) {
-            if !self.tracebacks.contains_key(pl.stream.as_str()) && !self.adopt_traceback(&pl, line_no) {
+            if !self.tracebacks.contains_key(pl.stream.as_str())
+                && !self.adopt_traceback(&pl, line_no)
+            {
                 self.open_traceback(&pl, line_no);
             }
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
@@ -506,7 +511,10 @@ impl Scanner<'_> {
         }
 
         if in_tb && is_exc {
-            let tb = self.tracebacks.remove(pl.stream.as_str()).unwrap_or_default();
+            let tb = self
+                .tracebacks
+                .remove(pl.stream.as_str())
+                .unwrap_or_default();
             if tb.ignored {
                 return;
             }
