@@ -24,50 +24,40 @@ pub(super) struct Patterns {
     pub(super) py_default: Regex,
 }
 
+/// A built-in regex (compiled once, by `patterns`).
+fn re(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("built-in prefix regex")
+}
+
 pub(super) fn patterns() -> &'static Patterns {
     static P: OnceLock<Patterns> = OnceLock::new();
     P.get_or_init(|| Patterns {
         // docker logs --timestamps / kubectl logs --timestamps
-        iso_ts: Regex::new(
-            r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? ",
-        )
-        .unwrap(),
+        iso_ts: re(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? "),
         // docker compose: `svc-1  | `
-        compose: Regex::new(r"^([A-Za-z0-9][\w.\-]*)\s*\| ").unwrap(),
+        compose: re(r"^([A-Za-z0-9][\w.\-]*)\s*\| "),
         // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
         // `(RayWorkerWrapper pid=.., ip=..)`
-        proc_label: Regex::new(
-            r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?",
-        )
-        .unwrap(),
+        proc_label: re(r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?"),
         // torchrun: `[rank3]: `
-        torch_rank: Regex::new(r"^\[(rank\d+)\]: ?").unwrap(),
+        torch_rank: re(r"^\[(rank\d+)\]: ?"),
         // `ERROR 10-25 13:08:43 [core.py:708] ` and the older `ERROR 02-19 07:03:11 engine.py:389] `
-        vllm_header: Regex::new(
-            r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:\[[^\]]*\]|[\w.\-]+:\d+\]) ?",
-        )
-        .unwrap(),
+        vllm_header: re(r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:\[[^\]]*\]|[\w.\-]+:\d+\]) ?"),
         // python logging: `2025-06-20 20:02:32,812 - name - ERROR - `
-        py_logging_ts: Regex::new(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d+)").unwrap(),
+        py_logging_ts: re(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d+)"),
         // glog (torch c10d): `E0909 07:11:16.569000 `
-        glog_ts: Regex::new(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)").unwrap(),
+        glog_ts: re(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)"),
         // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
-        ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
-        py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
+        ray_ts: re(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) "),
+        py_warning: re(r"^\S+:\d+: [A-Za-z]*Warning: "),
         // SGLang: `[2025-03-07 10:04:13 TP0] `, `[2025-03-07 10:04:13 DP1 TP3] `, `[2025-03-07 10:04:13] `
-        sglang: Regex::new(
-            r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?((?: (?:DP|PP|TP|EP|CP|ATTN_DP|ATTN_CP|MOE_DP)\d+)*)\] ",
-        )
-        .unwrap(),
+        sglang: re(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?((?: (?:DP|PP|TP|EP|CP|ATTN_DP|ATTN_CP|MOE_DP)\d+)*)\] "),
         // Python's default logging format: `WARNING:torchao:msg`, `ERROR:root:msg`
-        py_default: Regex::new(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:").unwrap(),
+        py_default: re(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:"),
         // Wrapper loggers that put a timestamp, a level and a few fields in front of each
         // line: `2024-01-22 14:32:27 | ERROR | stderr | `, `[2024-04-17 20:07:13,727] [ERROR]
         // [MainThread] [asyncio] >>> `, `2025-06-20 20:02:32,812 - name - ERROR - `.
-        wrapped_level: Regex::new(
-            r"^(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]?)?(?:\s*(?:\||-|\[[^\]\n]+\]|[A-Za-z0-9_.]+)){0,3}?\s*(?:\||-)?\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?((?:\s*(?:\| [A-Za-z0-9_.\-]+|- [A-Za-z0-9_.\-]+|\[[^\]\n]+\]))*)\s*(?:\| |- |>>> ?|: )",
-        )
-        .unwrap(),
+        wrapped_level: re(r"^(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]?)?(?:\s*(?:\||-|\[[^\]\n]+\]|[A-Za-z0-9_.]+)){0,3}?\s*(?:\||-)?\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?((?:\s*(?:\| [A-Za-z0-9_.\-]+|- [A-Za-z0-9_.\-]+|\[[^\]\n]+\]))*)\s*(?:\| |- |>>> ?|: )"),
     })
 }
 
