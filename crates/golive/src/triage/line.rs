@@ -1,229 +1,251 @@
 //! One log line taken apart: terminal noise removed, then the prefixes that docker, kubectl,
 //! docker-compose, Ray/vLLM worker processes, torchrun and the vLLM logger put in front of the
 //! message, with the timestamp and the rank they carry.
+//!
+//! The prefixes are read by [`super::prefix`] (regexes, and hand readers for the common ones
+//! that always agree with them: `parse_reference` runs the regexes alone, and the
+//! `triage_line` fuzz target compares the two).
 
+use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::OnceLock;
 
+use memchr::memmem::Finder;
 use regex::Regex;
+use smallvec::SmallVec;
 
-/// A line after cleaning and prefix parsing.
-#[derive(Debug, Clone, Default)]
-pub struct ParsedLine {
+use super::prefix::{
+    captured_ts, iso_ts_hand, iso_ts_regex, level_word, num_str, patterns, proc_label_hand,
+    proc_label_regex, read, torch_rank_hand, torch_rank_regex, vllm_header_hand, vllm_header_regex,
+};
+
+/// A line after cleaning and prefix parsing; it borrows the raw line when that is valid UTF-8
+/// without terminal codes (no allocation per line).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedLine<'a> {
     /// The whole line without ANSI codes and `\r` (for display).
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// Byte offset of the message in `text` (after every recognised prefix).
     pub msg_start: usize,
     /// Rank / worker label for people, e.g. `VllmWorker rank=1`, `Worker_TP3`, `rank3`.
-    pub rank: Option<String>,
+    rank: Option<Label>,
     /// Key of the output stream the line belongs to (prefixes included), to keep
     /// interleaved tracebacks of several processes apart.
-    pub stream: String,
+    pub stream: Stream,
     /// Sortable timestamp (milliseconds; only comparable with other lines' values).
     pub ts: Option<u64>,
     /// `ERROR`, `WARNING`, ... when the vLLM/python logger header says so.
-    pub level: Option<String>,
+    pub level: Option<&'static str>,
 }
 
-impl ParsedLine {
+/// A rank label: a span of the text, or built (a Ray label with its pid spelled otherwise).
+#[derive(Debug, Clone, PartialEq)]
+enum Label {
+    Span(Range<usize>),
+    Built(String),
+}
+
+impl ParsedLine<'_> {
     pub fn msg(&self) -> &str {
         &self.text[self.msg_start..]
+    }
+
+    pub fn rank(&self) -> Option<&str> {
+        match &self.rank {
+            Some(Label::Span(r)) => Some(&self.text[r.clone()]),
+            Some(Label::Built(s)) => Some(s),
+            None => None,
+        }
+    }
+}
+
+/// A stream key, kept inline (no allocation for the usual short labels).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stream(SmallVec<[u8; 48]>);
+
+impl Stream {
+    fn push(&mut self, s: &str) {
+        self.0.extend_from_slice(s.as_bytes());
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Built from `&str` pieces only.
+        std::str::from_utf8(&self.0).unwrap_or_default()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
 /// Removes ANSI escape sequences and carriage returns; invalid UTF-8 becomes U+FFFD.
-pub fn clean(raw: &[u8]) -> String {
-    let s = String::from_utf8_lossy(raw);
-    if !s.contains('\x1b') && !s.contains('\r') {
-        return s.into_owned();
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => {
-                // CSI: ESC [ params final-byte; other escapes: drop ESC and the next char.
-                if chars.peek() == Some(&'[') {
-                    chars.next();
-                    for d in chars.by_ref() {
-                        if ('@'..='~').contains(&d) {
+pub fn clean(raw: &[u8]) -> Cow<'_, str> {
+    // The strict UTF-8 check first: several times faster than the lossy one on long lines.
+    let text = match std::str::from_utf8(raw) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(raw),
+    };
+    let b = text.as_bytes();
+    let Some(first) = memchr::memchr2(0x1b, b'\r', b) else {
+        return text;
+    };
+    // Byte by byte between the escapes (copied in runs): a CSI (ESC [ params final-byte)
+    // goes up to a byte in '@'..='~'; another escape takes the next character with it.
+    let mut out: Vec<u8> = Vec::with_capacity(b.len());
+    out.extend_from_slice(&b[..first]);
+    let mut i = first;
+    while i < b.len() {
+        match b[i] {
+            b'\r' => i += 1,
+            0x1b => {
+                i += 1;
+                if b.get(i) == Some(&b'[') {
+                    i += 1;
+                    while i < b.len() {
+                        let d = b[i];
+                        i += 1;
+                        if (b'@'..=b'~').contains(&d) {
                             break;
                         }
                     }
-                } else {
-                    chars.next();
+                } else if i < b.len() {
+                    i += utf8_len(b[i]);
                 }
             }
-            '\r' => {}
-            _ => out.push(c),
+            _ => {
+                let run = memchr::memchr2(0x1b, b'\r', &b[i..]).unwrap_or(b.len() - i);
+                out.extend_from_slice(&b[i..i + run]);
+                i += run;
+            }
         }
     }
-    out
-}
-
-struct Patterns {
-    iso_ts: Regex,
-    compose: Regex,
-    proc_label: Regex,
-    torch_rank: Regex,
-    vllm_header: Regex,
-    py_logging_ts: Regex,
-    glog_ts: Regex,
-    ray_ts: Regex,
-    py_warning: Regex,
-    wrapped_level: Regex,
-    sglang: Regex,
-    py_default: Regex,
-}
-
-fn patterns() -> &'static Patterns {
-    static P: OnceLock<Patterns> = OnceLock::new();
-    P.get_or_init(|| Patterns {
-        // docker logs --timestamps / kubectl logs --timestamps
-        iso_ts: Regex::new(
-            r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? ",
-        )
-        .unwrap(),
-        // docker compose: `svc-1  | `
-        compose: Regex::new(r"^([A-Za-z0-9][\w.\-]*)\s*\| ").unwrap(),
-        // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
-        // `(RayWorkerWrapper pid=.., ip=..)`
-        proc_label: Regex::new(
-            r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?",
-        )
-        .unwrap(),
-        // torchrun: `[rank3]: `
-        torch_rank: Regex::new(r"^\[(rank\d+)\]: ?").unwrap(),
-        // `ERROR 10-25 13:08:43 [core.py:708] ` and the older `ERROR 02-19 07:03:11 engine.py:389] `
-        vllm_header: Regex::new(
-            r"^(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:\[[^\]]*\]|[\w.\-]+:\d+\]) ?",
-        )
-        .unwrap(),
-        // python logging: `2025-06-20 20:02:32,812 - name - ERROR - `
-        py_logging_ts: Regex::new(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d+)").unwrap(),
-        // glog (torch c10d): `E0909 07:11:16.569000 `
-        glog_ts: Regex::new(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)").unwrap(),
-        // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
-        ray_ts: Regex::new(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) ").unwrap(),
-        py_warning: Regex::new(r"^\S+:\d+: [A-Za-z]*Warning: ").unwrap(),
-        // SGLang: `[2025-03-07 10:04:13 TP0] `, `[2025-03-07 10:04:13 DP1 TP3] `, `[2025-03-07 10:04:13] `
-        sglang: Regex::new(
-            r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?((?: (?:DP|PP|TP|EP|CP|ATTN_DP|ATTN_CP|MOE_DP)\d+)*)\] ",
-        )
-        .unwrap(),
-        // Python's default logging format: `WARNING:torchao:msg`, `ERROR:root:msg`
-        py_default: Regex::new(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL):[\w.\-]*:").unwrap(),
-        // Wrapper loggers that put a timestamp, a level and a few fields in front of each
-        // line: `2024-01-22 14:32:27 | ERROR | stderr | `, `[2024-04-17 20:07:13,727] [ERROR]
-        // [MainThread] [asyncio] >>> `, `2025-06-20 20:02:32,812 - name - ERROR - `.
-        wrapped_level: Regex::new(
-            r"^(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]?)?(?:\s*(?:\||-|\[[^\]\n]+\]|[A-Za-z0-9_.]+)){0,3}?\s*(?:\||-)?\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?((?:\s*(?:\| [A-Za-z0-9_.\-]+|- [A-Za-z0-9_.\-]+|\[[^\]\n]+\]))*)\s*(?:\| |- |>>> ?|: )",
-        )
-        .unwrap(),
-    })
-}
-
-fn num(c: &regex::Captures, i: usize) -> u64 {
-    c.get(i).and_then(|m| m.as_str().parse().ok()).unwrap_or(0)
-}
-
-/// Milliseconds from month/day/h/m/s/fraction (the year is often absent in vLLM lines; logs
-/// compared with each other come from the same run).
-fn ts_key(mon: u64, day: u64, h: u64, m: u64, s: u64, frac: Option<&str>) -> u64 {
-    let ms = frac
-        .map(|f| {
-            let f3: String = f.chars().chain("000".chars()).take(3).collect();
-            f3.parse::<u64>().unwrap_or(0)
-        })
-        .unwrap_or(0);
-    ((((mon * 32 + day) * 24 + h) * 60 + m) * 60 + s) * 1000 + ms
-}
-
-/// [`ts_key`] from six capture groups from `first` on: month, day, h, m, s, fraction.
-fn captured_ts(c: &regex::Captures, first: usize) -> u64 {
-    ts_key(
-        num(c, first),
-        num(c, first + 1),
-        num(c, first + 2),
-        num(c, first + 3),
-        num(c, first + 4),
-        c.get(first + 5).map(|m| m.as_str()),
+    // Only whole characters were left out.
+    Cow::Owned(
+        String::from_utf8(out)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
     )
 }
 
+/// Length of the UTF-8 character starting with byte `lead`.
+fn utf8_len(lead: u8) -> usize {
+    match lead {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    }
+}
+
 /// Parses one raw line.
-pub fn parse(raw: &[u8]) -> ParsedLine {
+pub fn parse(raw: &[u8]) -> ParsedLine<'_> {
+    parse_with(raw, true)
+}
+
+/// [`parse`] with the regexes alone (the reference the hand readers are compared with).
+#[doc(hidden)]
+pub fn parse_reference(raw: &[u8]) -> ParsedLine<'_> {
+    parse_with(raw, false)
+}
+
+fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
     let text = clean(raw);
     let p = patterns();
     let mut pos = 0usize;
     let mut ts = None;
-    let mut stream = String::new();
+    let mut stream = Stream::default();
     let mut rank = None;
     let mut level = None;
     // Prefixes nest in a few known orders; take them greedily, at most a few rounds.
     for _ in 0..4 {
         let rest = &text[pos..];
-        let rest_trim = rest.trim_start_matches(' ');
-        let skipped = rest.len() - rest_trim.len();
+        let skipped = rest.bytes().take_while(|&c| c == b' ').count();
+        let rest_trim = &rest[skipped..];
         // Each pattern is tried only when the first byte can start it (most lines in a
         // traceback have none of these prefixes; a failed regex search costs far more).
         let first = rest.as_bytes().first().copied().unwrap_or(0);
         let first_trim = rest_trim.as_bytes().first().copied().unwrap_or(0);
-        if let Some(c) = may_be_digit(first)
-            .then(|| p.iso_ts.captures(rest))
-            .flatten()
-        {
-            ts = Some(captured_ts(&c, 2));
-            pos += c.get(0).unwrap().end();
-            continue;
-        }
-        if let Some(c) = (first_trim == b'(')
-            .then(|| p.proc_label.captures(rest_trim))
-            .flatten()
-        {
-            let name = c.get(1).unwrap().as_str();
-            let r = c.get(2).map(|m| m.as_str()).unwrap_or("");
-            let ip = c.get(4).map(|m| m.as_str());
-            let label = match ip {
-                // Ray workers have no rank: the pid and node address tell them apart.
-                Some(ip) => format!("{name} pid={}, ip={ip}", num(&c, 3)),
-                None => format!("{name}{r}"),
-            };
-            stream.push_str(&label);
-            stream.push('|');
-            rank = Some(label);
-            pos += skipped + c.get(0).unwrap().end();
-            continue;
-        }
-        if let Some(c) = (first_trim == b'[')
-            .then(|| p.torch_rank.captures(rest_trim))
-            .flatten()
-        {
-            let label = c.get(1).unwrap().as_str().to_string();
-            stream.push_str(&label);
-            stream.push('|');
-            rank = Some(label);
-            pos += skipped + c.get(0).unwrap().end();
-            continue;
-        }
-        if let Some(c) = p.sglang.captures(rest_trim) {
-            ts = Some(captured_ts(&c, 2));
-            let label = c.get(8).map_or("", |m| m.as_str()).trim();
-            if !label.is_empty() {
-                stream.push_str(label);
-                stream.push('|');
-                rank = Some(label.to_string());
+        if may_be_digit(first) {
+            if let Some(m) = read(hand, || iso_ts_hand(rest.as_bytes()), || iso_ts_regex(rest)) {
+                ts = Some(m.ts);
+                pos += m.end;
+                continue;
             }
-            pos += skipped + c.get(0).unwrap().end();
-            continue;
+        }
+        if first_trim == b'(' {
+            let m = read(
+                hand,
+                || proc_label_hand(rest_trim.as_bytes()),
+                || proc_label_regex(rest_trim),
+            );
+            if let Some(m) = m {
+                let at = pos + skipped;
+                let label = match &m.ip {
+                    // Ray workers have no rank: the pid and node address tell them apart.
+                    Some(ip) => {
+                        let pid = num_str(&rest_trim[m.pid.clone()]);
+                        let built = format!(
+                            "{} pid={pid}, ip={}",
+                            &rest_trim[m.name.clone()],
+                            &rest_trim[ip.clone()]
+                        );
+                        if rest_trim[m.name.start..ip.end] == built {
+                            Label::Span(at + m.name.start..at + ip.end)
+                        } else {
+                            Label::Built(built)
+                        }
+                    }
+                    None => Label::Span(at + m.name.start..at + m.rank.end),
+                };
+                match &label {
+                    Label::Span(r) => stream.push(&text[r.clone()]),
+                    Label::Built(s) => stream.push(s),
+                }
+                stream.push("|");
+                rank = Some(label);
+                pos = at + m.end;
+                continue;
+            }
+        }
+        if first_trim == b'[' {
+            let m = read(
+                hand,
+                || torch_rank_hand(rest_trim.as_bytes()),
+                || torch_rank_regex(rest_trim),
+            );
+            if let Some((r, end)) = m {
+                let at = pos + skipped;
+                stream.push(&rest_trim[r.clone()]);
+                stream.push("|");
+                rank = Some(Label::Span(at + r.start..at + r.end));
+                pos = at + end;
+                continue;
+            }
+            if let Some(c) = p.sglang.captures(rest_trim) {
+                ts = Some(captured_ts(&c, 2));
+                if let Some(g) = c.get(8) {
+                    let label = g.as_str().trim();
+                    if !label.is_empty() {
+                        stream.push(label);
+                        stream.push("|");
+                        let at = pos
+                            + skipped
+                            + g.start()
+                            + (g.as_str().len() - g.as_str().trim_start().len());
+                        rank = Some(Label::Span(at..at + label.len()));
+                    }
+                }
+                pos += skipped + c.get(0).map_or(0, |m| m.end());
+                continue;
+            }
         }
         if stream.is_empty() && rank.is_none() {
-            if let Some(c) = (first.is_ascii_alphanumeric() && rest.contains("| "))
+            if let Some(c) = (first.is_ascii_alphanumeric() && has_pipe_field(rest))
                 .then(|| p.compose.captures(rest))
                 .flatten()
             {
-                stream.push_str(c.get(1).unwrap().as_str());
-                stream.push('|');
-                pos += c.get(0).unwrap().end();
+                stream.push(c.get(1).map_or("", |m| m.as_str()));
+                stream.push("|");
+                pos += c.get(0).map_or(0, |m| m.end());
                 continue;
             }
         }
@@ -231,68 +253,74 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
     }
     let rest = &text[pos..];
     let first = rest.as_bytes().first().copied().unwrap_or(0);
-    if let Some(c) = matches!(first, b'D' | b'I' | b'W' | b'E' | b'C')
-        .then(|| p.vllm_header.captures(rest))
-        .flatten()
-    {
-        level = Some(c.get(1).unwrap().as_str().to_string());
-        ts = ts.or(Some(captured_ts(&c, 2)));
-        pos += c.get(0).unwrap().end();
+    let header = matches!(first, b'D' | b'I' | b'W' | b'E' | b'C')
+        .then(|| {
+            read(
+                hand,
+                || vllm_header_hand(rest.as_bytes()),
+                || vllm_header_regex(rest),
+            )
+        })
+        .flatten();
+    if let Some(h) = header {
+        level = Some(h.level);
+        ts = ts.or(Some(h.ts));
+        pos += h.end;
         // vLLM logs a traceback once through its logger and once raw: keep them apart.
-        stream.push_str("log|");
+        stream.push("log|");
     } else if ts.is_none() {
         let py_or_ray = match first {
             b'[' => p.ray_ts.captures(rest),
             b if may_be_digit(b) => p.py_logging_ts.captures(rest),
             _ => None,
         };
+        let second = rest.as_bytes().get(1).copied().unwrap_or(0);
         if let Some(c) = py_or_ray {
             ts = Some(captured_ts(&c, 2));
-        } else if let Some(c) = matches!(first, b'E' | b'W' | b'I' | b'F')
+        } else if let Some(c) = (matches!(first, b'E' | b'W' | b'I' | b'F') && may_be_digit(second))
             .then(|| p.glog_ts.captures(rest))
             .flatten()
         {
-            level = Some(
-                match rest.as_bytes()[0] {
-                    b'I' => "INFO",
-                    b'W' => "WARNING",
-                    _ => "ERROR",
-                }
-                .to_string(),
-            );
+            level = Some(match first {
+                b'I' => "INFO",
+                b'W' => "WARNING",
+                _ => "ERROR",
+            });
             ts = Some(captured_ts(&c, 1));
         }
     }
     // A wrapper logger's own prefix (after docker/compose prefixes): the level counts, and
     // the message starts after its last field, so tracebacks inside are seen as such.
-    if level.is_none() {
+    // Only behind a timestamp (its own or a docker one): a bare `ERROR: ...` is a message.
+    let first = text.as_bytes().get(pos).copied().unwrap_or(0);
+    if level.is_none() && (ts.is_some() || first == b'[' || may_be_digit(first)) {
         // The pattern needs one of the level words.
         if let Some(c) = has_level_word(&text[pos..])
             .then(|| p.wrapped_level.captures(&text[pos..]))
             .flatten()
         {
-            // Only behind a timestamp (its own or a docker one): a bare `ERROR: ...` is a message.
             if c.get(1).is_some() || ts.is_some() {
-                level = Some(c.get(2).unwrap().as_str().to_string());
-                pos += c.get(0).unwrap().end();
+                level = c.get(2).map(|m| level_word(m.as_str()));
+                pos += c.get(0).map_or(0, |m| m.end());
                 // A wrapper that logs a vLLM process's output (often all as `ERROR | stderr`):
                 // the vLLM header inside says the real level.
                 if let Some(v) = p.vllm_header.captures(&text[pos..]) {
-                    level = Some(v.get(1).unwrap().as_str().to_string());
-                    pos += v.get(0).unwrap().end();
+                    level = v.get(1).map(|m| level_word(m.as_str()));
+                    pos += v.get(0).map_or(0, |m| m.end());
                 }
             }
         }
     }
-    if level.is_none() {
+    let first = text.as_bytes().get(pos).copied().unwrap_or(0);
+    if level.is_none() && matches!(first, b'D' | b'I' | b'W' | b'E' | b'C') {
         if let Some(c) = p.py_default.captures(&text[pos..]) {
-            level = Some(c.get(1).unwrap().as_str().to_string());
-            pos += c.get(0).unwrap().end();
+            level = c.get(1).map(|m| level_word(m.as_str()));
+            pos += c.get(0).map_or(0, |m| m.end());
         }
     }
     // Python warnings (`x.py:12: UserWarning: ...`) are warnings whatever they mention.
-    if level.is_none() && text[pos..].contains("Warning: ") && p.py_warning.is_match(&text[pos..]) {
-        level = Some("WARNING".to_string());
+    if level.is_none() && has_python_warning(&text[pos..]) && p.py_warning.is_match(&text[pos..]) {
+        level = Some("WARNING");
     }
     ParsedLine {
         text,
@@ -302,6 +330,31 @@ pub fn parse(raw: &[u8]) -> ParsedLine {
         ts,
         level,
     }
+}
+
+/// Whether `needle` occurs in `s`: a vectorised search (lines can be long) whose searcher is
+/// built once, in `slot`.
+fn has(slot: &'static OnceLock<Finder<'static>>, needle: &'static str, s: &str) -> bool {
+    slot.get_or_init(|| Finder::new(needle))
+        .find(s.as_bytes())
+        .is_some()
+}
+
+/// A compose service field `| ` somewhere on the line.
+fn has_pipe_field(s: &str) -> bool {
+    static F: OnceLock<Finder<'static>> = OnceLock::new();
+    has(&F, "| ", s)
+}
+
+fn has_python_warning(s: &str) -> bool {
+    static F: OnceLock<Finder<'static>> = OnceLock::new();
+    has(&F, "Warning: ", s)
+}
+
+/// NCCL's own informational lines, whatever the logger's level says.
+pub fn has_nccl_info(s: &str) -> bool {
+    static F: OnceLock<Finder<'static>> = OnceLock::new();
+    has(&F, " NCCL INFO ", s)
 }
 
 /// Whether a line starting with this byte can start with `\d` (Unicode digits included).
@@ -338,7 +391,21 @@ fn frame_re() -> &'static Regex {
 
 /// `  File "x.py", line 3, in f`
 pub fn is_frame(msg: &str) -> bool {
-    msg.trim_start().starts_with("File \"") && frame_re().is_match(msg)
+    let Some(rest) = msg.trim_start().strip_prefix("File \"") else {
+        return false;
+    };
+    // By hand (`[^"]*", line \d`); a non-ASCII byte where `\d` reads goes to the regex.
+    let Some(q) = memchr::memchr(b'"', rest.as_bytes()) else {
+        return false;
+    };
+    match rest[q..]
+        .strip_prefix("\", line ")
+        .and_then(|t| t.bytes().next())
+    {
+        Some(b) if b.is_ascii_digit() => true,
+        Some(b) if b >= 0x80 => frame_re().is_match(msg),
+        _ => false,
+    }
 }
 
 /// `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`
@@ -361,17 +428,17 @@ mod tests {
     fn wrapper_logger_prefixes() {
         let a =
             parse(b"[2026-01-02 10:00:01,100] [ERROR] [MainThread] [asyncio] >>> AssertionError");
-        assert_eq!(a.level.as_deref(), Some("ERROR"));
+        assert_eq!(a.level, Some("ERROR"));
         assert_eq!(a.msg(), "AssertionError");
         let b = parse(b"2026-01-02 10:00:01 | ERROR | stderr |   File \"x.py\", line 3, in f");
-        assert_eq!(b.level.as_deref(), Some("ERROR"));
+        assert_eq!(b.level, Some("ERROR"));
         assert!(is_frame(b.msg()));
         let c = parse(b"2026-01-02 10:00:01,812 - app.server - WARNING - disk almost full");
-        assert_eq!(c.level.as_deref(), Some("WARNING"));
+        assert_eq!(c.level, Some("WARNING"));
         assert_eq!(c.msg(), "disk almost full");
         // The wrapped process's own vLLM header gives the level.
         let e = parse(b"2026-01-02 10:00:01 | ERROR | stderr | INFO 01-02 10:00:01 llm_engine.py:73] Initializing");
-        assert_eq!(e.level.as_deref(), Some("INFO"));
+        assert_eq!(e.level, Some("INFO"));
         assert_eq!(e.msg(), "Initializing");
         // A vLLM header after a docker timestamp keeps working as before.
         let d = parse(b"2026-01-02T10:00:01.000Z ERROR 01-02 10:00:01 [core.py:1] ValueError: x");
@@ -381,25 +448,22 @@ mod tests {
     #[test]
     fn vllm_worker_prefix_and_header() {
         let l = parse(b"(VllmWorker rank=1 pid=2445156) ERROR 05-10 16:00:15 [multiproc_executor.py:470] RuntimeError: boom");
-        assert_eq!(l.rank.as_deref(), Some("VllmWorker rank=1"));
+        assert_eq!(l.rank(), Some("VllmWorker rank=1"));
         let l = parse(b"(VllmWorker TP1 pid=901) ERROR 05-02 10:02:11 [multiproc_executor.py:671] RuntimeError: boom");
-        assert_eq!(l.rank.as_deref(), Some("VllmWorker TP1"));
+        assert_eq!(l.rank(), Some("VllmWorker TP1"));
         assert_eq!(l.msg(), "RuntimeError: boom");
         assert_eq!(l.msg(), "RuntimeError: boom");
-        assert_eq!(l.level.as_deref(), Some("ERROR"));
+        assert_eq!(l.level, Some("ERROR"));
         assert!(l.ts.is_some());
     }
 
     #[test]
     fn compose_docker_ray_and_torch_prefixes() {
         let l = parse(b"backend-vllm-openai-1  | (RayWorkerWrapper pid=643, ip=10.0.0.2) ERROR 06-14 07:04:12 worker_base.py:148] Error executing method init_worker.");
-        assert_eq!(
-            l.rank.as_deref(),
-            Some("RayWorkerWrapper pid=643, ip=10.0.0.2")
-        );
+        assert_eq!(l.rank(), Some("RayWorkerWrapper pid=643, ip=10.0.0.2"));
         assert_eq!(l.msg(), "Error executing method init_worker.");
         let l = parse(b"2024-06-14T07:04:12.123456789Z [rank3]: RuntimeError: NCCL error");
-        assert_eq!(l.rank.as_deref(), Some("rank3"));
+        assert_eq!(l.rank(), Some("rank3"));
         assert_eq!(l.msg(), "RuntimeError: NCCL error");
         assert!(l.ts.is_some());
     }
@@ -407,15 +471,59 @@ mod tests {
     #[test]
     fn sglang_and_python_default_prefixes() {
         let l = parse(b"[2025-03-07 10:04:13 DP1 TP3] Scheduler hit an exception: Traceback");
-        assert_eq!(l.rank.as_deref(), Some("DP1 TP3"));
+        assert_eq!(l.rank(), Some("DP1 TP3"));
         assert_eq!(l.msg(), "Scheduler hit an exception: Traceback");
         assert!(l.ts.is_some());
         let l = parse(b"[2025-03-07 10:04:13] The server is fired up and ready to roll!");
-        assert_eq!(l.rank, None);
+        assert_eq!(l.rank(), None);
         assert_eq!(l.msg(), "The server is fired up and ready to roll!");
         let l = parse(b"WARNING:torchao:Skipping import of cpp extensions");
-        assert_eq!(l.level.as_deref(), Some("WARNING"));
+        assert_eq!(l.level, Some("WARNING"));
         assert_eq!(l.msg(), "Skipping import of cpp extensions");
+    }
+
+    /// The cleaning as first written (character by character), for comparison.
+    fn clean_by_chars(raw: &[u8]) -> String {
+        let s = String::from_utf8_lossy(raw);
+        let mut out = String::new();
+        let mut chars = s.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    if chars.peek() == Some(&'[') {
+                        chars.next();
+                        for d in chars.by_ref() {
+                            if ('@'..='~').contains(&d) {
+                                break;
+                            }
+                        }
+                    } else {
+                        chars.next();
+                    }
+                }
+                '\r' => {}
+                _ => out.push(c),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cleaning_by_bytes_is_cleaning_by_characters() {
+        let cases: &[&[u8]] = &[
+            b"plain",
+            b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO x\r",
+            b"a\x1b\x1b[31mb",
+            "a\x1b\u{e9}b\x1b[\u{e9}1mc".as_bytes(),
+            b"\x1b",
+            b"\x1b[12",
+            b"x\r\r\ry\x1bZz",
+            b"bad \xff\xfe utf8 \x1b[0m\r",
+            b"\x1b\xff after",
+        ];
+        for c in cases {
+            assert_eq!(clean(c), clean_by_chars(c), "{c:?}");
+        }
     }
 
     #[test]
@@ -424,6 +532,56 @@ mod tests {
             b"\x1b[1;36m(APIServer pid=1)\x1b[0;0m INFO:     Application startup complete.\r",
         );
         assert_eq!(l.msg(), "INFO:     Application startup complete.");
+    }
+
+    #[test]
+    fn hand_readers_agree_with_the_regexes() {
+        let lines: &[&str] = &[
+            "(VllmWorker rank=1 pid=2445156) ERROR 05-10 16:00:15 [multiproc_executor.py:470] x",
+            "(VllmWorker TP1_PP0 pid=9) INFO 05-10 16:00:15.123 [a.py:1] x",
+            "(VllmWorker TP1_XX0 pid=9) x",
+            "(VllmWorker rank= pid=9) x",
+            "(EngineCore_DP0 pid=007) x",
+            "(RayWorkerWrapper pid=0643, ip=10.0.0.2) ERROR 06-14 07:04:12 worker_base.py:148] x",
+            "(RayWorkerWrapper rank=1 pid=643, ip=10.0.0.2)x",
+            "(RayWorkerWrapper pid=643, ip=zz) x",
+            "(RayWorkerWrapper pid=99999999999999999999999, ip=1.2.3.4) x",
+            "(Wörker pid=1) x",
+            "(VllmWorker rank=\u{0661} pid=2) x",
+            "(VllmWorker pid=1\u{0661}) x",
+            "  (APIServer pid=1) INFO 01-02 10:00:01 [api_server.py:1] x",
+            "ERROR 10-25 13:08:43 [core.py:708] x",
+            "WARNING 10-25 13:08:43 core.py:708] x",
+            "WARN 10-25 13:08:43 core.py:708]x",
+            "WARNING 10-25 13:08:43 core.py:708 x",
+            "INFO 02-19 07:03:11.5 engine.py:389] x",
+            "INFO 02-19 07:03:11. engine.py:389] x",
+            "INFO 02-19 07:03:11 [never closed",
+            "INFO 02-19 07:03:11 mödule.py:1] x",
+            "INFO 02-1\u{0662} 07:03:11 [a] x",
+            "2024-06-14T07:04:12.123456789Z [rank3]: RuntimeError: NCCL error",
+            "2024-06-14 07:04:12,5 UTC: x",
+            "2024-06-14 07:04:12 UTCX",
+            "2024-06-14 07:04:12 UTC x",
+            "2024-06-14 07:04:12+05:30 x",
+            "2024-06-14 07:04:12+0530: x",
+            "2024-06-14 07:04:12+05:3 x",
+            "2024-06-14 07:04:12-05:30x",
+            "2024-06-14 07:04:12.\u{0663} x",
+            "2024-06-14T07:04:12Z: x",
+            "[rank12]:x",
+            "[rank\u{0661}]: x",
+            "[rank1] x",
+            "[2025-03-07 10:04:13 DP1 TP3] x",
+            "2024-01-22 14:32:27 | ERROR | stderr | (VllmWorker rank=0 pid=1) ERROR 01-22 14:32:27 [a.py:1] x",
+            "E0909 07:11:16.569000 1 x",
+            "Exx",
+            "svc-1  | (VllmWorker rank=1 pid=2) x",
+            "WARNING:torchao:x",
+        ];
+        for l in lines {
+            assert_eq!(parse(l.as_bytes()), parse_reference(l.as_bytes()), "{l}");
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@ mod classify;
 mod line;
 mod output;
 mod phase;
+mod prefilter;
+mod prefix;
 mod readahead;
 pub mod rules;
 mod scan;
@@ -331,11 +333,18 @@ pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
     }
 }
 
-/// Fuzz entry: the line reader on every line of `data`.
+/// Fuzz entry: the line reader on every line of `data`; its hand-written prefix readers must
+/// agree with the regexes alone.
 #[doc(hidden)]
 pub fn fuzz_lines(data: &[u8]) {
     for raw in data.split(|&b| b == b'\n') {
         let pl = line::parse(raw);
+        assert_eq!(
+            pl,
+            line::parse_reference(raw),
+            "{:?}",
+            String::from_utf8_lossy(raw)
+        );
         let msg = pl.msg();
         let _ = line::is_frame(msg);
         let _ = line::is_exception_line(msg);

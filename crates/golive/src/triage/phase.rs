@@ -44,23 +44,55 @@ fn runtime_re() -> &'static Regex {
     })
 }
 
-/// `oom_startup` or `oom_runtime` for an out-of-memory with this evidence; `served`: the
-/// server had served since its last start when the line was logged.
-pub fn oom_class(evidence: &str, served: bool) -> Class {
-    if runtime_by_meaning().is_match(evidence) {
-        Class::OomRuntime
-    } else if startup_re().is_match(evidence) && !served {
-        Class::OomStartup
-    } else if served || runtime_re().is_match(evidence) {
-        Class::OomRuntime
-    } else {
-        Class::OomStartup
+/// What the phase patterns found in evidence. None of them matches across a newline, so the
+/// evidence can be judged line by line (or block by block) and the findings or-ed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evidence {
+    runtime_by_meaning: bool,
+    startup: bool,
+    runtime: bool,
+}
+
+impl Evidence {
+    pub fn of(text: &str) -> Self {
+        Evidence {
+            runtime_by_meaning: runtime_by_meaning().is_match(text),
+            startup: startup_re().is_match(text),
+            runtime: runtime_re().is_match(text),
+        }
+    }
+
+    /// Both pieces of evidence together.
+    pub fn or(self, o: Self) -> Self {
+        Evidence {
+            runtime_by_meaning: self.runtime_by_meaning || o.runtime_by_meaning,
+            startup: self.startup || o.startup,
+            runtime: self.runtime || o.runtime,
+        }
+    }
+
+    /// `oom_startup` or `oom_runtime` for an out-of-memory with this evidence; `served`: the
+    /// server had served since its last start when the line was logged.
+    pub fn class(self, served: bool) -> Class {
+        if self.runtime_by_meaning {
+            Class::OomRuntime
+        } else if self.startup && !served {
+            Class::OomStartup
+        } else if served || self.runtime {
+            Class::OomRuntime
+        } else {
+            Class::OomStartup
+        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn oom_class(evidence: &str, served: bool) -> Class {
+        Evidence::of(evidence).class(served)
+    }
 
     #[test]
     fn decode_oom_is_runtime_even_before_a_serving_marker() {
@@ -82,5 +114,16 @@ mod tests {
             oom_class("torch.OutOfMemoryError: CUDA out of memory.", false),
             Class::OomStartup
         );
+    }
+
+    #[test]
+    fn evidence_judged_line_by_line_is_the_same() {
+        let e = "File \"x.py\", line 1, in run_batch\ntorch.OutOfMemoryError: CUDA out of memory.\nWarming up";
+        let by_line = e
+            .lines()
+            .map(Evidence::of)
+            .fold(Evidence::default(), Evidence::or);
+        assert_eq!(by_line, Evidence::of(e));
+        assert_eq!(by_line.class(false), oom_class(e, false));
     }
 }

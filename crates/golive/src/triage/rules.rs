@@ -1,13 +1,15 @@
 //! Triage rules as data: the embedded default TOML plus user files, compiled into one
-//! literal prefilter (aho-corasick) and per-rule regexes that run only on candidate lines.
+//! literal prefilter ([`super::prefilter`]) and per-rule regexes that run only on candidate
+//! lines.
 
 use std::path::Path;
+use std::sync::Arc;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
 use anyhow::{bail, Context};
 use regex::Regex;
 use serde::Deserialize;
 
+use super::prefilter::{Needles, Pattern, Prefilter};
 use super::Class;
 
 /// The built-in rule file.
@@ -142,7 +144,7 @@ impl Rule {
             re.is_match(if re.as_str().starts_with('^') {
                 pl.msg()
             } else {
-                pl.text.as_str()
+                pl.text.as_ref()
             })
         })
     }
@@ -157,27 +159,20 @@ fn optional_regex(re: Option<&str>, what: impl Fn() -> String) -> anyhow::Result
 #[derive(Debug)]
 pub struct RuleSet {
     pub rules: Vec<Rule>,
-    /// Every literal of every rule (plus structural anchors at the end).
-    pub automaton: AhoCorasick,
-    /// The same, without the serving markers (used once a file is known to be serving,
-    /// so request log lines stop being candidates).
-    pub automaton_serving: AhoCorasick,
-    /// Candidate finders: vectorised searchers over every non-serving literal (all must be
-    /// present, else `None` and `automaton` scans alone) ...
-    pub packed: Option<Vec<aho_corasick::packed::Searcher>>,
-    /// ... and over the serving markers (needed only until the server serves).
-    pub packed_serving: Option<aho_corasick::packed::Searcher>,
+    /// The needles of the literal prefilter (every literal and anchor, minimised) ...
+    pub needles: Arc<Needles>,
+    /// ... and its keys chosen without a sample (for small inputs; larger ones choose their
+    /// own from their first bytes).
+    pub prefilter: Prefilter,
     /// Rules without literals, tried on every exception line.
     pub exception_rules: Vec<usize>,
     /// The frame-path -> class map (rule indices, in file order).
     pub frame_rules: Vec<usize>,
-    /// Pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR` for
-    /// worker prefixes).
+    /// Prefilter pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR`
+    /// for worker prefixes); the literals come first, in the order of `literals`.
     pub pattern_rule: Vec<Option<usize>>,
-    pub pattern_rule_serving: Vec<Option<usize>>,
-    /// Every rule literal in a standard automaton, for overlapping search on one line.
-    overlap: AhoCorasick,
-    overlap_rule: Vec<usize>,
+    /// Literal index -> rule index.
+    literal_rule: Vec<usize>,
     /// The literals, for benchmarks comparing with other tools.
     pub literals: Vec<String>,
 }
@@ -197,9 +192,6 @@ pub const WORKER_ANCHORS: &[&str] = &[
     "[rank",
     "(RayWorkerWrapper pid=",
 ];
-
-/// Literals per vectorised searcher (Teddy is fastest with few patterns per pass).
-const PACKED_GROUP: usize = 32;
 
 /// Marker in `pattern_rule` for worker anchors.
 pub const WORKER_ANCHOR: usize = usize::MAX;
@@ -316,81 +308,34 @@ impl RuleSet {
                 on_exceptions: false,
             });
         }
-        let build = |skip_serving: bool| -> anyhow::Result<(AhoCorasick, Vec<Option<usize>>)> {
-            let mut pats: Vec<&str> = Vec::new();
-            let mut map = Vec::new();
-            for (lit, &ri) in literals.iter().zip(&literal_rule) {
-                if skip_serving && rules[ri].kind == RuleKind::Serving {
-                    continue;
-                }
-                pats.push(lit);
-                map.push(Some(ri));
-            }
-            for a in STRUCTURAL_ANCHORS {
-                pats.push(a);
-                map.push(None);
-            }
-            for a in WORKER_ANCHORS {
-                pats.push(a);
-                map.push(Some(WORKER_ANCHOR));
-            }
-            let ac = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostFirst)
-                .kind(Some(AhoCorasickKind::DFA))
-                .build(&pats)
-                .context("cannot build the rule prefilter")?;
-            Ok((ac, map))
-        };
-        let (automaton, pattern_rule) = build(false)?;
-        let (automaton_serving, pattern_rule_serving) = build(true)?;
-        // Vectorised (Teddy) searchers over groups of literals: several passes of these are
-        // faster than one byte-at-a-time automaton over hundreds of literals.
-        let mut other: Vec<&str> = Vec::new();
-        let mut serving_markers: Vec<&str> = Vec::new();
-        for (lit, &ri) in literals.iter().zip(&literal_rule) {
-            if rules[ri].kind == RuleKind::Serving {
-                serving_markers.push(lit);
-            } else {
-                other.push(lit);
-            }
+        // The patterns of the prefilter, in the order that decides between two that start at
+        // one place (leftmost-first): rule literals, structural anchors, worker anchors.
+        let mut patterns: Vec<Pattern> = literals
+            .iter()
+            .zip(&literal_rule)
+            .map(|(lit, &ri)| Pattern {
+                bytes: lit.as_bytes(),
+                serving: rules[ri].kind == RuleKind::Serving,
+            })
+            .collect();
+        let mut pattern_rule: Vec<Option<usize>> =
+            literal_rule.iter().map(|&ri| Some(ri)).collect();
+        for a in STRUCTURAL_ANCHORS {
+            patterns.push(Pattern {
+                bytes: a.as_bytes(),
+                serving: false,
+            });
+            pattern_rule.push(None);
         }
-        other.extend(STRUCTURAL_ANCHORS);
-        other.extend(WORKER_ANCHORS);
-        // A literal that contains another one adds no candidate lines: fewer literals, fewer
-        // passes.
-        other.sort_unstable_by_key(|l| (l.len(), *l));
-        other.dedup();
-        let mut minimal: Vec<&str> = Vec::new();
-        for l in other {
-            if !minimal.iter().any(|m| l.contains(m)) {
-                minimal.push(l);
-            }
+        for a in WORKER_ANCHORS {
+            patterns.push(Pattern {
+                bytes: a.as_bytes(),
+                serving: false,
+            });
+            pattern_rule.push(Some(WORKER_ANCHOR));
         }
-        let other = minimal;
-        let pack = |group: &[&str]| {
-            aho_corasick::packed::Config::new()
-                .match_kind(aho_corasick::packed::MatchKind::LeftmostFirst)
-                .builder()
-                .extend(group)
-                .build()
-        };
-        let packed: Option<Vec<_>> = other.chunks(PACKED_GROUP).map(pack).collect();
-        let packed_serving = if serving_markers.is_empty() {
-            None
-        } else {
-            pack(&serving_markers)
-        };
-        let (packed, packed_serving) = match (packed, packed_serving) {
-            (Some(p), Some(s)) => (Some(p), Some(s)),
-            (Some(p), None) if serving_markers.is_empty() => (Some(p), None),
-            _ => (None, None),
-        };
-        let overlap = AhoCorasick::builder()
-            .match_kind(MatchKind::Standard)
-            // Run on every handled line: a DFA is several times faster than the default NFA.
-            .kind(Some(AhoCorasickKind::DFA))
-            .build(&literals)
-            .context("cannot build the rule matcher")?;
+        let needles = Arc::new(Needles::new(&patterns));
+        let prefilter = Prefilter::new(needles.clone(), b"");
         let exception_rules = rules
             .iter()
             .enumerate()
@@ -399,16 +344,12 @@ impl RuleSet {
             .collect();
         Ok(Self {
             frame_rules,
-            packed,
-            packed_serving,
+            needles,
+            prefilter,
             exception_rules,
-            overlap,
-            overlap_rule: literal_rule,
+            literal_rule,
             rules,
-            automaton,
-            automaton_serving,
             pattern_rule,
-            pattern_rule_serving,
             literals,
         })
     }
@@ -418,7 +359,7 @@ impl RuleSet {
         let idx = self.rules.iter().position(|r| std::ptr::eq(r, rule));
         self.literals
             .iter()
-            .zip(&self.overlap_rule)
+            .zip(&self.literal_rule)
             .filter(|(_, &ri)| Some(ri) == idx)
             .map(|(l, _)| l.clone())
             .collect()
@@ -473,8 +414,8 @@ impl RuleSet {
         let mut cand = Vec::new();
         self.candidates(text.as_bytes(), &mut cand);
         let pl = super::line::parse(text.as_bytes());
-        let level = pl.level.as_deref().unwrap_or("");
-        if matches!(level, "INFO" | "DEBUG") || text.contains(" NCCL INFO ") {
+        let level = pl.level.unwrap_or("");
+        if matches!(level, "INFO" | "DEBUG") || super::line::has_nccl_info(text) {
             return None;
         }
         let warning = matches!(level, "WARNING" | "WARN");
@@ -512,9 +453,21 @@ impl RuleSet {
 
     /// Rules whose literals occur in `line` (sorted by rule order, deduplicated).
     pub fn candidates(&self, line: &[u8], out: &mut Vec<usize>) {
+        let mut pats = Vec::new();
+        self.prefilter.patterns_of(line, &mut pats);
+        self.rules_of(&pats, line.len(), out);
+    }
+
+    /// Rules whose literals are among the pattern occurrences `pats` ending by `end`, sorted
+    /// by rule order, deduplicated.
+    pub fn rules_of(&self, pats: &[(usize, u32)], end: usize, out: &mut Vec<usize>) {
         out.clear();
-        for m in self.overlap.find_overlapping_iter(line) {
-            out.push(self.overlap_rule[m.pattern().as_usize()]);
+        for &(s, pi) in pats {
+            if let Some(ri) = self.pattern_rule[pi as usize] {
+                if ri != WORKER_ANCHOR && s + self.needles.pattern_len(pi) <= end {
+                    out.push(ri);
+                }
+            }
         }
         out.sort_unstable();
         out.dedup();

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use super::super::phase::Evidence;
 use super::super::rules::RuleKind;
 use super::super::Class;
 use super::{Scanner, LOOKAHEAD};
@@ -18,8 +19,10 @@ pub struct RawFinding {
     pub rank: Option<String>,
     pub ts: Option<u64>,
     pub context: Vec<String>,
-    /// Phase evidence (frames, the line and lines after it) for `phase` rules.
-    pub(super) evidence: String,
+    /// Phase evidence (frames, the line and lines after it) for `phase` rules: what the
+    /// phase patterns found in it, and its length in bytes (lines joined by newlines).
+    pub(super) evidence: Evidence,
+    pub(super) evidence_len: usize,
     pub(super) phase_open_until: u64,
     pub during_shutdown: bool,
     /// The server had served (since its last start) when this line was logged.
@@ -50,15 +53,32 @@ pub(super) fn msg_hash(msg: &str) -> u64 {
 pub(super) type FindingKey = (usize, u8, Class, bool, bool, Option<String>, u64);
 
 fn finding_key(f: &RawFinding) -> FindingKey {
+    key_as(f, f.kind, f.class)
+}
+
+fn key_as(f: &RawFinding, kind: RuleKind, class: Class) -> FindingKey {
     (
         f.rule,
-        f.kind as u8,
-        f.class,
+        kind as u8,
+        class,
         f.during_shutdown,
         f.served,
         f.rank.as_ref().map(|r| strip_pid(r).to_string()),
         f.msg_hash,
     )
+}
+
+/// The kind a finding is recorded with: collective errors, and errors of no known class,
+/// during an orderly shutdown are teardown noise (a GPU fault or an OOM then is still a cause).
+fn recorded_kind(f: &RawFinding) -> RuleKind {
+    if f.during_shutdown
+        && f.kind == RuleKind::Cause
+        && matches!(f.class, Class::Nccl | Class::Unknown)
+    {
+        RuleKind::Consequence
+    } else {
+        f.kind
+    }
 }
 
 /// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
@@ -81,24 +101,46 @@ pub struct FileResult {
 }
 
 impl Scanner<'_> {
+    /// Whether `f`, once recorded, certainly merges into an earlier occurrence of the same
+    /// failure (whatever phase an out-of-memory turns out to have): its context is not needed.
+    pub(super) fn surely_repeat(&self, f: &RawFinding) -> bool {
+        let kind = recorded_kind(f);
+        let phase = f.rule != usize::MAX && self.rules.rules[f.rule].phase;
+        let classes: &[Class] = if phase {
+            &[Class::OomStartup, Class::OomRuntime]
+        } else {
+            std::slice::from_ref(&f.class)
+        };
+        classes.iter().all(|&c| {
+            self.seen
+                .get(&key_as(f, kind, c))
+                .is_some_and(|&j| self.res.findings[j].line <= f.line)
+        })
+    }
+
     pub(super) fn record(&mut self, mut f: RawFinding, line_no: u64) {
-        // Collective errors, and errors of no known class, during an orderly shutdown are
-        // teardown noise (a GPU fault or an OOM then is still a cause).
-        if f.during_shutdown
-            && f.kind == RuleKind::Cause
-            && matches!(f.class, Class::Nccl | Class::Unknown)
-        {
-            f.kind = RuleKind::Consequence;
-        }
+        f.kind = recorded_kind(&f);
         self.settle(line_no);
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
-            f.evidence.push('\n');
-            f.evidence.push_str(&f.text);
+            f.evidence = f.evidence.or(Evidence::of(&f.text));
+            f.evidence_len += 1 + f.text.len();
             f.phase_open_until = line_no + LOOKAHEAD;
             self.force_slow_until = self.force_slow_until.max(line_no + LOOKAHEAD);
             self.unsettled.push(self.res.findings.len());
             self.res.findings.push(f);
             return;
+        }
+        // A repeat of an earlier failure only counts (no entry kept: a crash loop stays small).
+        if let Some(&j) = self.seen.get(&finding_key(&f)) {
+            let first = &mut self.res.findings[j];
+            if first.line <= f.line {
+                first.count += f.count;
+                if f.last_line >= first.last_line {
+                    first.last_line = f.last_line;
+                    first.last_ts = f.last_ts;
+                }
+                return;
+            }
         }
         self.res.findings.push(f);
         self.merge_last_into_first(self.res.findings.len() - 1);
@@ -116,9 +158,33 @@ impl Scanner<'_> {
             .partition(|&i| self.res.findings[i].phase_open_until < line_no);
         for i in due {
             let f = &mut self.res.findings[i];
-            f.class = super::super::phase::oom_class(&f.evidence, f.served);
-            f.evidence = String::new();
+            f.class = f.evidence.class(f.served);
             self.merge_last_into_first(i);
+        }
+        self.compact();
+    }
+
+    /// Drops merged findings once they are most of the list (memory stays bounded in a crash
+    /// loop of out-of-memory failures); the order of the others is kept.
+    fn compact(&mut self) {
+        if self.merged < 1024 || self.merged * 2 < self.res.findings.len() {
+            return;
+        }
+        self.merged = 0;
+        let mut new_index = vec![usize::MAX; self.res.findings.len()];
+        let mut k = 0;
+        for (i, f) in self.res.findings.iter().enumerate() {
+            if !f.merged {
+                new_index[i] = k;
+                k += 1;
+            }
+        }
+        self.res.findings.retain(|f| !f.merged);
+        for v in self.seen.values_mut() {
+            *v = new_index[*v];
+        }
+        for u in self.unsettled.iter_mut() {
+            *u = new_index[*u];
         }
     }
 
@@ -147,9 +213,9 @@ impl Scanner<'_> {
                 f.last_ts = last_ts;
                 let o = &mut self.res.findings[other];
                 o.merged = true;
+                self.merged += 1;
                 o.context = Vec::new();
                 o.text = String::new();
-                o.evidence = String::new();
                 self.seen.insert(key, first);
             }
         }

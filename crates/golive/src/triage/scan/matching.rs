@@ -1,53 +1,42 @@
 //! Literal candidates and rule matching on one line, worker labels, context lines and
 //! new findings.
 
+use std::borrow::Cow;
+
 use super::super::line::{self, ParsedLine};
-use super::super::rules::RuleKind;
+use super::super::prefilter::Prefilter;
+use super::super::rules::{RuleKind, RuleSet};
 use super::super::Class;
 use super::findings::{msg_hash, RawFinding};
-use super::{cut, parallel, Scanner, MAX_LINE, PARALLEL_MIN};
+use super::{cut, Scanner, MAX_LINE};
+
+/// The pattern occurrences the prefilter found on a line starting at `ls`.
+pub(super) struct LineLiterals<'p> {
+    pub(super) ls: usize,
+    pub(super) pats: &'p [(usize, u32)],
+    pub(super) filter: &'p Prefilter,
+    /// False only when no rule literal occurs on the line (then traceback source lines need
+    /// no rule matching).
+    pub(super) has_literal: bool,
+}
+
+impl LineLiterals<'_> {
+    /// Rules whose literals occur on the line's text (sorted, deduplicated): from the
+    /// prefilter's occurrences when the text is the raw line, else searched in the text
+    /// (cleaned of terminal codes, a literal the raw bytes split can appear).
+    fn candidates(&self, rules: &RuleSet, pl: &ParsedLine, out: &mut Vec<usize>) {
+        match &pl.text {
+            Cow::Borrowed(text) => rules.rules_of(self.pats, self.ls + text.len(), out),
+            Cow::Owned(text) => {
+                let mut pats = Vec::new();
+                self.filter.patterns_of(text.as_bytes(), &mut pats);
+                rules.rules_of(&pats, text.len(), out);
+            }
+        }
+    }
+}
 
 impl Scanner<'_> {
-    /// Start positions of every literal match in buf[a..b), sorted, from the vectorised
-    /// searchers; `None` when they are not available on this CPU. Large regions are searched
-    /// by two threads (half of the searchers each).
-    pub(super) fn candidates_in(&self, buf: &[u8], a: usize, b: usize) -> Option<Vec<usize>> {
-        let packed = self.rules.packed.as_ref()?;
-        // Serving markers are searched lazily by the caller.
-        let searchers: Vec<&aho_corasick::packed::Searcher> = packed.iter().collect();
-        let hay = &buf[..b];
-        let collect = |group: &[&aho_corasick::packed::Searcher]| {
-            let mut out = Vec::new();
-            for s in group {
-                let mut at = a;
-                while at < b {
-                    match s.find_in(hay, aho_corasick::Span::from(at..b)) {
-                        Some(m) => {
-                            out.push(m.start());
-                            at = m.start() + 1;
-                        }
-                        None => break,
-                    }
-                }
-            }
-            out
-        };
-        let mut out = if b - a >= PARALLEL_MIN && searchers.len() > 1 && parallel() {
-            let (left, right) = searchers.split_at(searchers.len() / 2);
-            std::thread::scope(|sc| {
-                let other = sc.spawn(|| collect(right));
-                let mut mine = collect(left);
-                mine.extend(other.join().unwrap_or_default());
-                mine
-            })
-        } else {
-            collect(&searchers)
-        };
-        out.sort_unstable();
-        out.dedup();
-        Some(out)
-    }
-
     /// Records the worker label around a worker anchor, cheaply (no full line parsing).
     pub(super) fn note_worker(&mut self, before: &[u8], after: &[u8]) {
         let Some(open) = memchr::memrchr2(b'(', b'[', before) else {
@@ -70,6 +59,22 @@ impl Scanner<'_> {
                 self.res.workers.insert(l.to_string());
             }
         }
+    }
+
+    /// The context lines before buf[ls..] for a finding that may be reported: a repeat of a
+    /// failure already found (a crash loop) merges into the first and needs none.
+    pub(super) fn attach_context(
+        &self,
+        f: &mut RawFinding,
+        buf: &[u8],
+        ls: usize,
+        buf_at_line_start: bool,
+    ) {
+        f.context = if self.surely_repeat(f) {
+            Vec::new()
+        } else {
+            self.context_before(buf, ls, buf_at_line_start)
+        };
     }
 
     /// Up to `self.context` lines before buf[ls..].
@@ -95,15 +100,8 @@ impl Scanner<'_> {
         out
     }
 
-    pub(super) fn new_finding(
-        &self,
-        rule: usize,
-        pl: &ParsedLine,
-        line_no: u64,
-        buf: &[u8],
-        ls: usize,
-        at_start: bool,
-    ) -> RawFinding {
+    /// A finding on this line, without context lines (see [`Self::attach_context`]).
+    pub(super) fn new_finding(&self, rule: usize, pl: &ParsedLine, line_no: u64) -> RawFinding {
         let (kind, class) = match self.rules.rules.get(rule) {
             Some(r) => (r.kind, r.class),
             None => (RuleKind::Cause, Class::Unknown),
@@ -114,14 +112,15 @@ impl Scanner<'_> {
             class,
             line: line_no,
             text: cut(&pl.text),
-            rank: pl.rank.clone(),
+            rank: pl.rank().map(str::to_string),
             ts: pl.ts,
-            context: self.context_before(buf, ls, at_start),
-            evidence: String::new(),
+            context: Vec::new(),
+            evidence: Default::default(),
+            evidence_len: 0,
             phase_open_until: 0,
             during_shutdown: self.shutdown,
             served: self.res.serving_line.is_some(),
-            soft: matches!(pl.level.as_deref(), Some("WARNING" | "WARN")),
+            soft: matches!(pl.level, Some("WARNING" | "WARN")),
             count: 1,
             last_line: line_no,
             last_ts: pl.ts,
@@ -135,11 +134,12 @@ impl Scanner<'_> {
     pub(super) fn match_rule(
         &mut self,
         pl: &ParsedLine,
-        frames: Option<&str>,
+        lits: &LineLiterals,
+        frames: Option<(&str, usize)>,
         causes_only: bool,
     ) -> Option<usize> {
         let mut cand = std::mem::take(&mut self.cand);
-        self.rules.candidates(pl.text.as_bytes(), &mut cand);
+        lits.candidates(self.rules, pl, &mut cand);
         if frames.is_some() {
             cand.extend_from_slice(&self.rules.exception_rules);
             cand.sort_unstable();
@@ -147,8 +147,8 @@ impl Scanner<'_> {
         }
         let mut found = None;
         // Informational lines never state a failure; warnings only for rules that allow it.
-        let level = pl.level.as_deref().unwrap_or("");
-        let info_line = matches!(level, "INFO" | "DEBUG") || pl.text.contains(" NCCL INFO ");
+        let level = pl.level.unwrap_or("");
+        let info_line = matches!(level, "INFO" | "DEBUG") || line::has_nccl_info(&pl.text);
         let warning_line = matches!(level, "WARNING" | "WARN");
         for &ri in &cand {
             let r = &self.rules.rules[ri];
@@ -175,7 +175,7 @@ impl Scanner<'_> {
             }
             if let Some(fr) = &r.frames {
                 match frames {
-                    Some(f) if fr.is_match(f) => {}
+                    Some((f, slot)) if self.frames_memo.matches(slot, ri, fr, f) => {}
                     _ => continue,
                 }
             }

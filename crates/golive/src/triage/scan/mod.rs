@@ -2,14 +2,14 @@
 //! whole buffer (aho-corasick), and line-by-line work only on candidate lines and inside
 //! Python tracebacks.
 
-use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
-use std::sync::OnceLock;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::line;
+use super::prefilter::{occ_parts, Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
-use aho_corasick::Input;
 
 const CHUNK: usize = 8 << 20;
 /// Bytes of already scanned text kept in front of the buffer for context lines.
@@ -22,20 +22,12 @@ const MAX_SHOWN: usize = 2000;
 const LOOKAHEAD: u64 = 15;
 /// A traceback with no new frame for this many lines is considered cut off.
 const TB_STALE: u64 = 40;
-/// Regions at least this large are searched by two threads.
-const PARALLEL_MIN: usize = 1 << 20;
-
-/// Whether this machine has a second core to search with.
-fn parallel() -> bool {
-    static P: OnceLock<bool> = OnceLock::new();
-    *P.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-}
-
 /// Frames text kept per traceback.
 const MAX_FRAMES_TEXT: usize = 64 << 10;
 
 mod findings;
 mod matching;
+mod memo;
 mod traceback;
 
 use findings::{msg_hash, FindingKey};
@@ -47,15 +39,28 @@ struct Scanner<'a> {
     context: usize,
     res: FileResult,
     shutdown: bool,
-    tracebacks: HashMap<String, Traceback>,
+    tracebacks: FxHashMap<String, Traceback>,
     force_slow_until: u64,
+    /// Prefilter keys chosen from this input's first bytes (`None`: the rule set's own).
+    filter: Option<Prefilter>,
+    /// Needle occurrences of the region (kept for the next region, as is `occ_spare`).
+    occ: Vec<u64>,
+    occ_spare: Vec<u64>,
+    /// Pattern occurrences (start, pattern) on the line being handled.
+    pats: Vec<(usize, u32)>,
+    /// The rank label last judged for `res.workers`.
+    last_rank: String,
     cand: Vec<usize>,
     /// Streams whose next traceback Python announced as ignored.
-    ignore_next_tb: HashSet<String>,
+    ignore_next_tb: FxHashSet<String>,
     /// First occurrence (index in `res.findings`) of each settled failure.
-    seen: HashMap<FindingKey, usize>,
+    seen: FxHashMap<FindingKey, usize>,
     /// Findings whose out-of-memory phase is not decided yet (evidence still coming).
     unsettled: Vec<usize>,
+    /// Findings in `res.findings` merged into an earlier one (dropped by `compact`).
+    merged: usize,
+    phase_memo: memo::PhaseMemo,
+    frames_memo: memo::FramesMemo,
 }
 
 /// Scans one input stream.
@@ -69,14 +74,23 @@ pub fn scan_reader<R: Read>(
         context,
         res: FileResult::default(),
         shutdown: false,
-        tracebacks: HashMap::new(),
+        tracebacks: FxHashMap::default(),
         force_slow_until: 0,
+        filter: None,
+        occ: Vec::new(),
+        occ_spare: Vec::new(),
+        pats: Vec::new(),
+        last_rank: String::new(),
         cand: Vec::new(),
-        ignore_next_tb: HashSet::new(),
-        seen: HashMap::new(),
+        ignore_next_tb: FxHashSet::default(),
+        seen: FxHashMap::default(),
         unsettled: Vec::new(),
+        merged: 0,
+        phase_memo: Default::default(),
+        frames_memo: Default::default(),
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + 64 * 1024);
+    // Room for a chunk after the history and a partial line (no reallocation).
+    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + MAX_LINE + 64 * 1024);
     // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
     let mut start = 0usize;
     let mut counted = 0usize;
@@ -130,6 +144,9 @@ pub fn scan_reader<R: Read>(
             if memchr::memchr(0, probe).is_some() {
                 sc.res.binary = true;
                 return Ok(sc.res);
+            }
+            if buf.len() >= SAMPLE {
+                sc.filter = Some(Prefilter::new(rules.needles.clone(), &buf[..SAMPLE]));
             }
         }
         if skipping {
@@ -237,131 +254,126 @@ impl Scanner<'_> {
         newlines: &mut u64,
         buf_at_line_start: bool,
     ) {
+        let rules = self.rules;
+        let filter = self.filter.take();
+        let f = filter.as_ref().unwrap_or(&rules.prefilter);
+        let needles = f.needles();
+        let mut occ = std::mem::take(&mut self.occ);
+        f.occurrences(buf, a, b, &mut occ, &mut self.occ_spare);
+        let at = |i: usize| a + occ_parts(occ[i]).0;
+        let mut pats = std::mem::take(&mut self.pats);
+        // Occurrences before `k` lie before `pos`, the start of the next line to scan.
+        let mut k = 0usize;
         let mut pos = a;
-        // Start of the line that contains `pos` (pos can sit after a worker prefix).
-        let mut cur_ls = a;
-        // Candidate positions from the vectorised searchers, in order (None: scan with the
-        // automaton directly).
-        let cands = self.candidates_in(buf, a, b);
-        let mut ci = 0usize;
-        // Next serving marker at or after `pos` (`usize::MAX`: none before `b`), searched
-        // lazily and only while the server is not serving: once it serves, the request log
-        // lines that carry these markers are no candidates at all.
-        let mut serving_next: Option<usize> = None;
         while pos < b {
-            // Line number of the line starting at `pos`.
             if *counted < pos {
                 *newlines += memchr::memchr_iter(b'\n', &buf[*counted..pos]).count() as u64;
                 *counted = pos;
             }
+            while k < occ.len() && at(k) < pos {
+                k += 1;
+            }
             if self.slow_mode(*newlines + 1) {
+                // Every line is read (inside a traceback, or phase evidence after an OOM).
                 let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
+                let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < e);
                 // Whether any literal (other than a serving marker) occurs on the line: rule
                 // matching of traceback source lines is skipped without one.
                 // (Terminal codes and `\r` are removed before rules match: such a line may
                 // hold a literal the raw bytes split.)
-                let has_literal = match &cands {
-                    Some(c) => {
-                        let k = c.partition_point(|&x| x < cur_ls);
-                        c.get(k).is_some_and(|&x| x < e)
-                            || memchr::memchr2(0x1b, b'\r', &buf[cur_ls..e]).is_some()
-                    }
-                    None => true,
-                };
-                self.handle_line(
-                    buf,
-                    cur_ls,
-                    e,
-                    *newlines + 1,
-                    buf_at_line_start,
+                let has_literal = occ[k..j]
+                    .iter()
+                    .any(|&o| !needles.serving_only(occ_parts(o).1))
+                    || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
+                let line_needles = occ[k..j].iter().map(|&o| {
+                    let (p, n) = occ_parts(o);
+                    (a + p, n)
+                });
+                needles.patterns_in(buf, pos, e, line_needles, &mut pats);
+                let lits = matching::LineLiterals {
+                    ls: pos,
+                    pats: &pats,
+                    filter: f,
                     has_literal,
-                );
+                };
+                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
+                // The newline ending the line is counted here (no search for it).
+                if e < b {
+                    *newlines += 1;
+                    *counted = e + 1;
+                }
                 pos = e + 1;
-                cur_ls = pos;
+                k = j;
                 continue;
             }
-            let ac = if self.res.serving_line.is_some() {
-                &self.rules.automaton_serving
-            } else {
-                &self.rules.automaton
-            };
-            let m = match &cands {
-                Some(c) => {
-                    while ci < c.len() && c[ci] < pos {
-                        ci += 1;
-                    }
-                    let mut p = c.get(ci).copied().unwrap_or(usize::MAX);
-                    if self.res.serving_line.is_none() {
-                        if let Some(sv) = &self.rules.packed_serving {
-                            let q = match serving_next {
-                                Some(q) if q >= pos => q,
-                                _ => {
-                                    let q = sv
-                                        .find_in(&buf[..b], aho_corasick::Span::from(pos..b))
-                                        .map_or(usize::MAX, |m| m.start());
-                                    serving_next = Some(q);
-                                    q
-                                }
-                            };
-                            p = p.min(q);
-                        }
-                    }
-                    if p == usize::MAX {
-                        break;
-                    }
-                    // Check the candidate's line (from `pos`) with the full automaton.
-                    let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
-                    let from = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
-                    // No literal starts in [from, p), so no pattern occurrence starts more than
-                    // its length before p: the search starts there, not at the line start (the
-                    // same leftmost match, without reading the whole of a long line).
-                    let from = from.max(p.saturating_sub(ac.max_pattern_len().saturating_sub(1)));
-                    match ac.find(Input::new(&buf[..le]).range(from..le)) {
-                        Some(m) => m,
-                        None => {
-                            pos = le + 1;
-                            cur_ls = pos;
-                            continue;
-                        }
-                    }
-                }
-                None => {
-                    let Some(m) = ac.find(Input::new(&buf[..b]).range(pos..b)) else {
-                        break;
-                    };
-                    m
-                }
-            };
-            let ls = memchr::memrchr(b'\n', &buf[pos..m.start()]).map_or(cur_ls, |i| pos + i + 1);
-            let map = if self.res.serving_line.is_some() {
-                &self.rules.pattern_rule_serving
-            } else {
-                &self.rules.pattern_rule
-            };
-            if map[m.pattern().as_usize()] == Some(super::rules::WORKER_ANCHOR) {
-                // A worker prefix: remember the rank, keep searching the same line.
-                self.note_worker(&buf[ls..m.end()], &buf[m.end()..b]);
-                pos = m.end();
-                cur_ls = ls;
-                continue;
+            // The next line holding a needle that counts: serving markers only until the
+            // server serves.
+            let serving = self.res.serving_line.is_some();
+            while k < occ.len() && serving && needles.serving_only(occ_parts(occ[k]).1) {
+                k += 1;
             }
-            let le = memchr::memchr(b'\n', &buf[m.start()..b]).map_or(b, |i| m.start() + i);
-            if *counted < ls {
-                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
-                *counted = ls;
+            if k == occ.len() {
+                break;
             }
-            self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, true);
+            let p = at(k);
+            let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
+            let ls = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
+            // All needles of the line (serving markers passed over above included).
+            let mut k0 = k;
+            while k0 > 0 && at(k0 - 1) >= ls {
+                k0 -= 1;
+            }
+            let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < le);
+            let line_needles = occ[k0..j].iter().map(|&o| {
+                let (p, n) = occ_parts(o);
+                (a + p, n)
+            });
+            needles.patterns_in(buf, ls, le, line_needles, &mut pats);
+            // The patterns in leftmost-first order, as one automaton over all of them (without
+            // the serving markers once the server serves) would report them: worker prefixes
+            // note the rank and the search goes on after them; any other pattern makes the
+            // line a candidate.
+            let mut from = ls;
+            let mut handle = false;
+            for &(s, pi) in &pats {
+                if s < from || (serving && needles.pattern_serving(pi)) {
+                    continue;
+                }
+                if rules.pattern_rule[pi as usize] == Some(super::rules::WORKER_ANCHOR) {
+                    let end = s + needles.pattern_len(pi);
+                    self.note_worker(&buf[ls..end], &buf[end..b]);
+                    from = end;
+                    continue;
+                }
+                handle = true;
+                break;
+            }
+            if handle {
+                if *counted < ls {
+                    *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
+                    *counted = ls;
+                }
+                let lits = matching::LineLiterals {
+                    ls,
+                    pats: &pats,
+                    filter: f,
+                    has_literal: true,
+                };
+                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
+            }
             pos = le + 1;
-            cur_ls = pos;
+            k = j;
         }
         if *counted < b {
             *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
             *counted = b;
         }
+        self.pats = pats;
+        self.occ = occ;
+        self.filter = filter;
     }
 
-    /// `has_literal`: false only when no rule literal occurs on the line (then traceback
-    /// source lines need no rule matching).
+    /// Handles one line (`lits`: the literals the prefilter found on it).
     fn handle_line(
         &mut self,
         buf: &[u8],
@@ -369,27 +381,35 @@ impl Scanner<'_> {
         le: usize,
         line_no: u64,
         at_start: bool,
-        has_literal: bool,
+        lits: &matching::LineLiterals,
     ) {
+        let has_literal = lits.has_literal;
         let raw = &buf[ls..le.min(ls + MAX_LINE)];
         let pl = line::parse(raw);
         let msg = pl.msg();
 
         // Phase evidence for recent out-of-memory findings.
         if line_no <= self.force_slow_until {
+            let mut ev = None;
             for &i in &self.unsettled {
                 let f = &mut self.res.findings[i];
-                if f.phase_open_until >= line_no && f.evidence.len() < 16 << 10 {
-                    f.evidence.push('\n');
-                    f.evidence.push_str(msg);
+                if f.phase_open_until >= line_no && f.evidence_len < 16 << 10 {
+                    let e = *ev.get_or_insert_with(|| self.phase_memo.of(msg));
+                    f.evidence = f.evidence.or(e);
+                    f.evidence_len += 1 + msg.len();
                 }
             }
         }
 
         // Worker labels, for the one-rank-OOM test.
-        if let Some(r) = &pl.rank {
-            if is_worker_label(r) {
-                self.res.workers.insert(r.clone());
+        if let Some(r) = pl.rank() {
+            // Consecutive lines mostly carry the same label: judge it once.
+            if r != self.last_rank {
+                self.last_rank.clear();
+                self.last_rank.push_str(r);
+                if is_worker_label(r) && !self.res.workers.contains(r) {
+                    self.res.workers.insert(r.to_string());
+                }
             }
         }
 
@@ -398,7 +418,9 @@ impl Scanner<'_> {
             let stale: Vec<String> = self
                 .tracebacks
                 .iter()
-                .filter(|(k, tb)| line_no > tb.last_line + TB_STALE && **k != pl.stream)
+                .filter(|(k, tb)| {
+                    line_no > tb.last_line + TB_STALE && k.as_str() != pl.stream.as_str()
+                })
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in stale {
@@ -407,20 +429,22 @@ impl Scanner<'_> {
         }
 
         if line::is_traceback_header(msg) {
-            self.close_traceback(&pl.stream);
+            self.close_traceback(pl.stream.as_str());
             self.open_traceback(&pl, line_no);
             if let Some(sum) = self.summary_before(buf, ls, line_no, &pl, at_start) {
-                if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+                if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
                     tb.summary = Some(sum);
                 }
             }
             return;
         }
         if line::is_frame(msg) {
-            if !self.tracebacks.contains_key(&pl.stream) && !self.adopt_traceback(&pl, line_no) {
+            if !self.tracebacks.contains_key(pl.stream.as_str())
+                && !self.adopt_traceback(&pl, line_no)
+            {
                 self.open_traceback(&pl, line_no);
             }
-            let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
+            let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             tb.last_line = line_no;
             tb.after_frame = true;
             // Only the innermost frame's source line (the `raise`) speaks for the exception.
@@ -431,21 +455,22 @@ impl Scanner<'_> {
             }
             return;
         }
-        let in_tb = self.tracebacks.contains_key(&pl.stream);
+        let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
         let indented = msg.starts_with(' ') || msg.starts_with('\t');
         let trimmed = msg.trim_start();
-        // An exception type without the usual suffix (`Exception: ..`, `_RemoteUnavailable: ..`)
-        // also ends a traceback, right after a frame's source line.
-        let is_exc = line::is_exception_line(msg)
-            || (in_tb
-                && !indented
-                && self
-                    .tracebacks
-                    .get(&pl.stream)
-                    .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
-                && super::classify::ends_traceback(msg));
+        // Only a traceback ends with an exception line; an exception type without the usual
+        // suffix (`Exception: ..`, `_RemoteUnavailable: ..`) too, right after a frame's source
+        // line.
+        let is_exc = in_tb
+            && (line::is_exception_line(msg)
+                || (!indented
+                    && self
+                        .tracebacks
+                        .get(pl.stream.as_str())
+                        .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
+                    && super::classify::ends_traceback(msg)));
         if in_tb && !is_exc {
-            let tb = self.tracebacks.get_mut(&pl.stream).unwrap();
+            let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             let is_source =
                 indented || tb.after_frame || trimmed.starts_with('^') || trimmed.starts_with('~');
             if is_source {
@@ -457,9 +482,10 @@ impl Scanner<'_> {
                 }
                 let has_pending = tb.pending.is_some();
                 if !has_pending && has_literal {
-                    if let Some(ri) = self.match_rule(&pl, None, true) {
-                        let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
-                        if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+                    if let Some(ri) = self.match_rule(&pl, lits, None, true) {
+                        let mut f = self.new_finding(ri, &pl, line_no);
+                        self.attach_context(&mut f, buf, ls, at_start);
+                        if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
                             tb.pending = Some(f);
                         }
                     }
@@ -467,16 +493,17 @@ impl Scanner<'_> {
                 return;
             }
             // Not part of the traceback: it was cut off.
-            self.close_traceback(&pl.stream);
+            self.close_traceback(pl.stream.as_str());
         } else if !in_tb && indented && trimmed.starts_with("raise ") {
             // A fragment that starts inside a traceback: treat it as one.
             self.open_traceback(&pl, line_no);
             if !has_literal {
                 return;
             }
-            if let Some(ri) = self.match_rule(&pl, None, true) {
-                let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
-                if let Some(tb) = self.tracebacks.get_mut(&pl.stream) {
+            if let Some(ri) = self.match_rule(&pl, lits, None, true) {
+                let mut f = self.new_finding(ri, &pl, line_no);
+                self.attach_context(&mut f, buf, ls, at_start);
+                if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
                     tb.pending = Some(f);
                 }
             }
@@ -484,12 +511,16 @@ impl Scanner<'_> {
         }
 
         if in_tb && is_exc {
-            let tb = self.tracebacks.remove(&pl.stream).unwrap_or_default();
+            let tb = self
+                .tracebacks
+                .remove(pl.stream.as_str())
+                .unwrap_or_default();
             if tb.ignored {
                 return;
             }
-            let matched = self.match_rule(&pl, Some(&tb.frames), false);
-            let level = pl.level.as_deref().unwrap_or("");
+            let slot = self.frames_memo.lookup(&tb.frames);
+            let matched = self.match_rule(&pl, lits, Some((&tb.frames, slot)), false);
+            let level = pl.level.unwrap_or("");
             let quiet_level = matches!(level, "INFO" | "DEBUG" | "WARNING" | "WARN");
             let generic = matched.filter(|&ri| self.rules.rules[ri].generic);
             let specific = matched.filter(|&ri| !self.rules.rules[ri].generic);
@@ -497,11 +528,11 @@ impl Scanner<'_> {
             let frame = if quiet_level {
                 None
             } else {
-                self.rules.frame_rule(&tb.frames)
+                self.frames_memo.frame_rule(slot, self.rules, &tb.frames)
             };
             let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
                 Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
-                    Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
+                    Some(self.new_finding(ri, &pl, line_no))
                 }
                 // A known harmless exception (e.g. a client's request was invalid).
                 Some((_, RuleKind::Benign)) => None,
@@ -514,15 +545,14 @@ impl Scanner<'_> {
                         p.text = cut(&pl.text);
                         p.ts = pl.ts.or(p.ts);
                         p.last_ts = p.ts;
-                        p.context = self.context_before(buf, ls, at_start);
                         Some(p)
                     }
                     (None, Some(ri), _) | (None, None, Some(ri)) => {
-                        Some(self.new_finding(ri, &pl, line_no, buf, ls, at_start))
+                        Some(self.new_finding(ri, &pl, line_no))
                     }
                     (None, None, None) if !self.shutdown && !quiet_level => {
                         // An exception no rule knows: a cause of class unknown.
-                        let mut f = self.new_finding(usize::MAX, &pl, line_no, buf, ls, at_start);
+                        let mut f = self.new_finding(usize::MAX, &pl, line_no);
                         f.kind = RuleKind::Cause;
                         f.class = Class::Unknown;
                         Some(f)
@@ -550,8 +580,11 @@ impl Scanner<'_> {
                 }
             }
             if let Some(mut f) = finding {
+                // The lines before the exception line.
+                self.attach_context(&mut f, buf, ls, at_start);
                 if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
-                    f.evidence = tb.frames.clone();
+                    f.evidence = self.frames_memo.phase(slot, &tb.frames);
+                    f.evidence_len = tb.frames.len();
                 }
                 self.record(f, line_no);
             }
@@ -560,12 +593,12 @@ impl Scanner<'_> {
 
         // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
         if msg.starts_with("Exception ignored in") {
-            self.ignore_next_tb.insert(pl.stream.clone());
+            self.ignore_next_tb.insert(pl.stream.as_str().to_string());
             return;
         }
 
         // An ordinary line.
-        let Some(ri) = self.match_rule(&pl, None, false) else {
+        let Some(ri) = self.match_rule(&pl, lits, None, false) else {
             return;
         };
         let kind = self.rules.rules[ri].kind;
@@ -588,7 +621,8 @@ impl Scanner<'_> {
                 }
             }
             RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint => {
-                let f = self.new_finding(ri, &pl, line_no, buf, ls, at_start);
+                let mut f = self.new_finding(ri, &pl, line_no);
+                self.attach_context(&mut f, buf, ls, at_start);
                 self.record(f, line_no);
             }
         }

@@ -40,24 +40,24 @@ impl Scanner<'_> {
         }
         let prev = line::parse(&buf[s..(ls - 1).min(s + MAX_LINE)]);
         let m = prev.msg().trim();
-        let error_level = matches!(prev.level.as_deref(), Some("ERROR" | "CRITICAL"));
+        let error_level = matches!(prev.level, Some("ERROR" | "CRITICAL"));
         // vLLM V0 logs the summary through its logger and the traceback raw after it.
         let same_stream = prev.stream == pl.stream
-            || prev.stream.strip_suffix("log|") == Some(pl.stream.as_str());
+            || prev.stream.as_str().strip_suffix("log|") == Some(pl.stream.as_str());
         if !error_level || !same_stream || m.len() < 12 || line::is_frame(m) {
             return None;
         }
-        Some((line_no - 1, prev.text.clone(), m.to_string()))
+        Some((line_no - 1, prev.text.to_string(), m.to_string()))
     }
 
     pub(super) fn open_traceback(&mut self, pl: &ParsedLine, line_no: u64) {
-        let ignored = self.ignore_next_tb.remove(&pl.stream);
+        let ignored = self.ignore_next_tb.remove(pl.stream.as_str());
         self.tracebacks.insert(
-            pl.stream.clone(),
+            pl.stream.as_str().to_string(),
             Traceback {
                 last_line: line_no,
                 ignored,
-                rank: pl.rank.clone(),
+                rank: pl.rank().map(str::to_string),
                 ..Default::default()
             },
         );
@@ -67,7 +67,7 @@ impl Scanner<'_> {
     /// exception: Traceback ...`) and the frames raw after it: the raw stream takes over the
     /// header's traceback, rank included. True when it did.
     pub(super) fn adopt_traceback(&mut self, pl: &ParsedLine, line_no: u64) -> bool {
-        if pl.rank.is_some() {
+        if pl.rank().is_some() {
             return false;
         }
         let Some(key) = self
@@ -81,7 +81,7 @@ impl Scanner<'_> {
             return false;
         };
         let tb = self.tracebacks.remove(&key).unwrap();
-        self.tracebacks.insert(pl.stream.clone(), tb);
+        self.tracebacks.insert(pl.stream.as_str().to_string(), tb);
         true
     }
 
