@@ -420,6 +420,39 @@ pub fn is_traceback_header(msg: &str) -> bool {
     msg.trim_start().starts_with(HEADER) || msg.trim_end().trim_end_matches(':').ends_with(HEADER)
 }
 
+/// The source file a logger header names: vLLM's `ERROR 10-25 13:08:43 [core.py:708] `
+/// (`[v1/core/block_pool.py:42]` with relative paths), its older `engine.py:389] `, and glog's
+/// `E0909 07:11:16.569000 123 socket.cpp:42] `.
+pub fn logger_file(line: &str) -> Option<&str> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    let re = R.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?:^|[\s)\]|])(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?",
+            r"|[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ )",
+            r"([\w.\-/]+\.(?:py|cc|cpp|cu|h|hpp|rs)):\d+\]"
+        ))
+        .unwrap()
+    });
+    re.captures(line).and_then(|c| c.get(1)).map(|m| m.as_str())
+}
+
+/// The line that ends a traceback when its exception type has none of the usual suffixes
+/// (`Exception: ...`, `_RemoteUnavailable: ...`, `UpdateRejected: ...`): a class name (a
+/// capitalised identifier, optionally behind a module path) and the message, right after a
+/// frame's source line. Python prints nothing else there.
+pub fn ends_traceback(msg: &str) -> bool {
+    static R: OnceLock<Regex> = OnceLock::new();
+    R.get_or_init(|| Regex::new(r"^([a-z_][\w]*\.)*_?[A-Z][A-Za-z0-9_]*(: |:$|$)").unwrap())
+        .is_match(msg)
+}
+
+/// torch's own rank label (`[rank3]:` prefixes), as opposed to an engine's worker label.
+pub fn is_torch_rank(label: &str) -> bool {
+    label
+        .strip_prefix("rank")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -595,5 +628,44 @@ mod tests {
         assert!(!is_exception_line("    raise ValueError("));
         assert!(!is_exception_line("return forward_call(*args, **kwargs)"));
         assert!(is_frame("  File \"/x.py\", line 3, in f"));
+    }
+
+    #[test]
+    fn logger_files_of_vllm_and_glog_headers() {
+        assert_eq!(
+            logger_file("(EngineCore_DP0 pid=1) ERROR 10-25 13:08:43 [core.py:708] x"),
+            Some("core.py")
+        );
+        assert_eq!(
+            logger_file("ERROR 02-19 07:03:11 engine.py:389] x"),
+            Some("engine.py")
+        );
+        assert_eq!(
+            logger_file("INFO 01-02 10:00:00 [v1/core/block_pool.py:42] x"),
+            Some("v1/core/block_pool.py")
+        );
+        assert_eq!(
+            logger_file("E0909 07:11:16.569000 123 torch/csrc/socket.cpp:42] [c10d] x"),
+            Some("torch/csrc/socket.cpp")
+        );
+        // A wrapper logger's level says nothing about the source.
+        assert_eq!(
+            logger_file("2024-01-22 14:32:27 | ERROR | stderr | x"),
+            None
+        );
+        assert_eq!(logger_file("[2025-03-07 10:04:13 TP0] Failed to x"), None);
+    }
+
+    #[test]
+    fn exception_types_without_the_usual_suffix_end_a_traceback() {
+        assert!(ends_traceback("Exception: Failed to upload file"));
+        assert!(ends_traceback("_RemoteUnavailable: the remote read failed"));
+        assert!(ends_traceback("vllm.distributed.x._UnsupportedFakeOp: op"));
+        assert!(ends_traceback("StopIteration"));
+        // Source lines of frames printed without indentation are not exceptions.
+        assert!(!ends_traceback(
+            "self.comm: ncclComm_t = self.nccl.ncclCommInitRank("
+        ));
+        assert!(!ends_traceback("return func(*args, **kwargs)"));
     }
 }

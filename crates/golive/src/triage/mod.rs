@@ -481,7 +481,7 @@ fn decide(
             let mut why = r.why.clone();
             let mut next = r.next_step.clone();
             if let Some(&fr) = via_logger.get(&(fi, f.line)) {
-                let src = classify::logger_file(&f.text).unwrap_or("?");
+                let src = line::logger_file(&f.text).unwrap_or("?");
                 why = format!("{why} It was logged from {src}: {}", rules.rules[fr].why);
                 next = rules.rules[fr].next_step.clone();
             }
@@ -620,12 +620,8 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     for (fi, (_, r)) in results.iter().enumerate() {
         // One process can carry two labels (vLLM's `(Worker_TP0 pid=..)` and torch's
         // `[rank0]:`): count the engine's own labels when there are any.
-        let own = r.workers.iter().any(|w| !classify::is_torch_rank(w));
-        for w in r
-            .workers
-            .iter()
-            .filter(|w| !own || !classify::is_torch_rank(w))
-        {
+        let own = r.workers.iter().any(|w| !line::is_torch_rank(w));
+        for w in r.workers.iter().filter(|w| !own || !line::is_torch_rank(w)) {
             workers.insert(format!("{fi}/{w}"));
         }
         if r.workers.is_empty() && multi_file && r.lines > 0 {

@@ -387,7 +387,7 @@ impl RuleSet {
     /// failed, as the innermost frame of a traceback does.
     /// When the file says nothing, the component the message names decides (`words`).
     pub fn logger_rule(&self, line: &str) -> Option<usize> {
-        super::classify::logger_file(line)
+        super::line::logger_file(line)
             .and_then(|file| self.frame_rule(&format!("File \"{file}\", line 0, in <logger>")))
             .or_else(|| {
                 let msg = super::line::parse(line.as_bytes());

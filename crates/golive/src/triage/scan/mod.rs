@@ -468,7 +468,7 @@ impl Scanner<'_> {
                         .tracebacks
                         .get(pl.stream.as_str())
                         .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
-                    && super::classify::ends_traceback(msg)));
+                    && super::line::ends_traceback(msg)));
         if in_tb && !is_exc {
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             let is_source =
