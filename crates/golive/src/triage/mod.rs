@@ -5,6 +5,7 @@
 //! (image/driver -> dependencies -> config -> memory -> prefix cache -> multi-node -> API
 //! server), then by time (timestamps across files) and line order.
 
+mod body;
 mod classify;
 mod line;
 mod output;
@@ -337,8 +338,20 @@ pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
 /// agree with the regexes alone.
 #[doc(hidden)]
 pub fn fuzz_lines(data: &[u8]) {
+    let mut prev: Option<(body::BodyPrefix, line::Stream, Option<String>)> = None;
     for raw in data.split(|&b| b == b'\n') {
         let pl = line::parse(raw);
+        // The scanner's fast path for traceback bodies must read a line as the parser does.
+        if let Some((bp, stream, rank)) = &prev {
+            if let Some(m) = bp.body_msg(raw) {
+                let shown = String::from_utf8_lossy(raw);
+                assert_eq!(m, pl.msg(), "{shown:?}");
+                assert_eq!(stream, &pl.stream, "{shown:?}");
+                assert_eq!(rank.as_deref(), pl.rank(), "{shown:?}");
+            }
+        }
+        prev = body::BodyPrefix::of(&pl)
+            .map(|bp| (bp, pl.stream.clone(), pl.rank().map(str::to_string)));
         assert_eq!(
             pl,
             line::parse_reference(raw),

@@ -10,6 +10,9 @@ use super::super::Class;
 use super::findings::{msg_hash, RawFinding};
 use super::{cut, Scanner, MAX_LINE};
 
+/// Raw worker labels remembered as judged (a bound: pids of restarted workers add labels).
+const MAX_WORKER_RAW: usize = 1 << 16;
+
 /// The pattern occurrences the prefilter found on a line starting at `ls`.
 pub(super) struct LineLiterals<'p> {
     pub(super) ls: usize,
@@ -38,17 +41,26 @@ impl LineLiterals<'_> {
 
 impl Scanner<'_> {
     /// Records the worker label around a worker anchor, cheaply (no full line parsing).
-    pub(super) fn note_worker(&mut self, before: &[u8], after: &[u8]) {
-        let Some(open) = memchr::memrchr2(b'(', b'[', before) else {
+    /// `buf[ls..end]` ends with the anchor; the label closes before `b`.
+    pub(super) fn note_worker(&mut self, buf: &[u8], ls: usize, end: usize, b: usize) {
+        let Some(open) = memchr::memrchr2(b'(', b'[', &buf[ls..end]).map(|i| ls + i) else {
             return;
         };
-        let close_ch = if before[open] == b'(' { b')' } else { b']' };
-        let tail = &after[..after.len().min(120)];
-        let Some(close) = memchr::memchr(close_ch, tail) else {
+        let close_ch = if buf[open] == b'(' { b')' } else { b']' };
+        let Some(close) = memchr::memchr(close_ch, &buf[end..b.min(end + 120)]).map(|i| end + i)
+        else {
             return;
         };
-        let mut label = before[open + 1..].to_vec();
-        label.extend_from_slice(&tail[..close]);
+        // Every line of a multi-rank log carries a label, and there are few labels: each
+        // raw label (pid included) is judged once.
+        let raw = &buf[open + 1..close];
+        if self.worker_raw.contains(raw) {
+            return;
+        }
+        if self.worker_raw.len() < MAX_WORKER_RAW {
+            self.worker_raw.insert(raw.to_vec());
+        }
+        let mut label = raw.to_vec();
         if !label.starts_with(b"RayWorkerWrapper") {
             if let Some(p) = memchr::memmem::find(&label, b" pid=") {
                 label.truncate(p);

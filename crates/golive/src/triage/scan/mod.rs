@@ -50,6 +50,8 @@ struct Scanner<'a> {
     pats: Vec<(usize, u32)>,
     /// The rank label last judged for `res.workers`.
     last_rank: String,
+    /// Raw worker labels (around a worker anchor) already judged.
+    worker_raw: FxHashSet<Vec<u8>>,
     cand: Vec<usize>,
     /// Streams whose next traceback Python announced as ignored.
     ignore_next_tb: FxHashSet<String>,
@@ -81,6 +83,7 @@ pub fn scan_reader<R: Read>(
         occ_spare: Vec::new(),
         pats: Vec::new(),
         last_rank: String::new(),
+        worker_raw: FxHashSet::default(),
         cand: Vec::new(),
         ignore_next_tb: FxHashSet::default(),
         seen: FxHashMap::default(),
@@ -277,6 +280,22 @@ impl Scanner<'_> {
                 // Every line is read (inside a traceback, or phase evidence after an OOM).
                 let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
                 let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < e);
+                // A traceback's body line: its effect without a parse.
+                let has_rule_literal = occ[k..j]
+                    .iter()
+                    .any(|&o| !needles.serving_only(occ_parts(o).1));
+                if self.traceback_body_line(
+                    &buf[pos..e.min(pos + MAX_LINE)],
+                    *newlines + 1,
+                    has_rule_literal,
+                ) {
+                    if e < b {
+                        *newlines += 1;
+                        *counted = e + 1;
+                    }
+                    pos = e + 1;
+                    continue;
+                }
                 // Whether any literal (other than a serving marker) occurs on the line: rule
                 // matching of traceback source lines is skipped without one.
                 // (Terminal codes and `\r` are removed before rules match: such a line may
@@ -341,7 +360,7 @@ impl Scanner<'_> {
                 }
                 if rules.pattern_rule[pi as usize] == Some(super::rules::WORKER_ANCHOR) {
                     let end = s + needles.pattern_len(pi);
-                    self.note_worker(&buf[ls..end], &buf[end..b]);
+                    self.note_worker(buf, ls, end, b);
                     from = end;
                     continue;
                 }

@@ -1,9 +1,10 @@
 //! Python traceback tracking: open, adopt, close tracebacks per stream, and the ERROR
 //! summary line before a traceback header.
 
+use super::super::body::BodyPrefix;
 use super::super::line::{self, ParsedLine};
 use super::findings::RawFinding;
-use super::{Scanner, MAX_LINE};
+use super::{Scanner, MAX_FRAMES_TEXT, MAX_LINE};
 
 #[derive(Debug, Default)]
 pub(super) struct Traceback {
@@ -18,6 +19,9 @@ pub(super) struct Traceback {
     /// An ERROR line just before the header (line, text, message): a one-line summary of
     /// the exception when the exception line repeats it.
     pub(super) summary: Option<(u64, String, String)>,
+    /// The prefix bytes of the line that opened it (its stream's prefix): the body lines
+    /// behind them are read by [`Scanner::traceback_body_line`].
+    pub(super) body: Option<BodyPrefix>,
 }
 
 impl Scanner<'_> {
@@ -58,6 +62,7 @@ impl Scanner<'_> {
                 last_line: line_no,
                 ignored,
                 rank: pl.rank().map(str::to_string),
+                body: BodyPrefix::of(pl),
                 ..Default::default()
             },
         );
@@ -80,8 +85,52 @@ impl Scanner<'_> {
         else {
             return false;
         };
-        let tb = self.tracebacks.remove(&key).unwrap();
+        let mut tb = self.tracebacks.remove(&key).unwrap();
+        tb.body = BodyPrefix::of(pl);
         self.tracebacks.insert(pl.stream.as_str().to_string(), tb);
+        true
+    }
+
+    /// The fast path for a line inside the one open traceback: an indented line (a frame, or a
+    /// source or caret line without a rule literal: `has_literal`) behind the traceback's
+    /// prefix bytes, with no terminal codes and no phase evidence wanted, has the effect
+    /// [`Scanner::handle_line`] would give it, without parsing it. False when the line is not
+    /// such a line (nothing was done).
+    pub(super) fn traceback_body_line(
+        &mut self,
+        raw: &[u8],
+        line_no: u64,
+        has_literal: bool,
+    ) -> bool {
+        if self.tracebacks.len() != 1 || line_no <= self.force_slow_until {
+            return false;
+        }
+        let Some(tb) = self.tracebacks.values_mut().next() else {
+            return false;
+        };
+        let Some(msg) = tb.body.as_ref().and_then(|bp| bp.body_msg(raw)) else {
+            return false;
+        };
+        let frame = line::is_frame(msg);
+        // A source line with a literal is matched against the rules; a header opens another.
+        if (!frame && has_literal) || line::is_traceback_header(msg) {
+            return false;
+        }
+        // As in handle_line: the line's stream is the traceback's (same prefix bytes), no
+        // other traceback goes stale, the rank was noted at the header, and an indented line
+        // is never an exception line.
+        tb.last_line = line_no;
+        let text = if frame {
+            tb.pending = None;
+            msg.trim()
+        } else {
+            msg.trim_start()
+        };
+        tb.after_frame = frame;
+        if tb.frames.len() < MAX_FRAMES_TEXT {
+            tb.frames.push_str(text);
+            tb.frames.push('\n');
+        }
         true
     }
 
