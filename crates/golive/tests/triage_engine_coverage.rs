@@ -132,7 +132,8 @@ fn render(m: &Msg) -> String {
 }
 
 /// vLLM's exceptions for errors the request caused (vllm/exceptions.py: `VLLMClientError` and
-/// its subclasses, which the API server answers with a 4xx).
+/// its subclasses, which the API server answers with a 4xx; the structured-decisions endpoint's
+/// `StructuredDecisionError`, documented "An invalid request. Returned as a 400.").
 fn is_client_error(exc: &str) -> bool {
     matches!(
         exc.rsplit('.').next().unwrap_or(exc),
@@ -142,6 +143,7 @@ fn is_client_error(exc: &str) -> bool {
             | "VLLMUnprocessableEntityError"
             | "LoRAAdapterNotFoundError"
             | "HTTPResponseSizeExceededError"
+            | "StructuredDecisionError"
     )
 }
 
