@@ -281,7 +281,7 @@ const FLOORS: [(&str, &str, f64); 15] = [
     ("vllm", "info quiet", 100.0),
     ("vllm", "warning quiet", 100.0),
     ("sglang", "config", 99.1),
-    ("sglang", "engine", 81.0),
+    ("sglang", "engine", 81.3),
     ("sglang", "distributed", 93.3),
     ("sglang", "entrypoints", 84.1),
     ("sglang", "kv_cache", 90.6),
