@@ -283,7 +283,7 @@ const FLOORS: [(&str, &str, f64); 15] = [
     ("sglang", "config", 99.1),
     ("sglang", "engine", 81.3),
     ("sglang", "distributed", 93.3),
-    ("sglang", "entrypoints", 84.1),
+    ("sglang", "entrypoints", 84.3),
     ("sglang", "kv_cache", 90.6),
     ("sglang", "info quiet", 99.7),
     ("sglang", "warning quiet", 99.3),
