@@ -115,3 +115,61 @@ fn ray_actor_death_is_secondary_to_a_real_cause() {
         rep.secondary
     );
 }
+
+/// Families of the engines' own messages (vLLM 0.32 / SGLang 0.5.23 wording), read as one
+/// line or one traceback: the class and rule, or quiet.
+#[test]
+fn engine_message_families() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let tb = |path: &str, exc: &str| {
+        let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
+        format!(
+            "{h}Traceback (most recent call last):\n{h}  File \"/usr/lib/python3.12/dist-packages/{path}\", line 10, in f\n{h}    raise RuntimeError(\n{h}{exc}\n"
+        )
+    };
+    let cases: Vec<(String, Option<(Class, &str)>)> = vec![
+        (
+            "[2025-12-01 10:00:09 TP0] Error in detect_and_parse: Expecting value: line 1 column 2\n".into(),
+            Some((Class::ToolParser, "tool-parser-sglang-log")),
+        ),
+        (
+            "[2025-12-01 10:00:09 TP0] HiCache prefetch transfer failed for request 7f3a\n".into(),
+            Some((Class::PrefixCache, "prefix-cache-hicache")),
+        ),
+        // SGLang's warnings about the same cache stay quiet (its lines carry no level).
+        (
+            "[2025-12-01 10:00:09 TP0] Failed to fetch k1 from HiCacheFile storage.\n".into(),
+            None,
+        ),
+        // A memory message that also names a flag stays an out-of-memory.
+        (
+            tb(
+                "sglang/srt/model_executor/pool.py",
+                "RuntimeError: insufficient memory for the KV pool; reduce --max-running-requests",
+            ),
+            Some((Class::OomStartup, "oom-keywords")),
+        ),
+        (
+            tb(
+                "vllm/v1/worker/gpu/cudagraph_utils.py",
+                "RuntimeError: piecewise CUDA graphs unavailable. Set VLLM_USE_BREAKABLE_CUDAGRAPH=1",
+            ),
+            Some((Class::Config, "config-prescribed-setting")),
+        ),
+        // The structured-decisions endpoint's request errors are answered 400: quiet.
+        (
+            tb(
+                "vllm/entrypoints/generate/structured_decisions/strategies.py",
+                "StructuredDecisionError: question 2: this model does not answer ranking questions",
+            ),
+            None,
+        ),
+    ];
+    for (text, want) in cases {
+        let rep = analyze_text(&rules, "msg.log", &text);
+        let got = rep.primary.as_ref().map(|p| (p.class, p.rule.as_str()));
+        assert_eq!(got, want, "{text}");
+    }
+}
