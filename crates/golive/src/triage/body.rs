@@ -20,9 +20,13 @@ impl BodyPrefix {
         if pl.ts.is_some() && pl.level.is_none() {
             return None;
         }
-        Some(BodyPrefix(SmallVec::from_slice(
-            &pl.text.as_bytes()[..pl.msg_start],
-        )))
+        // A prefix reader may take one space after its prefix: behind a prefix that does not
+        // end with one, it would take the first blank of the body line too.
+        let prefix = &pl.text.as_bytes()[..pl.msg_start];
+        if !prefix.is_empty() && !prefix.ends_with(b" ") {
+            return None;
+        }
+        Some(BodyPrefix(SmallVec::from_slice(prefix)))
     }
 
     /// The message of `raw` when it is an indented line behind exactly these prefix bytes:
@@ -116,6 +120,15 @@ mod tests {
                 assert_eq!(b.rank(), h.rank(), "{body:?}");
             }
         }
+    }
+
+    #[test]
+    fn no_body_prefix_where_the_last_reader_took_no_space() {
+        // The label's optional space is the body line's first blank (found by fuzzing).
+        let h = parse(b"svc-1  | (APIServer pid=1)");
+        assert_eq!(BodyPrefix::of(&h), None);
+        let body = parse(b"svc-1  | (APIServer pid=1)  File \"a.py\", line 3");
+        assert_eq!(body.msg(), " File \"a.py\", line 3");
     }
 
     #[test]
