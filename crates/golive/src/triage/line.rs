@@ -89,6 +89,13 @@ pub fn clean(raw: &[u8]) -> Cow<'_, str> {
     let Some(first) = memchr::memchr2(0x1b, b'\r', b) else {
         return text;
     };
+    // A TTY's line end (`\r` last, the only code): the text is the line before it, borrowed
+    // (the prefilter's occurrences on the raw line stay valid for it).
+    if first + 1 == b.len() && b[first] == b'\r' {
+        if let Cow::Borrowed(s) = text {
+            return Cow::Borrowed(&s[..first]);
+        }
+    }
     // Byte by byte between the escapes (copied in runs): a CSI (ESC [ params final-byte)
     // goes up to a byte in '@'..='~'; another escape takes the next character with it.
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
@@ -557,6 +564,13 @@ mod tests {
         for c in cases {
             assert_eq!(clean(c), clean_by_chars(c), "{c:?}");
         }
+        // A final `\r` alone leaves the line borrowed.
+        assert!(matches!(
+            clean(b"(EngineCore pid=1) ERROR x\r"),
+            Cow::Borrowed("(EngineCore pid=1) ERROR x")
+        ));
+        assert!(matches!(clean(b"a\rb\r"), Cow::Owned(_)));
+        {}
     }
 
     #[test]
