@@ -476,3 +476,25 @@ fn one_process_with_two_labels_is_one_rank() {
 ";
     assert_eq!(primary(log).0, Class::OomStartup);
 }
+
+#[test]
+fn a_placement_group_warning_before_a_silent_wait_is_the_cause() {
+    // vLLM's Ray executor warns once, then logs only INFO lines while it waits (a hang).
+    let log = "INFO 03-11 08:00:01 [api_server.py:585] vLLM API server version 0.7.3
+INFO 03-11 08:00:09 [ray_utils.py:240] Connecting to existing Ray cluster at address: 10.0.0.2:6379
+WARNING 03-11 08:00:10 [ray_utils.py:250] The number of required GPUs exceeds the total number of available GPUs in the placement group.
+INFO 03-11 08:00:20 [ray_utils.py:171] Waiting for creating a placement group of specs for 10 seconds. specs=[{'GPU': 1.0, 'node:10.0.0.2': 0.001}, {'GPU': 1.0}]. Check `ray status` to see if you have enough resources.
+INFO 03-11 08:00:40 [ray_utils.py:171] Waiting for creating a placement group of specs for 30 seconds. specs=[{'GPU': 1.0, 'node:10.0.0.2': 0.001}, {'GPU': 1.0}]. Check `ray status` to see if you have enough resources.
+";
+    assert_eq!(
+        primary(log),
+        (Class::Nccl, 3, "nccl-ray-placement-short".into())
+    );
+    // The INFO waiting lines alone are no failure (a placement group may take a while).
+    let waiting: String = log
+        .lines()
+        .filter(|l| !l.starts_with("WARNING"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(triage_text(&waiting).primary.is_none());
+}
