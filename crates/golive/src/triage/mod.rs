@@ -7,6 +7,7 @@
 
 mod body;
 mod classify;
+mod clean;
 mod line;
 mod output;
 mod phase;

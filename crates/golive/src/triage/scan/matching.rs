@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::super::clean::clean;
 use super::super::line::{self, ParsedLine};
 use super::super::prefilter::Prefilter;
 use super::super::rules::{RuleKind, RuleSet};
@@ -105,7 +106,7 @@ impl Scanner<'_> {
                 break; // a partial line at the start of the kept history
             }
             let raw = &buf[s..line_end.min(s + MAX_LINE)];
-            out.push(cut(&line::clean(raw)));
+            out.push(cut(&clean(raw)));
             end = s;
         }
         out.reverse();
