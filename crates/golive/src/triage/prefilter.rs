@@ -26,13 +26,13 @@ use rustc_hash::FxHashMap;
 const KEYED_MIN: usize = STRIDE + 3;
 /// Positions looked up: one in `STRIDE`.
 const STRIDE: usize = 4;
+/// Blocks of a region searched apart start this many bytes apart (or a multiple of it).
+pub const LATTICE: usize = STRIDE;
 /// Bits of the key hash table (2^17 bits = 16 KiB, stays in the first-level cache).
 const HASH_BITS: u32 = 17;
 const HASH_MUL: u32 = 0x9E37_79B1;
 /// 64-bit words of the table.
 const WORDS: usize = 1 << (HASH_BITS - 6);
-/// Regions at least this large are searched by two threads.
-const PARALLEL_MIN: usize = 1 << 20;
 /// Bytes of the input sampled to choose the keys.
 pub const SAMPLE: usize = 1 << 20;
 
@@ -337,34 +337,36 @@ impl Prefilter {
     }
 
     /// Every occurrence of a needle inside buf[a..b), sorted, as [`occ_parts`] values relative
-    /// to `a`, into `out`. Large regions use two threads (`spare` holds the second one's).
-    pub fn occurrences(
-        &self,
-        buf: &[u8],
-        a: usize,
-        b: usize,
-        out: &mut Vec<u64>,
-        spare: &mut Vec<u64>,
-    ) {
-        let hay = &buf[..b];
+    /// to `a`, into `out` (one thread; the scanner searches large regions block by block
+    /// beside its line work, `scan/occ.rs`).
+    pub fn occurrences(&self, buf: &[u8], a: usize, b: usize, out: &mut Vec<u64>) {
         out.clear();
-        if b - a >= PARALLEL_MIN && parallel() {
-            // The second half starts on the same 4-byte lattice, so no position is skipped.
-            let mid = a + (b - a) / 2 / STRIDE * STRIDE;
-            spare.clear();
-            std::thread::scope(|s| {
-                let right = s.spawn(|| self.occurrences_in(hay, a, mid, b, spare));
-                self.occurrences_in(hay, a, a, mid, out);
-                right
-                    .join()
-                    .unwrap_or_else(|e| std::panic::resume_unwind(e));
-            });
-            out.extend_from_slice(spare);
-        } else {
-            self.occurrences_in(hay, a, a, b, out);
-        }
-        // Runs of sorted values: the stable sort merges them in about linear time.
+        self.occurrences_in(&buf[..b], a, a, b, out);
+        // Two runs of sorted values (keyed, short): the stable sort merges them in about
+        // linear time.
         out.sort();
+    }
+
+    /// Occurrences found from positions [from, to) of hay[a..] (`from - a` a multiple of
+    /// [`LATTICE`]), sorted, appended to `out`: one block of a region searched block by block.
+    /// Every occurrence starts at or after `from - self.reach()`.
+    pub fn occurrences_block(
+        &self,
+        hay: &[u8],
+        a: usize,
+        from: usize,
+        to: usize,
+        out: &mut Vec<u64>,
+    ) {
+        let n = out.len();
+        self.occurrences_in(hay, a, from, to, out);
+        out[n..].sort_unstable();
+    }
+
+    /// How far before the position it was found from an occurrence may start (the longest
+    /// needle).
+    pub fn reach(&self) -> usize {
+        self.needles.bytes.iter().map(Vec::len).max().unwrap_or(0)
     }
 
     /// Every pattern occurrence (start, pattern) in `text`, sorted (one line, searched on
@@ -441,8 +443,8 @@ mod tests {
     }
 
     fn occurrences(f: &Prefilter, hay: &[u8], a: usize, b: usize) -> Vec<u64> {
-        let (mut out, mut spare) = (Vec::new(), Vec::new());
-        f.occurrences(hay, a, b, &mut out, &mut spare);
+        let mut out = Vec::new();
+        f.occurrences(hay, a, b, &mut out);
         out
     }
 

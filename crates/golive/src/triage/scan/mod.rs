@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::line;
-use super::prefilter::{occ_parts, Prefilter, SAMPLE};
+use super::prefilter::{Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
 
@@ -28,6 +28,8 @@ const MAX_FRAMES_TEXT: usize = 64 << 10;
 mod findings;
 mod matching;
 mod memo;
+mod occ;
+mod region;
 mod traceback;
 
 use findings::{msg_hash, FindingKey};
@@ -43,9 +45,8 @@ struct Scanner<'a> {
     force_slow_until: u64,
     /// Prefilter keys chosen from this input's first bytes (`None`: the rule set's own).
     filter: Option<Prefilter>,
-    /// Needle occurrences of the region (kept for the next region, as is `occ_spare`).
+    /// Needle occurrences of the region (kept for the next region).
     occ: Vec<u64>,
-    occ_spare: Vec<u64>,
     /// Pattern occurrences (start, pattern) on the line being handled.
     pats: Vec<(usize, u32)>,
     /// The rank label last judged for `res.workers`.
@@ -80,7 +81,6 @@ pub fn scan_reader<R: Read>(
         force_slow_until: 0,
         filter: None,
         occ: Vec::new(),
-        occ_spare: Vec::new(),
         pats: Vec::new(),
         last_rank: String::new(),
         worker_raw: FxHashSet::default(),
@@ -245,151 +245,6 @@ fn cut(s: &str) -> String {
 impl Scanner<'_> {
     fn slow_mode(&self, line_no: u64) -> bool {
         !self.tracebacks.is_empty() || line_no <= self.force_slow_until
-    }
-
-    /// Scans buf[a..b) (b at a line end or the buffer end).
-    fn scan_region(
-        &mut self,
-        buf: &[u8],
-        a: usize,
-        b: usize,
-        counted: &mut usize,
-        newlines: &mut u64,
-        buf_at_line_start: bool,
-    ) {
-        let rules = self.rules;
-        let filter = self.filter.take();
-        let f = filter.as_ref().unwrap_or(&rules.prefilter);
-        let needles = f.needles();
-        let mut occ = std::mem::take(&mut self.occ);
-        f.occurrences(buf, a, b, &mut occ, &mut self.occ_spare);
-        let at = |i: usize| a + occ_parts(occ[i]).0;
-        let mut pats = std::mem::take(&mut self.pats);
-        // Occurrences before `k` lie before `pos`, the start of the next line to scan.
-        let mut k = 0usize;
-        let mut pos = a;
-        while pos < b {
-            if *counted < pos {
-                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..pos]).count() as u64;
-                *counted = pos;
-            }
-            while k < occ.len() && at(k) < pos {
-                k += 1;
-            }
-            if self.slow_mode(*newlines + 1) {
-                // Every line is read (inside a traceback, or phase evidence after an OOM).
-                let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
-                let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < e);
-                // A traceback's body line: its effect without a parse.
-                let has_rule_literal = occ[k..j]
-                    .iter()
-                    .any(|&o| !needles.serving_only(occ_parts(o).1));
-                if self.traceback_body_line(
-                    &buf[pos..e.min(pos + MAX_LINE)],
-                    *newlines + 1,
-                    has_rule_literal,
-                ) {
-                    if e < b {
-                        *newlines += 1;
-                        *counted = e + 1;
-                    }
-                    pos = e + 1;
-                    continue;
-                }
-                // Whether any literal (other than a serving marker) occurs on the line: rule
-                // matching of traceback source lines is skipped without one.
-                // (Terminal codes and `\r` are removed before rules match: such a line may
-                // hold a literal the raw bytes split.)
-                let has_literal = occ[k..j]
-                    .iter()
-                    .any(|&o| !needles.serving_only(occ_parts(o).1))
-                    || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
-                let line_needles = occ[k..j].iter().map(|&o| {
-                    let (p, n) = occ_parts(o);
-                    (a + p, n)
-                });
-                needles.patterns_in(buf, pos, e, line_needles, &mut pats);
-                let lits = matching::LineLiterals {
-                    ls: pos,
-                    pats: &pats,
-                    filter: f,
-                    has_literal,
-                };
-                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
-                // The newline ending the line is counted here (no search for it).
-                if e < b {
-                    *newlines += 1;
-                    *counted = e + 1;
-                }
-                pos = e + 1;
-                k = j;
-                continue;
-            }
-            // The next line holding a needle that counts: serving markers only until the
-            // server serves.
-            let serving = self.res.serving_line.is_some();
-            while k < occ.len() && serving && needles.serving_only(occ_parts(occ[k]).1) {
-                k += 1;
-            }
-            if k == occ.len() {
-                break;
-            }
-            let p = at(k);
-            let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
-            let ls = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
-            // All needles of the line (serving markers passed over above included).
-            let mut k0 = k;
-            while k0 > 0 && at(k0 - 1) >= ls {
-                k0 -= 1;
-            }
-            let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < le);
-            let line_needles = occ[k0..j].iter().map(|&o| {
-                let (p, n) = occ_parts(o);
-                (a + p, n)
-            });
-            needles.patterns_in(buf, ls, le, line_needles, &mut pats);
-            // The patterns in leftmost-first order, as one automaton over all of them (without
-            // the serving markers once the server serves) would report them: worker prefixes
-            // note the rank and the search goes on after them; any other pattern makes the
-            // line a candidate.
-            let mut from = ls;
-            let mut handle = false;
-            for &(s, pi) in &pats {
-                if s < from || (serving && needles.pattern_serving(pi)) {
-                    continue;
-                }
-                if rules.pattern_rule[pi as usize] == Some(super::rules::WORKER_ANCHOR) {
-                    let end = s + needles.pattern_len(pi);
-                    self.note_worker(buf, ls, end, b);
-                    from = end;
-                    continue;
-                }
-                handle = true;
-                break;
-            }
-            if handle {
-                if *counted < ls {
-                    *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
-                    *counted = ls;
-                }
-                let lits = matching::LineLiterals {
-                    ls,
-                    pats: &pats,
-                    filter: f,
-                    has_literal: true,
-                };
-                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
-            }
-            pos = le + 1;
-            k = j;
-        }
-        if *counted < b {
-            *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
-            *counted = b;
-        }
-        self.pats = pats;
-        self.occ = occ;
-        self.filter = filter;
     }
 
     /// Handles one line (`lits`: the literals the prefilter found on it).

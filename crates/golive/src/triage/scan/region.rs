@@ -1,0 +1,199 @@
+//! One region of the buffer (whole lines): the prefilter's needle occurrences, searched beside
+//! the line work ([`super::occ`]), pick the lines to handle; inside tracebacks every line is
+//! read, body lines through their fast path.
+
+use super::super::prefilter::{occ_parts, Prefilter};
+use super::super::rules::WORKER_ANCHOR;
+use super::{matching, occ, Scanner, MAX_LINE};
+
+impl Scanner<'_> {
+    /// Scans buf[a..b) (b at a line end or the buffer end).
+    pub(super) fn scan_region(
+        &mut self,
+        buf: &[u8],
+        a: usize,
+        b: usize,
+        counted: &mut usize,
+        newlines: &mut u64,
+        buf_at_line_start: bool,
+    ) {
+        let rules = self.rules;
+        let filter = self.filter.take();
+        let f = filter.as_ref().unwrap_or(&rules.prefilter);
+        let occ = std::mem::take(&mut self.occ);
+        // A large region is searched block by block beside the line work.
+        let blocks = occ::Blocks::new(f, buf, a, b);
+        let occ = std::thread::scope(|s| {
+            if let Some(bl) = &blocks {
+                s.spawn(|| bl.help());
+            }
+            let mut view = occ::OccView::new(f, buf, a, b, occ, blocks.as_ref());
+            self.scan_lines(
+                buf,
+                a,
+                b,
+                counted,
+                newlines,
+                buf_at_line_start,
+                f,
+                &mut view,
+            );
+            view.occ
+        });
+        self.occ = occ;
+        self.filter = filter;
+    }
+
+    /// The lines of buf[a..b), with the needle occurrences of `view`.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_lines(
+        &mut self,
+        buf: &[u8],
+        a: usize,
+        b: usize,
+        counted: &mut usize,
+        newlines: &mut u64,
+        buf_at_line_start: bool,
+        f: &Prefilter,
+        view: &mut occ::OccView,
+    ) {
+        let rules = self.rules;
+        let needles = f.needles();
+        let mut pats = std::mem::take(&mut self.pats);
+        // Occurrences before `k` lie before `pos`, the start of the next line to scan.
+        let mut k = 0usize;
+        let mut pos = a;
+        while pos < b {
+            if *counted < pos {
+                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..pos]).count() as u64;
+                *counted = pos;
+            }
+            while k < view.occ.len() && view.at(k) < pos {
+                k += 1;
+            }
+            if self.slow_mode(*newlines + 1) {
+                // Every line is read (inside a traceback, or phase evidence after an OOM).
+                let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
+                view.ensure(e);
+                let occ = &view.occ;
+                let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < e);
+                // A traceback's body line: its effect without a parse.
+                let has_rule_literal = occ[k..j]
+                    .iter()
+                    .any(|&o| !needles.serving_only(occ_parts(o).1));
+                if self.traceback_body_line(
+                    &buf[pos..e.min(pos + MAX_LINE)],
+                    *newlines + 1,
+                    has_rule_literal,
+                ) {
+                    if e < b {
+                        *newlines += 1;
+                        *counted = e + 1;
+                    }
+                    pos = e + 1;
+                    continue;
+                }
+                // Whether any literal (other than a serving marker) occurs on the line: rule
+                // matching of traceback source lines is skipped without one.
+                // (Terminal codes and `\r` are removed before rules match: such a line may
+                // hold a literal the raw bytes split.)
+                let has_literal = occ[k..j]
+                    .iter()
+                    .any(|&o| !needles.serving_only(occ_parts(o).1))
+                    || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
+                let line_needles = occ[k..j].iter().map(|&o| {
+                    let (p, n) = occ_parts(o);
+                    (a + p, n)
+                });
+                needles.patterns_in(buf, pos, e, line_needles, &mut pats);
+                let lits = matching::LineLiterals {
+                    ls: pos,
+                    pats: &pats,
+                    filter: f,
+                    has_literal,
+                };
+                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
+                // The newline ending the line is counted here (no search for it).
+                if e < b {
+                    *newlines += 1;
+                    *counted = e + 1;
+                }
+                pos = e + 1;
+                k = j;
+                continue;
+            }
+            // The next line holding a needle that counts: serving markers only until the
+            // server serves.
+            let serving = self.res.serving_line.is_some();
+            // Only an occurrence before which all are known is the next one (occurrences
+            // of blocks not searched yet may come before the last ones held).
+            loop {
+                while view.settled(k) && serving && needles.serving_only(occ_parts(view.occ[k]).1) {
+                    k += 1;
+                }
+                if view.settled(k) || view.complete() {
+                    break;
+                }
+                view.pull();
+            }
+            if k >= view.occ.len() {
+                break;
+            }
+            let p = view.at(k);
+            let le = memchr::memchr(b'\n', &buf[p..b]).map_or(b, |i| p + i);
+            view.ensure(le);
+            let occ = &view.occ;
+            let ls = memchr::memrchr(b'\n', &buf[pos..p]).map_or(pos, |i| pos + i + 1);
+            // All needles of the line (serving markers passed over above included).
+            let mut k0 = k;
+            while k0 > 0 && view.at(k0 - 1) >= ls {
+                k0 -= 1;
+            }
+            let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < le);
+            let line_needles = occ[k0..j].iter().map(|&o| {
+                let (p, n) = occ_parts(o);
+                (a + p, n)
+            });
+            needles.patterns_in(buf, ls, le, line_needles, &mut pats);
+            // The patterns in leftmost-first order, as one automaton over all of them (without
+            // the serving markers once the server serves) would report them: worker prefixes
+            // note the rank and the search goes on after them; any other pattern makes the
+            // line a candidate.
+            let mut from = ls;
+            let mut handle = false;
+            for &(s, pi) in &pats {
+                if s < from || (serving && needles.pattern_serving(pi)) {
+                    continue;
+                }
+                if rules.pattern_rule[pi as usize] == Some(WORKER_ANCHOR) {
+                    let end = s + needles.pattern_len(pi);
+                    self.note_worker(buf, ls, end, b);
+                    from = end;
+                    continue;
+                }
+                handle = true;
+                break;
+            }
+            if handle {
+                if *counted < ls {
+                    *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
+                    *counted = ls;
+                }
+                let lits = matching::LineLiterals {
+                    ls,
+                    pats: &pats,
+                    filter: f,
+                    has_literal: true,
+                };
+                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
+            }
+            pos = le + 1;
+            k = j;
+        }
+        if *counted < b {
+            *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
+            *counted = b;
+        }
+        self.pats = pats;
+    }
+}
