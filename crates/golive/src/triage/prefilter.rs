@@ -341,10 +341,7 @@ impl Prefilter {
     /// beside its line work, `scan/occ.rs`).
     pub fn occurrences(&self, buf: &[u8], a: usize, b: usize, out: &mut Vec<u64>) {
         out.clear();
-        self.occurrences_in(&buf[..b], a, a, b, out);
-        // Two runs of sorted values (keyed, short): the stable sort merges them in about
-        // linear time.
-        out.sort();
+        self.occurrences_block(&buf[..b], a, a, b, out);
     }
 
     /// Occurrences found from positions [from, to) of hay[a..] (`from - a` a multiple of
@@ -360,7 +357,9 @@ impl Prefilter {
     ) {
         let n = out.len();
         self.occurrences_in(hay, a, from, to, out);
-        out[n..].sort_unstable();
+        // Two runs of sorted values (keyed, short): the stable sort merges them in about
+        // linear time.
+        out[n..].sort();
     }
 
     /// How far before the position it was found from an occurrence may start (the longest

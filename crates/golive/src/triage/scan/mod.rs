@@ -323,10 +323,7 @@ impl Scanner<'_> {
             tb.after_frame = true;
             // Only the innermost frame's source line (the `raise`) speaks for the exception.
             tb.pending = None;
-            if tb.frames.len() < MAX_FRAMES_TEXT {
-                tb.frames.push_str(msg.trim());
-                tb.frames.push('\n');
-            }
+            tb.push_frames_text(msg.trim());
             return;
         }
         let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
@@ -350,10 +347,7 @@ impl Scanner<'_> {
             if is_source {
                 tb.after_frame = false;
                 tb.last_line = line_no;
-                if tb.frames.len() < MAX_FRAMES_TEXT {
-                    tb.frames.push_str(trimmed);
-                    tb.frames.push('\n');
-                }
+                tb.push_frames_text(trimmed);
                 let has_pending = tb.pending.is_some();
                 if !has_pending && has_literal {
                     if let Some(ri) = self.match_rule(&pl, lits, None, true) {

@@ -97,10 +97,8 @@ impl Scanner<'_> {
                 // matching of traceback source lines is skipped without one.
                 // (Terminal codes and `\r` are removed before rules match: such a line may
                 // hold a literal the raw bytes split.)
-                let has_literal = occ[k..j]
-                    .iter()
-                    .any(|&o| !needles.serving_only(occ_parts(o).1))
-                    || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
+                let has_literal =
+                    has_rule_literal || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
                 let line_needles = occ[k..j].iter().map(|&o| {
                     let (p, n) = occ_parts(o);
                     (a + p, n)

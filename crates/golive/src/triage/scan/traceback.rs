@@ -24,6 +24,16 @@ pub(super) struct Traceback {
     pub(super) body: Option<BodyPrefix>,
 }
 
+impl Traceback {
+    /// A frame or source line of the traceback, kept for the frame-path map (up to a bound).
+    pub(super) fn push_frames_text(&mut self, text: &str) {
+        if self.frames.len() < MAX_FRAMES_TEXT {
+            self.frames.push_str(text);
+            self.frames.push('\n');
+        }
+    }
+}
+
 impl Scanner<'_> {
     /// The ERROR line right before a traceback header on the same stream, when it is a
     /// message (not itself part of a traceback).
@@ -127,10 +137,7 @@ impl Scanner<'_> {
             msg.trim_start()
         };
         tb.after_frame = frame;
-        if tb.frames.len() < MAX_FRAMES_TEXT {
-            tb.frames.push_str(text);
-            tb.frames.push('\n');
-        }
+        tb.push_frames_text(text);
         true
     }
 
