@@ -345,6 +345,9 @@ fn frame_re() -> &'static Regex {
 
 /// `  File "x.py", line 3, in f`
 pub fn is_frame(msg: &str) -> bool {
+    if !first_after_blanks_may_be(msg, b'F') {
+        return false;
+    }
     let Some(rest) = msg.trim_start().strip_prefix("File \"") else {
         return false;
     };
@@ -371,7 +374,26 @@ pub fn is_exception_line(msg: &str) -> bool {
 pub fn is_traceback_header(msg: &str) -> bool {
     const HEADER: &str = "Traceback (most recent call last)";
     // SGLang writes its own words first: `Scheduler hit an exception: Traceback (most ...):`.
+    // Cheap rejection first: most lines neither start with `T` nor end with `)`.
+    let last = msg.bytes().rev().find(|&b| !is_ascii_blank(b) && b != b':');
+    if !first_after_blanks_may_be(msg, b'T') && !matches!(last, Some(b')' | 0x80..)) {
+        return false;
+    }
     msg.trim_start().starts_with(HEADER) || msg.trim_end().trim_end_matches(':').ends_with(HEADER)
+}
+
+/// An ASCII byte that `char::is_whitespace` holds for (`\t`..`\r`, space).
+fn is_ascii_blank(b: u8) -> bool {
+    b == b' ' || (b'\t'..=b'\r').contains(&b)
+}
+
+/// Whether `msg.trim_start()` may start with the ASCII byte `first`: false only when its
+/// first byte after ASCII blanks is another ASCII byte (a non-ASCII one may be a blank).
+fn first_after_blanks_may_be(msg: &str, first: u8) -> bool {
+    match msg.bytes().find(|&b| !is_ascii_blank(b)) {
+        Some(b) => b == first || b >= 0x80,
+        None => false,
+    }
 }
 
 /// The source file a logger header names: vLLM's `ERROR 10-25 13:08:43 [core.py:708] `

@@ -373,6 +373,12 @@ pub fn fuzz_scan(data: &[u8]) {
     static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
     let rules = RULES.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("built-in rules"));
     let res = scan::scan_reader(rules, data, 3).expect("reading a slice cannot fail");
+    // The lines judged without a parse are judged as the full line handler judges them.
+    let full = scan::scan_reader_in_full(rules, data, 3).expect("reading a slice cannot fail");
+    assert!(
+        res == full,
+        "fast paths differ:\n{res:#?}\nin full:\n{full:#?}"
+    );
     for f in &res.findings {
         assert!(
             f.line >= 1 && f.line <= res.lines,

@@ -3,7 +3,7 @@
 //! lines.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{bail, Context};
 use regex::Regex;
@@ -134,17 +134,104 @@ pub struct Rule {
     pub why: String,
     /// Tried on every exception line that ends a traceback (no literal patterns).
     pub on_exceptions: bool,
+    /// An anchored regex without its `^`, when that finds every match anywhere in a line
+    /// (see [`Rule::may_match_text`]); built when first needed.
+    regex_rest: OnceLock<Option<TextCheck>>,
+}
+
+/// A regex without look-around assertions searched anywhere in a text, after a cheap test for
+/// literals one of which each of its matches holds.
+#[derive(Debug, Clone)]
+struct TextCheck {
+    re: Regex,
+    /// Searched first (vectorised); the lazy DFA over a whole line costs more.
+    required: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl TextCheck {
+    fn new(pattern: &str) -> Option<Self> {
+        let hir = regex_syntax::parse(pattern).ok()?;
+        if !hir.properties().look_set().is_empty() {
+            return None;
+        }
+        let required = required_literals(&hir)
+            .iter()
+            .map(|l| memchr::memmem::Finder::new(l).into_owned())
+            .collect();
+        Some(TextCheck {
+            re: Regex::new(pattern).ok()?,
+            required,
+        })
+    }
+
+    fn may_match(&self, text: &str) -> bool {
+        (self.required.is_empty()
+            || self
+                .required
+                .iter()
+                .any(|f| f.find(text.as_bytes()).is_some()))
+            && self.re.is_match(text)
+    }
+}
+
+/// Literals one of which every match of `hir` holds: the prefixes of one part of its
+/// concatenation (the part whose shortest prefix is longest), when that part has a finite,
+/// non-empty set of them. Empty when no part has.
+fn required_literals(hir: &regex_syntax::hir::Hir) -> Vec<Vec<u8>> {
+    use regex_syntax::hir::literal::{ExtractKind, Extractor};
+    use regex_syntax::hir::HirKind;
+    let parts: Vec<&regex_syntax::hir::Hir> = match hir.kind() {
+        HirKind::Concat(parts) => parts.iter().collect(),
+        _ => vec![hir],
+    };
+    let mut best: Vec<Vec<u8>> = Vec::new();
+    let mut best_len = 0;
+    for part in parts {
+        let seq = Extractor::new().kind(ExtractKind::Prefix).extract(part);
+        let Some(lits) = seq.literals() else {
+            continue;
+        };
+        let shortest = lits.iter().map(|l| l.len()).min().unwrap_or(0);
+        if shortest > best_len {
+            best_len = shortest;
+            best = lits.iter().map(|l| l.as_bytes().to_vec()).collect();
+        }
+    }
+    best
 }
 
 impl Rule {
     /// The rule's regex, if it has one, matches the line: an anchored regex (`^...`) the
     /// message after the prefixes, any other the whole line.
     pub fn regex_matches(&self, pl: &super::line::ParsedLine) -> bool {
+        self.regex_matches_text(&pl.text, pl.msg())
+    }
+
+    /// Whether the rule's regex may match a line with this text (terminal codes removed),
+    /// its prefixes not read: false only when it surely does not. An anchored regex (`^X`)
+    /// matches the message only where `X` matches the text at the message's start, so a
+    /// search for `X` anywhere in the text decides it, when `X` has no look-around assertions
+    /// (those could read the bytes before the message).
+    pub fn may_match_text(&self, text: &str) -> bool {
+        let Some(re) = &self.regex else {
+            return true;
+        };
+        let Some(rest) = re.as_str().strip_prefix('^') else {
+            return re.is_match(text);
+        };
+        self.regex_rest
+            .get_or_init(|| TextCheck::new(rest))
+            .as_ref()
+            .is_none_or(|c| c.may_match(text))
+    }
+
+    /// [`Self::regex_matches`] for a line's text and its message (a suffix of the text).
+    pub fn regex_matches_text(&self, text: &str, msg: &str) -> bool {
         self.regex.as_ref().is_none_or(|re| {
             re.is_match(if re.as_str().starts_with('^') {
-                pl.msg()
+                msg
             } else {
-                pl.text.as_ref()
+                text
             })
         })
     }
@@ -273,6 +360,7 @@ impl RuleSet {
                 frame_words: None,
                 next_step: d.next_step,
                 why: d.why,
+                regex_rest: OnceLock::new(),
             });
         }
         let mut frame_rules = Vec::new();
@@ -306,6 +394,7 @@ impl RuleSet {
                 next_step: f.next_step,
                 why: f.why,
                 on_exceptions: false,
+                regex_rest: OnceLock::new(),
             });
         }
         // The patterns of the prefilter, in the order that decides between two that start at
@@ -403,7 +492,7 @@ impl RuleSet {
     /// The built-in rules, compiled once per process (for `watch` and `check`, which read
     /// log lines with the same rules as `triage`).
     pub fn builtin() -> &'static RuleSet {
-        static R: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
+        static R: OnceLock<RuleSet> = OnceLock::new();
         R.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("the built-in rules compile"))
     }
 
@@ -458,6 +547,23 @@ impl RuleSet {
         self.rules_of(&pats, line.len(), out);
     }
 
+    /// Whether a cause rule among `cand` (the rules whose literals occur on the line) could
+    /// match the line `text` with message `msg`: false means the line names no cause whatever
+    /// its level (a cause rule needs its regex to match, and a rule without a regex matches
+    /// any line its literal is on).
+    pub fn may_name_cause(&self, cand: &[usize], text: &str, msg: &str) -> bool {
+        cand.iter().any(|&ri| {
+            let r = &self.rules[ri];
+            r.kind == RuleKind::Cause && r.regex_matches_text(text, msg)
+        })
+    }
+
+    /// Whether a rule among `cand` (the rules whose literals occur on a line) may match the
+    /// line with this text, its prefixes not read (see [`Rule::may_match_text`]).
+    pub fn may_match_text(&self, cand: &[usize], text: &str) -> bool {
+        cand.iter().any(|&ri| self.rules[ri].may_match_text(text))
+    }
+
     /// Rules whose literals are among the pattern occurrences `pats` ending by `end`, sorted
     /// by rule order, deduplicated.
     pub fn rules_of(&self, pats: &[(usize, u32)], end: usize, out: &mut Vec<usize>) {
@@ -477,6 +583,23 @@ impl RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every match of an anchored rule's rest holds one of its required literals; a pattern
+    /// that can match without any has none, and a look-around keeps the regex out entirely.
+    #[test]
+    fn a_text_check_tests_required_literals_before_its_regex() {
+        let lits = |p: &str| required_literals(&regex_syntax::parse(p).unwrap());
+        assert_eq!(
+            lits(r"([A-Za-z_]\w*\.)*\w*(Error|Exception): .*(?i:must be)"),
+            vec![b"Error".to_vec(), b"Exception".to_vec()]
+        );
+        assert!(lits(r"\w*(?:abc)?").is_empty());
+        let c = TextCheck::new(r"\w*(Error|Exception): .*must be").unwrap();
+        assert!(c.may_match("(APIServer pid=1) ValueError: x must be 1"));
+        assert!(!c.may_match("(APIServer pid=1) INFO x must be 1"));
+        assert!(!c.may_match("(APIServer pid=1) ValueError: nothing"));
+        assert!(TextCheck::new(r"\bx").is_none());
+    }
 
     #[test]
     fn builtin_rules_compile_and_have_texts() {

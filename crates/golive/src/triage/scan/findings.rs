@@ -9,7 +9,7 @@ use super::super::Class;
 use super::{Scanner, LOOKAHEAD};
 
 /// A rule match in one file.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RawFinding {
     pub rule: usize,
     pub kind: RuleKind,
@@ -87,7 +87,7 @@ fn strip_pid(label: &str) -> &str {
 }
 
 /// What one file yielded.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct FileResult {
     pub findings: Vec<RawFinding>,
     pub serving_line: Option<u64>,

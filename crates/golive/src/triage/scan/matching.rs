@@ -2,6 +2,7 @@
 //! new findings.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use super::super::clean::clean;
 use super::super::line::{self, ParsedLine};
@@ -40,7 +41,55 @@ impl LineLiterals<'_> {
     }
 }
 
+/// Words of a line that [`Scanner::handle_line`] acts on whatever the rules say: an indented
+/// `raise ` opens a traceback, and a worker label (see [`super::is_worker_label`]) is noted.
+/// (Vectorised searches of a few words; an Aho-Corasick automaton over them was slower on
+/// short lines.)
+fn has_acted_on_word(raw: &[u8]) -> bool {
+    static W: OnceLock<Vec<memchr::memmem::Finder<'static>>> = OnceLock::new();
+    W.get_or_init(|| {
+        [
+            "raise ",
+            "rank",
+            "TP",
+            "_PP",
+            "RayWorkerWrapper",
+            "VllmWorker",
+        ]
+        .iter()
+        .map(|w| memchr::memmem::Finder::new(w.as_bytes()))
+        .collect()
+    })
+    .iter()
+    .any(|f| f.find(raw).is_some())
+}
+
 impl Scanner<'_> {
+    /// Whether [`Scanner::handle_line`] would leave a line outside any traceback without
+    /// effect, judged on its raw bytes without parsing it: no traceback anchor, no word it
+    /// acts on, no terminal code (rules read the cleaned text), and no rule of its literals
+    /// (`pats`, the line starting at `ls`) whose regex may match it. Many common lines carry
+    /// a generic configuration word (`requires`, `is disabled`, `nrecognized`) that only an
+    /// exception line states as a cause.
+    pub(super) fn inert_line(&mut self, raw: &[u8], ls: usize, pats: &[(usize, u32)]) -> bool {
+        // A TTY's final `\r` is all that cleaning removes from such a line.
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if !self.fast_paths
+            || memchr::memchr2(0x1b, b'\r', raw).is_some()
+            || pats
+                .iter()
+                .any(|&(_, pi)| self.rules.pattern_rule[pi as usize].is_none())
+            || has_acted_on_word(raw)
+        {
+            return false;
+        }
+        let Ok(text) = std::str::from_utf8(raw) else {
+            return false;
+        };
+        self.rules.rules_of(pats, ls + text.len(), &mut self.cand);
+        !self.rules.may_match_text(&self.cand, text)
+    }
+
     /// Records the worker label around a worker anchor, cheaply (no full line parsing).
     /// `buf[ls..end]` ends with the anchor; the label closes before `b`.
     pub(super) fn note_worker(&mut self, buf: &[u8], ls: usize, end: usize, b: usize) {

@@ -64,13 +64,31 @@ struct Scanner<'a> {
     merged: usize,
     phase_memo: memo::PhaseMemo,
     frames_memo: memo::FramesMemo,
+    /// Lines judged without a parse ([`Scanner::traceback_body_line`],
+    /// [`Scanner::inert_line`]); off only to check them against the full line handler.
+    fast_paths: bool,
 }
 
 /// Scans one input stream.
-pub fn scan_reader<R: Read>(
+pub fn scan_reader<R: Read>(rules: &RuleSet, reader: R, context: usize) -> io::Result<FileResult> {
+    scan(rules, reader, context, true)
+}
+
+/// [`scan_reader`] with every line the prefilter selects handled in full (the fuzz target
+/// compares the two).
+pub fn scan_reader_in_full<R: Read>(
+    rules: &RuleSet,
+    reader: R,
+    context: usize,
+) -> io::Result<FileResult> {
+    scan(rules, reader, context, false)
+}
+
+fn scan<R: Read>(
     rules: &RuleSet,
     mut reader: R,
     context: usize,
+    fast_paths: bool,
 ) -> io::Result<FileResult> {
     let mut sc = Scanner {
         rules,
@@ -91,6 +109,7 @@ pub fn scan_reader<R: Read>(
         merged: 0,
         phase_memo: Default::default(),
         frames_memo: Default::default(),
+        fast_paths,
     };
     // Room for a chunk after the history and a partial line (no reallocation).
     let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + MAX_LINE + 64 * 1024);

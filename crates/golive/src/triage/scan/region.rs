@@ -77,14 +77,19 @@ impl Scanner<'_> {
                 view.ensure(e);
                 let occ = &view.occ;
                 let j = k + occ[k..].partition_point(|&o| a + occ_parts(o).0 < e);
-                // A traceback's body line: its effect without a parse.
                 let has_rule_literal = occ[k..j]
                     .iter()
                     .any(|&o| !needles.serving_only(occ_parts(o).1));
+                let line_needles = occ[k..j].iter().map(|&o| {
+                    let (p, n) = occ_parts(o);
+                    (a + p, n)
+                });
+                needles.patterns_in(buf, pos, e, line_needles, &mut pats);
+                // A traceback's body line: its effect without a parse.
                 if self.traceback_body_line(
                     &buf[pos..e.min(pos + MAX_LINE)],
                     *newlines + 1,
-                    has_rule_literal,
+                    has_rule_literal.then_some((pos, pats.as_slice())),
                 ) {
                     if e < b {
                         *newlines += 1;
@@ -99,11 +104,6 @@ impl Scanner<'_> {
                 // hold a literal the raw bytes split.)
                 let has_literal =
                     has_rule_literal || memchr::memchr2(0x1b, b'\r', &buf[pos..e]).is_some();
-                let line_needles = occ[k..j].iter().map(|&o| {
-                    let (p, n) = occ_parts(o);
-                    (a + p, n)
-                });
-                needles.patterns_in(buf, pos, e, line_needles, &mut pats);
                 let lits = matching::LineLiterals {
                     ls: pos,
                     pats: &pats,
@@ -172,7 +172,7 @@ impl Scanner<'_> {
                 handle = true;
                 break;
             }
-            if handle {
+            if handle && !self.inert_line(&buf[ls..le.min(ls + MAX_LINE)], ls, &pats) {
                 if *counted < ls {
                     *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
                     *counted = ls;

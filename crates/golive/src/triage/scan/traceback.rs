@@ -102,17 +102,17 @@ impl Scanner<'_> {
     }
 
     /// The fast path for a line inside the one open traceback: an indented line (a frame, or a
-    /// source or caret line without a rule literal: `has_literal`) behind the traceback's
-    /// prefix bytes, with no terminal codes and no phase evidence wanted, has the effect
-    /// [`Scanner::handle_line`] would give it, without parsing it. False when the line is not
-    /// such a line (nothing was done).
+    /// source or caret line that names no cause) behind the traceback's prefix bytes, with no
+    /// terminal codes and no phase evidence wanted, has the effect [`Scanner::handle_line`]
+    /// would give it, without parsing it. `lits`: the line's start and its rule-literal
+    /// occurrences, when it has any. False when the line is not such a line (nothing was done).
     pub(super) fn traceback_body_line(
         &mut self,
         raw: &[u8],
         line_no: u64,
-        has_literal: bool,
+        lits: Option<(usize, &[(usize, u32)])>,
     ) -> bool {
-        if self.tracebacks.len() != 1 || line_no <= self.force_slow_until {
+        if !self.fast_paths || self.tracebacks.len() != 1 || line_no <= self.force_slow_until {
             return false;
         }
         let Some(tb) = self.tracebacks.values_mut().next() else {
@@ -122,9 +122,23 @@ impl Scanner<'_> {
             return false;
         };
         let frame = line::is_frame(msg);
-        // A source line with a literal is matched against the rules; a header opens another.
-        if (!frame && has_literal) || line::is_traceback_header(msg) {
+        // A header opens another traceback.
+        if line::is_traceback_header(msg) {
             return false;
+        }
+        // A source line is matched against the cause rules of its literals, unless a cause is
+        // already pending: it names one only through a cause rule whose regex matches. (In a
+        // logger-formatted traceback every line carries the level literal of the last-resort
+        // rule, whose regex wants a message right behind the logger header.)
+        if let (false, None, Some((ls, pats))) = (frame, &tb.pending, lits) {
+            let msg_at = msg.as_ptr() as usize - raw.as_ptr() as usize;
+            let Ok(text) = std::str::from_utf8(&raw[..msg_at + msg.len()]) else {
+                return false;
+            };
+            self.rules.rules_of(pats, ls + text.len(), &mut self.cand);
+            if self.rules.may_name_cause(&self.cand, text, msg) {
+                return false;
+            }
         }
         // As in handle_line: the line's stream is the traceback's (same prefix bytes), no
         // other traceback goes stale, the rank was noted at the header, and an indented line
