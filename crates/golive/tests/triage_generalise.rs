@@ -173,3 +173,122 @@ fn engine_message_families() {
         assert_eq!(got, want, "{text}");
     }
 }
+
+/// The engines' own code (class `engine`): an exception raised there that no rule and no more
+/// specific layer explains, and a bare ERROR line its modules log; tool parsers, the
+/// distributed layer and messages a rule knows keep their class; a basename shared with other
+/// layers (`utils.py`) says nothing.
+#[test]
+fn engine_class_for_the_engines_own_code() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
+    let tb = |frames: &[(&str, &str)], exc: &str| {
+        let mut s = format!("{h}Traceback (most recent call last):\n");
+        for (path, func) in frames {
+            s.push_str(&format!(
+                "{h}  File \"/usr/local/lib/python3.12/dist-packages/{path}\", line 10, in {func}\n{h}    return f()\n"
+            ));
+        }
+        s.push_str(&format!("{h}{exc}\n"));
+        s
+    };
+    let engine_frames = [
+        ("vllm/v1/engine/core.py", "run_engine_core"),
+        ("vllm/v1/engine/core.py", "run_busy_loop"),
+        ("vllm/v1/executor/multiproc_executor.py", "execute_model"),
+        ("vllm/v1/worker/gpu_worker.py", "execute_model"),
+    ];
+    let with = |last: (&'static str, &'static str)| {
+        let mut f = engine_frames.to_vec();
+        f.push(last);
+        f
+    };
+    let cases: Vec<(String, Option<(Class, &str)>)> = vec![
+        (
+            tb(
+                &with(("vllm/v1/worker/utils.py", "check_nans")),
+                "RuntimeError: NaNs detected in logits: ['chatcmpl-1']",
+            ),
+            Some((Class::Engine, "frames-engine-vllm")),
+        ),
+        // A tool parser called from the API server's request path stays a tool parser.
+        (
+            tb(
+                &[
+                    ("vllm/entrypoints/openai/chat_completion/serving.py", "chat_completion_stream_generator"),
+                    ("vllm/tool_parsers/hermes_tool_parser.py", "extract_tool_calls_streaming"),
+                ],
+                "IndexError: list index out of range",
+            ),
+            Some((Class::ToolParser, "frames-tool-parser")),
+        ),
+        // The distributed layer under the worker stays nccl.
+        (
+            tb(
+                &with(("vllm/distributed/parallel_state.py", "all_reduce")),
+                "RuntimeError: all_reduce got tensors on two devices",
+            ),
+            Some((Class::Nccl, "frames-nccl")),
+        ),
+        // A ValueError of the engine's own code is the configuration it refuses.
+        (
+            tb(
+                &with(("vllm/v1/worker/gpu_model_runner.py", "load_model")),
+                "ValueError: LoRA is not supported with speculative decoding",
+            ),
+            Some((Class::Config, "config-keywords")),
+        ),
+        (
+            "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [multiproc_executor.py:959] WorkerProc failed.\n".into(),
+            Some((Class::Engine, "error-log-line")),
+        ),
+        (
+            "(APIServer pid=4100) ERROR 12-01 10:00:09 [api_router.py:88] Error in /cohere/v2/chat: boom\n".into(),
+            Some((Class::Engine, "error-log-line")),
+        ),
+        (
+            "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [utils.py:56] Failed to join microbatch threads\n".into(),
+            Some((Class::Unknown, "error-log-line")),
+        ),
+        // SGLang prints no level word: its API server's internal-error line is still found.
+        (
+            "[2025-12-01 10:00:09] Error in request: 'NoneType' object has no attribute 'shape'\n".into(),
+            Some((Class::Engine, "sglang-request-server-error")),
+        ),
+        (
+            tb(
+                &[("sglang/srt/managers/scheduler.py", "event_loop_overlap")],
+                "RuntimeError: batch is empty after filtering",
+            )
+            .replace(h, ""),
+            Some((Class::Engine, "frames-engine-sglang")),
+        ),
+        (
+            "[2025-12-01 10:00:09] Initialization failed. warmup error: AssertionError: res=<Response [500]>\n".into(),
+            Some((Class::Engine, "sglang-warmup-failed")),
+        ),
+        // A child's death only points back at its error: a consequence.
+        (
+            "[2025-12-01 10:00:09] Scheduler or DataParallelController 4321 terminated with -9\n".into(),
+            Some((Class::Unknown, "conseq-sglang-child-died")),
+        ),
+    ];
+    for (text, want) in cases {
+        let rep = analyze_text(&rules, "msg.log", &text);
+        let got = rep.primary.as_ref().map(|p| (p.class, p.rule.as_str()));
+        assert_eq!(got, want, "{text}");
+    }
+    // Teardown in the engine's code after an orderly stop is not a failure.
+    let stop = "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n";
+    let text = format!(
+        "{stop}{}",
+        tb(
+            &engine_frames,
+            "RuntimeError: cancelled while waiting for the workers"
+        )
+    );
+    let rep = analyze_text(&rules, "msg.log", &text);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+}

@@ -355,9 +355,10 @@ fn value_errors_the_engine_raises_are_config_not_those_of_libraries() {
     );
     let sglang = tb("sglang/srt/model_executor/model_runner.py", "ValueError");
     assert_eq!(primary(&sglang).0, Class::Config);
-    // Raised by torch under the engine's frames: the innermost frame is not the engine's.
+    // Raised by torch under the engine's frames: the innermost frame is not the engine's, so
+    // not a refused configuration; the engine's frame above names the class (engine).
     let torch = tb("torch/nn/modules/module.py", "ValueError");
-    assert_eq!(primary(&torch).0, Class::Unknown);
+    assert_eq!(primary(&torch).0, Class::Engine);
     // A tool parser's ValueError stays the parser's (the frame map wins over the type).
     let parser = tb("vllm/tool_parsers/hermes_tool_parser.py", "ValueError");
     assert_eq!(primary(&parser).0, Class::ToolParser);
@@ -387,8 +388,12 @@ fn bare_error_lines_are_a_last_resort_with_the_class_of_their_logger() {
     // A logger file that says nothing, but a message that names the component.
     let named = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:02:00 [base_worker.py:880] NIXL transfer failure: timeout | Context: remote engine 2\n");
     assert_eq!(primary(&named).0, Class::Nccl);
-    // A module with no class of its own: still reported, as unknown.
-    let plain = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [api_router.py:88] Failed to abort requests\n");
+    // The API server's own module: the engine's code (class engine).
+    let api = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [api_router.py:88] Failed to abort requests\n");
+    assert_eq!(primary(&api), (Class::Engine, 3, "error-log-line".into()));
+    // A module with no class of its own (a name shared across layers): still reported, as
+    // unknown.
+    let plain = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [utils.py:88] Failed to abort requests\n");
     assert_eq!(
         primary(&plain),
         (Class::Unknown, 3, "error-log-line".into())

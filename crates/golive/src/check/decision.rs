@@ -75,7 +75,14 @@ impl Repair {
         match self {
             Repair::HostOrImage => &[Class::Driver, Class::Container, Class::GpuFault],
             Repair::PodCrashRecord => &[],
-            Repair::Dependencies => &[Class::Dependency, Class::Config, Class::ToolParser],
+            // An engine-internal error: reset to the official image or a pinned engine release,
+            // optional features off until the base server starts.
+            Repair::Dependencies => &[
+                Class::Dependency,
+                Class::Config,
+                Class::ToolParser,
+                Class::Engine,
+            ],
             Repair::Memory => &[Class::OomStartup, Class::OomTopology, Class::OomRuntime],
             Repair::IsolateMultiNode => &[Class::Nccl],
             Repair::CacheFlag => &[Class::PrefixCache],

@@ -19,6 +19,7 @@ fn phase_of(class: Class) -> &'static str {
         Class::Nccl => "multi-node communication (NCCL init)",
         Class::ToolParser => "tool/reasoning parser",
         Class::GpuFault => "GPU fault while running (Xid, ECC, illegal memory access)",
+        Class::Engine => "the engine's own code (engine bug or unsupported feature combination)",
         Class::Unknown => "unknown",
     }
 }

@@ -47,6 +47,8 @@ pub enum Class {
     ToolParser,
     /// A GPU fault at run time: illegal memory access, unspecified launch failure, Xid, ECC.
     GpuFault,
+    /// An error inside the serving engine's own code that no deployment cause explains.
+    Engine,
     Unknown,
 }
 
@@ -61,7 +63,8 @@ impl Class {
             Class::PrefixCache => 4,
             Class::Nccl => 5,
             Class::ToolParser => 6,
-            Class::Unknown => 7,
+            Class::Engine => 7,
+            Class::Unknown => 8,
         }
     }
 
@@ -78,8 +81,15 @@ impl Class {
             Class::Nccl => "nccl",
             Class::ToolParser => "tool_parser",
             Class::GpuFault => "gpu_fault",
+            Class::Engine => "engine",
             Class::Unknown => "unknown",
         }
+    }
+
+    /// Whether the class names a deployment cause (`engine` and `unknown` do not: teardown
+    /// noise after a stop, a rank's failure of its own, fatal after a warning).
+    pub fn explains(self) -> bool {
+        !matches!(self, Class::Engine | Class::Unknown)
     }
 
     fn is_oom(self) -> bool {
@@ -156,8 +166,8 @@ pub struct TriageOptions {
     pub rules: Vec<PathBuf>,
 }
 
-/// Version of the triage JSON: 2 added the class `gpu_fault`.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version of the triage JSON: 2 added the class `gpu_fault`, 3 the class `engine`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// At most this many secondary findings are reported.
 const MAX_SECONDARY: usize = 25;
@@ -452,11 +462,7 @@ fn decide(
     // (known) class follows it in the same file.
     let fatal_after = |(fi, w): (usize, &RawFinding)| {
         causes.iter().any(|(gi, g)| {
-            *gi == fi
-                && !g.soft
-                && g.line > w.line
-                && g.class != w.class
-                && g.class != Class::Unknown
+            *gi == fi && !g.soft && g.line > w.line && g.class != w.class && g.class.explains()
         })
     };
     let hard: Vec<(usize, &RawFinding)> = causes
@@ -660,8 +666,7 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
             );
             if f.kind == RuleKind::Cause && f.class.is_oom() {
                 oom_ids.insert(id);
-            } else if f.kind == RuleKind::Cause && !matches!(f.class, Class::Unknown | Class::Nccl)
-            {
+            } else if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
                 failed.insert(id);
             }
         }

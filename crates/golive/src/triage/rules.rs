@@ -67,6 +67,8 @@ struct RuleDef {
     #[serde(default)]
     weak: bool,
     #[serde(default)]
+    catch_all: bool,
+    #[serde(default)]
     next_step: String,
     #[serde(default)]
     why: String,
@@ -94,6 +96,10 @@ struct FrameDef {
     /// the message names (`NIXL transfer failure`).
     #[serde(default)]
     words: Option<String>,
+    /// The engine's own code: names the class only when no other entry matches a frame and
+    /// no rule but a catch-all explains the exception.
+    #[serde(default)]
+    fallback: bool,
     why: String,
     next_step: String,
 }
@@ -126,6 +132,10 @@ pub struct Rule {
     /// A last resort (a bare ERROR logger line): a cause only when no other cause is found in
     /// any input; its class comes from the logger's source file through the frame map.
     pub weak: bool,
+    /// Matches any exception (no message of its own): a fallback frame entry says more.
+    pub catch_all: bool,
+    /// Frame-map entries: a fallback (see [`RuleSet::frame_rule`]).
+    pub fallback: bool,
     /// Frame-map entries: regex over one frame line.
     pub frame_path: Option<Regex>,
     /// Frame-map entries: regex over the message of a bare ERROR line.
@@ -356,6 +366,8 @@ impl RuleSet {
                 class_when: d.class_when,
                 generic: d.generic,
                 weak: d.weak,
+                catch_all: d.catch_all,
+                fallback: false,
                 frame_path: None,
                 frame_words: None,
                 next_step: d.next_step,
@@ -389,6 +401,8 @@ impl RuleSet {
                 // Frames say less than a specific message on a nearby line.
                 generic: true,
                 weak: false,
+                catch_all: false,
+                fallback: f.fallback,
                 frame_path: Some(re),
                 frame_words: words,
                 next_step: f.next_step,
@@ -455,29 +469,41 @@ impl RuleSet {
     }
 
     /// The frame-map entry of a traceback: the innermost frame (last in `frames`) that some
-    /// entry matches decides; entries are tried in file order on that frame.
+    /// entry matches decides; entries are tried in file order on that frame. Fallback entries
+    /// (the engine's own code) count only when no other entry matches any frame.
     pub fn frame_rule(&self, frames: &str) -> Option<usize> {
-        frames
-            .lines()
-            .rev()
-            .filter(|l| l.starts_with("File \""))
-            .find_map(|l| {
-                self.frame_rules.iter().copied().find(|&ri| {
-                    self.rules[ri]
-                        .frame_path
-                        .as_ref()
-                        .is_some_and(|re| re.is_match(l))
+        let pass = |fallback: bool| {
+            frames
+                .lines()
+                .rev()
+                .filter(|l| l.starts_with("File \""))
+                .find_map(|l| {
+                    self.frame_rules.iter().copied().find(|&ri| {
+                        let r = &self.rules[ri];
+                        r.fallback == fallback
+                            && r.frame_path.as_ref().is_some_and(|re| re.is_match(l))
+                    })
                 })
-            })
+        };
+        pass(false).or_else(|| pass(true))
     }
 
     /// The frame-map entry of the source file a logger line names (`[core.py:708]` in vLLM's
     /// header, `file.cc:42]` in glog's): the module that logged an error says which layer
     /// failed, as the innermost frame of a traceback does.
-    /// When the file says nothing, the component the message names decides (`words`).
+    /// When the file says nothing, the component the message names decides (`words`), and
+    /// only then a fallback entry (the engine's own code) that the file matches.
     pub fn logger_rule(&self, line: &str) -> Option<usize> {
-        super::line::logger_file(line)
-            .and_then(|file| self.frame_rule(&format!("File \"{file}\", line 0, in <logger>")))
+        let file = super::line::logger_file(line)
+            .map(|file| format!("File \"{file}\", line 0, in <logger>"));
+        let by_file = |fallback: bool| {
+            let file = file.as_deref()?;
+            self.frame_rules.iter().copied().find(|&ri| {
+                let r = &self.rules[ri];
+                r.fallback == fallback && r.frame_path.as_ref().is_some_and(|re| re.is_match(file))
+            })
+        };
+        by_file(false)
             .or_else(|| {
                 let msg = super::line::parse(line.as_bytes());
                 self.frame_rules.iter().copied().find(|&ri| {
@@ -487,6 +513,7 @@ impl RuleSet {
                         .is_some_and(|re| re.is_match(msg.msg()))
                 })
             })
+            .or_else(|| by_file(true))
     }
 
     /// The built-in rules, compiled once per process (for `watch` and `check`, which read

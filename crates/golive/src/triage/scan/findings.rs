@@ -68,12 +68,12 @@ fn key_as(f: &RawFinding, kind: RuleKind, class: Class) -> FindingKey {
     )
 }
 
-/// The kind a finding is recorded with: collective errors, and errors of no known class,
-/// during an orderly shutdown are teardown noise (a GPU fault or an OOM then is still a cause).
+/// The kind a finding is recorded with: collective errors, and errors of no known class or of
+/// the engine's own code, during an orderly shutdown are teardown noise (a GPU fault or an OOM then is still a cause).
 fn recorded_kind(f: &RawFinding) -> RuleKind {
     if f.during_shutdown
         && f.kind == RuleKind::Cause
-        && matches!(f.class, Class::Nccl | Class::Unknown)
+        && (f.class == Class::Nccl || !f.class.explains())
     {
         RuleKind::Consequence
     } else {

@@ -417,6 +417,11 @@ impl Scanner<'_> {
             } else {
                 self.frames_memo.frame_rule(slot, self.rules, &tb.frames)
             };
+            // A fallback entry (the engine's own code) says less than any rule but a catch-all.
+            let frame = frame.filter(|&fr| {
+                !self.rules.rules[fr].fallback
+                    || generic.is_none_or(|g| self.rules.rules[g].catch_all)
+            });
             let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
                 Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
                     Some(self.new_finding(ri, &pl, line_no))
@@ -462,7 +467,7 @@ impl Scanner<'_> {
                 }
             }
             if let Some(f) = &finding {
-                if f.kind == RuleKind::Cause && !matches!(f.class, Class::Nccl | Class::Unknown) {
+                if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
                     self.mark_failed(tb.rank.as_deref());
                 }
             }
