@@ -271,7 +271,8 @@ fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Sour
 
 fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
     match src {
-        Source::Stdin => Ok(Box::new(io::stdin().lock())),
+        // Read on their own thread: the kernel's copy runs beside the scanner.
+        Source::Stdin => Ok(Box::new(readahead::ReadAhead::new(io::stdin()))),
         Source::File(p) => {
             let f =
                 std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
@@ -282,7 +283,7 @@ fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
                     flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, f)),
                 )))
             } else {
-                Ok(Box::new(f))
+                Ok(Box::new(readahead::ReadAhead::new(f)))
             }
         }
     }

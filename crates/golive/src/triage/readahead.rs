@@ -1,9 +1,11 @@
-//! A reader that runs its source (e.g. a gzip decoder) on its own thread, so decompression
-//! and scanning use two cores. Blocks travel over a bounded channel (memory stays bounded:
-//! at most `DEPTH` blocks in flight); read errors arrive in order, after the bytes before them.
+//! A reader that runs its source (a file, stdin, a gzip decoder) on its own thread, so the
+//! kernel's copy or the decompression and the scanning use two cores. Blocks travel over a
+//! bounded channel (memory stays bounded: at most `DEPTH` blocks in flight) and come back to be
+//! filled again (no fresh pages to fault in per block); read errors arrive in order, after the
+//! bytes before them.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 /// Bytes per block.
 const BLOCK: usize = 1 << 20;
@@ -12,6 +14,8 @@ const DEPTH: usize = 4;
 
 pub struct ReadAhead {
     rx: Receiver<io::Result<Vec<u8>>>,
+    /// Read blocks go back to the reading thread.
+    spent: Sender<Vec<u8>>,
     cur: Vec<u8>,
     pos: usize,
     done: bool,
@@ -20,8 +24,12 @@ pub struct ReadAhead {
 impl ReadAhead {
     pub fn new<R: Read + Send + 'static>(mut inner: R) -> Self {
         let (tx, rx) = sync_channel(DEPTH);
+        let (spent, spent_rx) = channel::<Vec<u8>>();
         std::thread::spawn(move || loop {
-            let mut block = Vec::with_capacity(BLOCK);
+            let mut block = spent_rx
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BLOCK));
+            block.clear();
             match inner.by_ref().take(BLOCK as u64).read_to_end(&mut block) {
                 Ok(0) => break,
                 Ok(_) => {
@@ -40,6 +48,7 @@ impl ReadAhead {
         });
         ReadAhead {
             rx,
+            spent,
             cur: Vec::new(),
             pos: 0,
             done: false,
@@ -55,7 +64,10 @@ impl Read for ReadAhead {
             }
             match self.rx.recv() {
                 Ok(Ok(b)) => {
-                    self.cur = b;
+                    let spent = std::mem::replace(&mut self.cur, b);
+                    if spent.capacity() > 0 {
+                        let _ = self.spent.send(spent);
+                    }
                     self.pos = 0;
                 }
                 Ok(Err(e)) => {
