@@ -146,7 +146,7 @@ pub struct Rule {
     pub on_exceptions: bool,
     /// An anchored regex without its `^`, when that finds every match anywhere in a line
     /// (see [`Rule::may_match_text`]); built when first needed.
-    regex_rest: OnceLock<Option<TextCheck>>,
+    text_check: OnceLock<Option<TextCheck>>,
 }
 
 /// A regex without look-around assertions searched anywhere in a text, after a cheap test for
@@ -229,7 +229,7 @@ impl Rule {
         let Some(rest) = re.as_str().strip_prefix('^') else {
             return re.is_match(text);
         };
-        self.regex_rest
+        self.text_check
             .get_or_init(|| TextCheck::new(rest))
             .as_ref()
             .is_none_or(|c| c.may_match(text))
@@ -372,7 +372,7 @@ impl RuleSet {
                 frame_words: None,
                 next_step: d.next_step,
                 why: d.why,
-                regex_rest: OnceLock::new(),
+                text_check: OnceLock::new(),
             });
         }
         let mut frame_rules = Vec::new();
@@ -408,7 +408,7 @@ impl RuleSet {
                 next_step: f.next_step,
                 why: f.why,
                 on_exceptions: false,
-                regex_rest: OnceLock::new(),
+                text_check: OnceLock::new(),
             });
         }
         // The patterns of the prefilter, in the order that decides between two that start at
