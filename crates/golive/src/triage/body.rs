@@ -29,15 +29,15 @@ impl BodyPrefix {
         Some(BodyPrefix(SmallVec::from_slice(prefix)))
     }
 
-    /// The message of `raw` when it is an indented line behind exactly these prefix bytes:
-    /// then `line::parse(raw)` reads the same prefixes (same stream and rank) and this message.
-    /// `None` when unsure (the caller parses the line).
+    /// The text of `raw` and its message when it is an indented line behind exactly these
+    /// prefix bytes: then `line::parse(raw)` reads the same prefixes (same stream and rank), this
+    /// text and this message. `None` when unsure (the caller parses the line).
     ///
     /// Why this holds: every prefix reader consumes at most one space after its prefix, so the
     /// same bytes followed by a blank are read the same way; after them the prefix loop only
     /// goes on at a digit, a `(`, a `[` or a letter (none starts the indented rest, checked
     /// below), and the level readers look at the first byte of the rest (a blank here).
-    pub fn body_msg<'a>(&self, raw: &'a [u8]) -> Option<&'a str> {
+    pub fn body_text<'a>(&self, raw: &'a [u8]) -> Option<(&'a str, &'a str)> {
         let rest = raw.strip_prefix(self.0.as_slice())?;
         if !matches!(rest.first(), Some(b' ' | b'\t')) {
             return None;
@@ -55,7 +55,10 @@ impl BodyPrefix {
         if memchr::memchr2(0x1b, b'\r', rest).is_some() {
             return None;
         }
-        std::str::from_utf8(rest).ok()
+        // One check of the whole text (the prefix came from a text: the message starts at a
+        // character boundary).
+        let text = simdutf8::basic::from_utf8(&raw[..self.0.len() + rest.len()]).ok()?;
+        Some((text, text.get(self.0.len()..)?))
     }
 }
 
@@ -111,10 +114,11 @@ mod tests {
         for (header, body, fast) in cases {
             let h = parse(header.as_bytes());
             let bp = BodyPrefix::of(&h).expect("a plain header has a body prefix");
-            let got = bp.body_msg(body.as_bytes());
+            let got = bp.body_text(body.as_bytes());
             assert_eq!(got.is_some(), *fast, "{header:?} / {body:?}");
-            if let Some(m) = got {
+            if let Some((t, m)) = got {
                 let b = parse(body.as_bytes());
+                assert_eq!(t, b.text, "{body:?}");
                 assert_eq!(m, b.msg(), "{body:?}");
                 assert_eq!(b.stream, h.stream, "{body:?}");
                 assert_eq!(b.rank(), h.rank(), "{body:?}");

@@ -13,7 +13,6 @@ mod output;
 mod phase;
 mod prefilter;
 mod prefix;
-mod readahead;
 pub mod rules;
 mod scan;
 
@@ -269,21 +268,21 @@ fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Sour
     Ok(out)
 }
 
-fn open(src: &Source) -> anyhow::Result<Box<dyn Read>> {
+/// The input of one source; the scanner reads it on its own thread (the kernel's copy or the
+/// decompression runs beside the scanning).
+fn open(src: &Source) -> anyhow::Result<Box<dyn Read + Send>> {
     match src {
-        // Read on their own thread: the kernel's copy runs beside the scanner.
-        Source::Stdin => Ok(Box::new(readahead::ReadAhead::new(io::stdin()))),
+        Source::Stdin => Ok(Box::new(io::stdin())),
         Source::File(p) => {
             let f =
                 std::fs::File::open(p).with_context(|| format!("cannot open {}", p.display()))?;
             let gz = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gz"));
             if gz {
-                // Decompressed on its own thread: the scanner runs beside it.
-                Ok(Box::new(readahead::ReadAhead::new(
-                    flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(1 << 20, f)),
+                Ok(Box::new(flate2::read::MultiGzDecoder::new(
+                    io::BufReader::with_capacity(1 << 20, f),
                 )))
             } else {
-                Ok(Box::new(readahead::ReadAhead::new(f)))
+                Ok(Box::new(f))
             }
         }
     }
@@ -336,7 +335,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
 /// Triage of one log held in memory, with rules already loaded (for tools that triage many
 /// small logs, e.g. the coverage measurement over an engine's own messages).
 pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
-    match scan::scan_reader(rules, text.as_bytes(), 0) {
+    match scan::scan_slice(rules, text.as_bytes(), 0) {
         Ok(res) => decide(rules, vec![(name.to_string(), res)], Vec::new()),
         Err(e) => TriageReport {
             schema_version: SCHEMA_VERSION,
@@ -355,8 +354,9 @@ pub fn fuzz_lines(data: &[u8]) {
         let pl = line::parse(raw);
         // The scanner's fast path for traceback bodies must read a line as the parser does.
         if let Some((bp, stream, rank)) = &prev {
-            if let Some(m) = bp.body_msg(raw) {
+            if let Some((t, m)) = bp.body_text(raw) {
                 let shown = String::from_utf8_lossy(raw);
+                assert_eq!(t, pl.text, "{shown:?}");
                 assert_eq!(m, pl.msg(), "{shown:?}");
                 assert_eq!(stream, &pl.stream, "{shown:?}");
                 assert_eq!(rank.as_deref(), pl.rank(), "{shown:?}");
@@ -383,13 +383,28 @@ pub fn fuzz_lines(data: &[u8]) {
 pub fn fuzz_scan(data: &[u8]) {
     static RULES: std::sync::OnceLock<RuleSet> = std::sync::OnceLock::new();
     let rules = RULES.get_or_init(|| RuleSet::load(&[] as &[&str]).expect("built-in rules"));
-    let res = scan::scan_reader(rules, data, 3).expect("reading a slice cannot fail");
+    let res = scan::scan_slice(rules, data, 3).expect("reading a slice cannot fail");
     // The lines judged without a parse are judged as the full line handler judges them.
-    let full = scan::scan_reader_in_full(rules, data, 3).expect("reading a slice cannot fail");
+    let full = scan::scan_slice_in_full(rules, data, 3).expect("reading a slice cannot fail");
     assert!(
         res == full,
         "fast paths differ:\n{res:#?}\nin full:\n{full:#?}"
     );
+    // Read in small buffers: the same result (lines of a MiB or more are cut where a buffer
+    // ends, so only inputs without one compare).
+    if data.len() < scan::MAX_LINE
+        || data
+            .split(|&b| b == b'\n')
+            .all(|l| l.len() < scan::MAX_LINE)
+    {
+        let chunked =
+            scan::scan_slice_in_chunks(rules, data, 3, 4096).expect("reading a slice cannot fail");
+        // (Binary input is reported with the bytes read until it was found.)
+        assert!(
+            res == chunked || (res.binary && chunked.binary),
+            "small buffers differ:\n{res:#?}\nin 4 KiB buffers:\n{chunked:#?}"
+        );
+    }
     for f in &res.findings {
         assert!(
             f.line >= 1 && f.line <= res.lines,

@@ -11,11 +11,17 @@ use super::prefilter::{Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
 
-const CHUNK: usize = 8 << 20;
+/// Bytes read per buffer.
+const CHUNK: usize = 4 << 20;
 /// Bytes of already scanned text kept in front of the buffer for context lines.
 const HISTORY: usize = 256 << 10;
 /// Longer lines are cut here (the rest of the line is skipped, never buffered).
 pub const MAX_LINE: usize = 1 << 20;
+/// Input bytes checked for a NUL (binary data).
+const PROBE: usize = 8192;
+/// Room in front of the bytes read for the text kept from the buffer before: the history and
+/// a partial line (shorter than MAX_LINE: a longer one is cut and skipped).
+const ROOM: usize = HISTORY + MAX_LINE;
 /// Lines displayed are cut to this many characters.
 const MAX_SHOWN: usize = 2000;
 /// Lines after an out-of-memory line read for phase evidence.
@@ -25,6 +31,7 @@ const TB_STALE: u64 = 40;
 /// Frames text kept per traceback.
 const MAX_FRAMES_TEXT: usize = 64 << 10;
 
+mod fill;
 mod findings;
 mod matching;
 mod memo;
@@ -69,24 +76,50 @@ struct Scanner<'a> {
     fast_paths: bool,
 }
 
-/// Scans one input stream.
-pub fn scan_reader<R: Read>(rules: &RuleSet, reader: R, context: usize) -> io::Result<FileResult> {
-    scan(rules, reader, context, true)
-}
-
-/// [`scan_reader`] with every line the prefilter selects handled in full (the fuzz target
-/// compares the two).
-pub fn scan_reader_in_full<R: Read>(
+/// Scans one input stream, read on its own thread.
+pub fn scan_reader<R: Read + Send + 'static>(
     rules: &RuleSet,
     reader: R,
     context: usize,
 ) -> io::Result<FileResult> {
-    scan(rules, reader, context, false)
+    scan(
+        rules,
+        fill::ReadAhead::new(reader, ROOM, CHUNK),
+        context,
+        true,
+    )
 }
 
-fn scan<R: Read>(
+/// Scans one log held in memory.
+pub fn scan_slice(rules: &RuleSet, data: &[u8], context: usize) -> io::Result<FileResult> {
+    scan(rules, slice(data, CHUNK), context, true)
+}
+
+/// [`scan_slice`] with every line the prefilter selects handled in full (the fuzz target
+/// compares the two).
+pub fn scan_slice_in_full(rules: &RuleSet, data: &[u8], context: usize) -> io::Result<FileResult> {
+    scan(rules, slice(data, CHUNK), context, false)
+}
+
+/// [`scan_slice`] read `chunk` bytes at a time (the fuzz target compares it with one read:
+/// lines, tracebacks and context across buffer boundaries).
+#[doc(hidden)]
+pub fn scan_slice_in_chunks(
     rules: &RuleSet,
-    mut reader: R,
+    data: &[u8],
+    context: usize,
+    chunk: usize,
+) -> io::Result<FileResult> {
+    scan(rules, slice(data, chunk.max(1)), context, true)
+}
+
+fn slice(data: &[u8], chunk: usize) -> fill::SliceFill<'_> {
+    fill::SliceFill { data, chunk }
+}
+
+fn scan<F: fill::Fill>(
+    rules: &RuleSet,
+    mut src: F,
     context: usize,
     fast_paths: bool,
 ) -> io::Result<FileResult> {
@@ -111,68 +144,80 @@ fn scan<R: Read>(
         frames_memo: Default::default(),
         fast_paths,
     };
-    // Room for a chunk after the history and a partial line (no reallocation).
-    let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + HISTORY + MAX_LINE + 64 * 1024);
+    // The text scanned is buf[base..len] (positions below are relative to `base`): the text
+    // kept from the buffer before, then the bytes read into this one.
+    let mut buf: Vec<u8> = Vec::new();
+    let (mut base, mut len) = (0usize, 0usize);
     // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
     let mut start = 0usize;
     let mut counted = 0usize;
     let mut newlines = 0u64;
     let mut eof = false;
     let mut first = true;
+    // Input bytes checked for binary data.
+    let mut probed = 0usize;
     // Inside an over-long line: drop bytes until its newline.
     let mut skipping = false;
-    // Whether buf[0] is the start of a line (false after trimming history mid-line).
+    // Whether the text's first byte is the start of a line (false after trimming history
+    // mid-line).
     let mut buf_at_line_start = true;
     let mut read_err: Option<io::Error> = None;
-    loop {
-        // Keep some history for context, drop the rest.
+    while !eof {
+        // The next buffer, with the history kept for context and the unscanned rest of this
+        // one moved in front of its new bytes.
         let keep_from = start.saturating_sub(HISTORY);
-        if keep_from > 0 {
-            buf_at_line_start = buf[keep_from - 1] == b'\n';
-            buf.drain(..keep_from);
-            start -= keep_from;
-            counted -= keep_from;
-        }
-        // Fill (into spare capacity: no zeroing of the buffer before each read).
-        let target = buf.len() + CHUNK;
-        buf.reserve(target - buf.len());
-        while buf.len() < target && !eof {
-            let old = buf.len();
-            match reader
-                .by_ref()
-                .take((target - old) as u64)
-                .read_to_end(&mut buf)
-            {
-                Ok(n) => {
-                    sc.res.bytes += n as u64;
-                    if buf.len() < target {
-                        eof = true;
-                    }
+        let tail = &buf[base + keep_from..len];
+        // Bytes read into the new buffer.
+        let new = match src.next(tail.len()) {
+            Some(mut f) => {
+                let nb = f.start - tail.len();
+                f.buf[nb..f.start].copy_from_slice(tail);
+                if keep_from > 0 {
+                    buf_at_line_start = buf[base + keep_from - 1] == b'\n';
                 }
-                Err(e) => {
+                start -= keep_from;
+                counted -= keep_from;
+                let spent = std::mem::replace(&mut buf, f.buf);
+                if spent.capacity() > 0 {
+                    src.recycle(spent);
+                }
+                (base, len) = (nb, f.end);
+                let new = f.end - f.start;
+                sc.res.bytes += new as u64;
+                eof = f.last;
+                if let Some(e) = f.err {
                     // Bytes read before the error are kept.
-                    sc.res.bytes += (buf.len() - old) as u64;
-                    eof = true;
-                    if sc.res.bytes == 0 && old == 0 {
+                    if sc.res.bytes == 0 {
                         return Err(e);
                     }
                     read_err = Some(e);
                 }
+                new
             }
-        }
-        if first {
-            first = false;
-            let probe = &buf[..buf.len().min(8192)];
+            None => {
+                eof = true;
+                0
+            }
+        };
+        let text = &buf[base..len];
+        // A NUL among the input's first bytes (whatever buffers they came in): binary data.
+        if probed < PROBE {
+            let read_before = sc.res.bytes as usize - new;
+            let probe = &text[text.len() - new..][..new.min(PROBE - read_before)];
+            probed = read_before + probe.len();
             if memchr::memchr(0, probe).is_some() {
                 sc.res.binary = true;
                 return Ok(sc.res);
             }
-            if buf.len() >= SAMPLE {
-                sc.filter = Some(Prefilter::new(rules.needles.clone(), &buf[..SAMPLE]));
+        }
+        if first {
+            first = false;
+            if text.len() >= SAMPLE {
+                sc.filter = Some(Prefilter::new(rules.needles.clone(), &text[..SAMPLE]));
             }
         }
         if skipping {
-            match memchr::memchr(b'\n', &buf[start..]) {
+            match memchr::memchr(b'\n', &text[start..]) {
                 Some(i) => {
                     start += i + 1;
                     counted = start;
@@ -180,65 +225,52 @@ fn scan<R: Read>(
                     skipping = false;
                 }
                 None => {
-                    start = buf.len();
+                    start = text.len();
                     counted = start;
-                    if eof {
-                        break;
-                    }
                     continue;
                 }
             }
         }
-        if start >= buf.len() {
-            if eof {
-                break;
-            }
-            continue;
-        }
+        // Whole lines (all the rest at the end of the input).
         let end = if eof {
-            buf.len()
+            text.len()
         } else {
-            match memchr::memrchr(b'\n', &buf[start..]) {
-                Some(i) => start + i + 1,
-                None if buf.len() - start >= MAX_LINE => {
-                    // An over-long line: scan its first MAX_LINE bytes, skip the rest.
-                    let cut = start + MAX_LINE;
-                    sc.scan_region(
-                        &buf,
-                        start,
-                        cut,
-                        &mut counted,
-                        &mut newlines,
-                        buf_at_line_start,
-                    );
-                    sc.res.notes.push(format!(
-                        "line {} is longer than {} MiB; only its start was read",
-                        newlines + 1,
-                        MAX_LINE >> 20
-                    ));
-                    start = buf.len();
-                    counted = start;
-                    skipping = true;
-                    continue;
-                }
-                None => continue,
-            }
+            memchr::memrchr(b'\n', &text[start..]).map_or(start, |i| start + i + 1)
         };
-        // Lines longer than MAX_LINE inside the region are cut in scan_region.
-        sc.scan_region(
-            &buf,
-            start,
-            end,
-            &mut counted,
-            &mut newlines,
-            buf_at_line_start,
-        );
-        start = end;
-        if eof && start >= buf.len() {
-            break;
+        if end > start {
+            // Lines longer than MAX_LINE inside the region are cut in scan_region.
+            sc.scan_region(
+                text,
+                start,
+                end,
+                &mut counted,
+                &mut newlines,
+                buf_at_line_start,
+            );
+            start = end;
+        }
+        if !eof && text.len() - start >= MAX_LINE {
+            // An over-long line: scan its first MAX_LINE bytes, skip the rest.
+            let cut = start + MAX_LINE;
+            sc.scan_region(
+                text,
+                start,
+                cut,
+                &mut counted,
+                &mut newlines,
+                buf_at_line_start,
+            );
+            sc.res.notes.push(format!(
+                "line {} is longer than {} MiB; only its start was read",
+                newlines + 1,
+                MAX_LINE >> 20
+            ));
+            start = text.len();
+            counted = start;
+            skipping = true;
         }
     }
-    let last_is_partial = !buf.is_empty() && *buf.last().unwrap() != b'\n';
+    let last_is_partial = len > base && buf[len - 1] != b'\n';
     sc.res.lines = newlines + u64::from(last_is_partial);
     sc.finish();
     if let Some(e) = read_err {
@@ -541,4 +573,38 @@ pub fn is_worker_label(label: &str) -> bool {
         || label.starts_with("VllmWorker")
         || label.starts_with("TP")
         || label.contains(" TP")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A crash loop read in buffers of a few bytes to a few KiB: every line, traceback and
+    /// context line crosses buffer boundaries somewhere, and the result is that of one read.
+    #[test]
+    fn small_buffers_give_the_result_of_one_read() {
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let h = "(EngineCore pid=2) ERROR 08-03 21:49:23 [core.py:1231]";
+        let restart = format!(
+            "(APIServer pid=1) INFO 08-03 21:02:48 [api_utils.py:273] non-default args: {{'model': 'm'}}\n\
+             (APIServer pid=1) [transformers] Unrecognized keys in `rope_parameters` for 'rope_type'='default'\n\
+             {h} EngineCore failed to start.\n\
+             {h} Traceback (most recent call last):\n\
+             {h}   File \"/venv/vllm/v1/engine/core.py\", line 1200, in run_engine_core\n\
+             {h}     engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)\n\
+             {h}                   ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n\
+             {h}   File \"/venv/vllm/v1/core/kv_cache_utils.py\", line 760, in _check_enough_kv_cache_memory\n\
+             {h}     raise ValueError(\n\
+             {h} ValueError: To serve at least one request with the model's max seq len (262144), (18.35 GiB KV cache is needed, which is larger than the available KV cache memory (8.72 GiB).\n\
+             (EngineCore pid=2) Process EngineCore:\n"
+        );
+        let data = restart.repeat(200);
+        let whole = scan_slice(&rules, data.as_bytes(), 3).unwrap();
+        assert_eq!(whole.lines, 11 * 200);
+        assert!(!whole.findings.is_empty(), "{whole:#?}");
+        for chunk in [61, 1000, 4096] {
+            let got = scan_slice_in_chunks(&rules, data.as_bytes(), 3, chunk).unwrap();
+            assert_eq!(got, whole, "read {chunk} bytes at a time");
+        }
+    }
 }

@@ -118,7 +118,7 @@ impl Scanner<'_> {
         let Some(tb) = self.tracebacks.values_mut().next() else {
             return false;
         };
-        let Some(msg) = tb.body.as_ref().and_then(|bp| bp.body_msg(raw)) else {
+        let Some((text, msg)) = tb.body.as_ref().and_then(|bp| bp.body_text(raw)) else {
             return false;
         };
         let frame = line::is_frame(msg);
@@ -131,10 +131,6 @@ impl Scanner<'_> {
         // logger-formatted traceback every line carries the level literal of the last-resort
         // rule, whose regex wants a message right behind the logger header.)
         if let (false, None, Some((ls, pats))) = (frame, &tb.pending, lits) {
-            let msg_at = msg.as_ptr() as usize - raw.as_ptr() as usize;
-            let Ok(text) = std::str::from_utf8(&raw[..msg_at + msg.len()]) else {
-                return false;
-            };
             self.rules.rules_of(pats, ls + text.len(), &mut self.cand);
             if self.rules.may_name_cause(&self.cand, text, msg) {
                 return false;
