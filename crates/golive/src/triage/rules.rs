@@ -574,17 +574,6 @@ impl RuleSet {
         self.rules_of(&pats, line.len(), out);
     }
 
-    /// Whether a cause rule among `cand` (the rules whose literals occur on the line) could
-    /// match the line `text` with message `msg`: false means the line names no cause whatever
-    /// its level (a cause rule needs its regex to match, and a rule without a regex matches
-    /// any line its literal is on).
-    pub fn may_name_cause(&self, cand: &[usize], text: &str, msg: &str) -> bool {
-        cand.iter().any(|&ri| {
-            let r = &self.rules[ri];
-            r.kind == RuleKind::Cause && r.regex_matches_text(text, msg)
-        })
-    }
-
     /// Whether a rule among `cand` (the rules whose literals occur on a line) may match the
     /// line with this text, its prefixes not read (see [`Rule::may_match_text`]).
     pub fn may_match_text(&self, cand: &[usize], text: &str) -> bool {

@@ -89,13 +89,15 @@ impl Scanner<'_> {
     }
 
     /// Records the worker label around a worker anchor, cheaply (no full line parsing).
-    /// `buf[ls..end]` ends with the anchor; the label closes before `b`.
-    pub(super) fn note_worker(&mut self, buf: &[u8], ls: usize, end: usize, b: usize) {
+    /// `buf[ls..end]` ends with the anchor; the label closes before `le`, the line's end (a
+    /// label never spans lines: found by comparing reads in small buffers with one read).
+    pub(super) fn note_worker(&mut self, buf: &[u8], ls: usize, end: usize, le: usize) {
         let Some(open) = memchr::memrchr2(b'(', b'[', &buf[ls..end]).map(|i| ls + i) else {
             return;
         };
         let close_ch = if buf[open] == b'(' { b')' } else { b']' };
-        let Some(close) = memchr::memchr(close_ch, &buf[end..b.min(end + 120)]).map(|i| end + i)
+        let Some(close) =
+            memchr::memchr(close_ch, &buf[end..le.min(end + 120).max(end)]).map(|i| end + i)
         else {
             return;
         };

@@ -71,6 +71,8 @@ struct Scanner<'a> {
     merged: usize,
     phase_memo: memo::PhaseMemo,
     frames_memo: memo::FramesMemo,
+    /// Traceback source lines whose rule matching waits (see [`traceback::DeferredSource`]).
+    deferred: Vec<traceback::DeferredSource>,
     /// Lines judged without a parse ([`Scanner::traceback_body_line`],
     /// [`Scanner::inert_line`]); off only to check them against the full line handler.
     fast_paths: bool,
@@ -142,6 +144,7 @@ fn scan<F: fill::Fill>(
         merged: 0,
         phase_memo: Default::default(),
         frames_memo: Default::default(),
+        deferred: Vec::new(),
         fast_paths,
     };
     // The text scanned is buf[base..len] (positions below are relative to `base`): the text
@@ -606,5 +609,24 @@ mod tests {
             let got = scan_slice_in_chunks(&rules, data.as_bytes(), 3, chunk).unwrap();
             assert_eq!(got, whole, "read {chunk} bytes at a time");
         }
+    }
+
+    /// A worker label cut off at its line's end closes nowhere: the `)` of the next line is
+    /// not its end (found by fuzzing: the label depended on where the buffer ended).
+    #[test]
+    fn a_worker_label_never_spans_lines() {
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let data = "2025-05-01T10:00:09.000Z (RayWorkerWrapper pid=221, ip=10.0.ing\n\
+                    2025-05-01T10:00:09.000Z (RayWorkerWrapper pid=221, ip=10.0.0.1) ERROR 05-01 10:00:09 worker_base.py:464] RuntimeError: NCCL error: unhandled system error\n";
+        let whole = scan_slice(&rules, data.as_bytes(), 3).unwrap();
+        assert!(!whole.findings.is_empty());
+        assert!(
+            whole.workers.iter().all(|w| !w.contains('\n')),
+            "{:?}",
+            whole.workers
+        );
+        let first_line = data.find('\n').unwrap() + 1;
+        let cut = scan_slice_in_chunks(&rules, data.as_bytes(), 3, first_line).unwrap();
+        assert_eq!(cut, whole);
     }
 }

@@ -110,6 +110,7 @@ impl Scanner<'_> {
                     filter: f,
                     has_literal,
                 };
+                self.resolve_deferred(buf, buf_at_line_start, f);
                 self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
                 // The newline ending the line is counted here (no search for it).
                 if e < b {
@@ -165,7 +166,7 @@ impl Scanner<'_> {
                 }
                 if rules.pattern_rule[pi as usize] == Some(WORKER_ANCHOR) {
                     let end = s + needles.pattern_len(pi);
-                    self.note_worker(buf, ls, end, b);
+                    self.note_worker(buf, ls, end, le);
                     from = end;
                     continue;
                 }
@@ -183,11 +184,14 @@ impl Scanner<'_> {
                     filter: f,
                     has_literal: true,
                 };
+                self.resolve_deferred(buf, buf_at_line_start, f);
                 self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
             }
             pos = le + 1;
             k = j;
         }
+        // The deferred source lines leave the buffer with the region.
+        self.resolve_deferred(buf, buf_at_line_start, f);
         if *counted < b {
             *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
             *counted = b;

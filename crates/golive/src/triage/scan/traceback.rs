@@ -1,10 +1,23 @@
 //! Python traceback tracking: open, adopt, close tracebacks per stream, and the ERROR
 //! summary line before a traceback header.
 
+use smallvec::SmallVec;
+
 use super::super::body::BodyPrefix;
 use super::super::line::{self, ParsedLine};
+use super::super::prefilter::Prefilter;
 use super::findings::RawFinding;
+use super::matching::LineLiterals;
 use super::{Scanner, MAX_FRAMES_TEXT, MAX_LINE};
+
+/// A traceback source line with rule literals, not matched yet
+/// ([`Scanner::traceback_body_line`]): buf[ls..le], its line number and its literals.
+pub(super) struct DeferredSource {
+    ls: usize,
+    le: usize,
+    line_no: u64,
+    pats: SmallVec<[(usize, u32); 4]>,
+}
 
 #[derive(Debug, Default)]
 pub(super) struct Traceback {
@@ -118,7 +131,7 @@ impl Scanner<'_> {
         let Some(tb) = self.tracebacks.values_mut().next() else {
             return false;
         };
-        let Some((text, msg)) = tb.body.as_ref().and_then(|bp| bp.body_text(raw)) else {
+        let Some((_, msg)) = tb.body.as_ref().and_then(|bp| bp.body_text(raw)) else {
             return false;
         };
         let frame = line::is_frame(msg);
@@ -126,15 +139,16 @@ impl Scanner<'_> {
         if line::is_traceback_header(msg) {
             return false;
         }
-        // A source line is matched against the cause rules of its literals, unless a cause is
-        // already pending: it names one only through a cause rule whose regex matches. (In a
-        // logger-formatted traceback every line carries the level literal of the last-resort
-        // rule, whose regex wants a message right behind the logger header.)
-        if let (false, None, Some((ls, pats))) = (frame, &tb.pending, lits) {
-            self.rules.rules_of(pats, ls + text.len(), &mut self.cand);
-            if self.rules.may_name_cause(&self.cand, text, msg) {
-                return false;
-            }
+        // A source line with rule literals may leave a cause pending, unless one is already:
+        // it is matched later, and only if no frame follows it first (a frame drops a pending
+        // cause: only the innermost frame's source line speaks for the exception).
+        if let (false, None, Some((ls, pats)), true) = (frame, &tb.pending, lits, self.fast_paths) {
+            self.deferred.push(DeferredSource {
+                ls,
+                le: ls + raw.len(),
+                line_no,
+                pats: pats.iter().copied().collect(),
+            });
         }
         // As in handle_line: the line's stream is the traceback's (same prefix bytes), no
         // other traceback goes stale, the rank was noted at the header, and an indented line
@@ -142,6 +156,7 @@ impl Scanner<'_> {
         tb.last_line = line_no;
         let text = if frame {
             tb.pending = None;
+            self.deferred.clear();
             msg.trim()
         } else {
             msg.trim_start()
@@ -149,6 +164,41 @@ impl Scanner<'_> {
         tb.after_frame = frame;
         tb.push_frames_text(text);
         true
+    }
+
+    /// Matches the source lines [`Scanner::traceback_body_line`] deferred, in order, as
+    /// [`Scanner::handle_line`] would have: the first that names a cause leaves it pending.
+    /// Called before any other line is handled and at the end of a region (while the lines
+    /// are in the buffer).
+    pub(super) fn resolve_deferred(&mut self, buf: &[u8], at_start: bool, filter: &Prefilter) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let mut deferred = std::mem::take(&mut self.deferred);
+        for d in &deferred {
+            // Deferred only while one traceback was open; nothing else was handled since.
+            if self.tracebacks.len() != 1 || self.tracebacks.values().any(|tb| tb.pending.is_some())
+            {
+                break;
+            }
+            let pl = line::parse(&buf[d.ls..d.le]);
+            let lits = LineLiterals {
+                ls: d.ls,
+                pats: &d.pats,
+                filter,
+                has_literal: true,
+            };
+            if let Some(ri) = self.match_rule(&pl, &lits, None, true) {
+                let mut f = self.new_finding(ri, &pl, d.line_no);
+                self.attach_context(&mut f, buf, d.ls, at_start);
+                if let Some(tb) = self.tracebacks.values_mut().next() {
+                    tb.pending = Some(f);
+                }
+                break;
+            }
+        }
+        deferred.clear();
+        self.deferred = deferred;
     }
 
     /// Ranks that failed on their own (not only through a collective or a consequence).
