@@ -12,7 +12,8 @@
 use std::io::{self, Read};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
-/// Buffers in use at most: one scanned, one filled and waiting, one being filled.
+/// Buffers in use at most: one scanned, one being filled, the rest filled and waiting (with
+/// fewer, the scanner waited for a whole buffer while only the reader could run).
 const BUFFERS: usize = 6;
 
 /// One filled buffer.
@@ -73,7 +74,7 @@ pub(super) struct ReadAhead {
 
 impl ReadAhead {
     pub(super) fn new<R: Read + Send + 'static>(mut inner: R, room: usize, chunk: usize) -> Self {
-        // One filled buffer waits while the next is filled (memory stays bounded).
+        // Filled buffers wait while the next is filled (memory stays bounded).
         let (tx, rx) = sync_channel(BUFFERS - 2);
         let (spent, spent_rx) = channel::<Vec<u8>>();
         std::thread::spawn(move || {

@@ -157,8 +157,6 @@ fn scan<F: fill::Fill>(
     let mut newlines = 0u64;
     let mut eof = false;
     let mut first = true;
-    // Input bytes checked for binary data.
-    let mut probed = 0usize;
     // Inside an over-long line: drop bytes until its newline.
     let mut skipping = false;
     // Whether the text's first byte is the start of a line (false after trimming history
@@ -204,10 +202,9 @@ fn scan<F: fill::Fill>(
         };
         let text = &buf[base..len];
         // A NUL among the input's first bytes (whatever buffers they came in): binary data.
-        if probed < PROBE {
-            let read_before = sc.res.bytes as usize - new;
+        let read_before = sc.res.bytes as usize - new;
+        if read_before < PROBE {
             let probe = &text[text.len() - new..][..new.min(PROBE - read_before)];
-            probed = read_before + probe.len();
             if memchr::memchr(0, probe).is_some() {
                 sc.res.binary = true;
                 return Ok(sc.res);
@@ -311,6 +308,8 @@ impl Scanner<'_> {
         at_start: bool,
         lits: &matching::LineLiterals,
     ) {
+        // Source lines whose matching waits come first (see traceback::DeferredSource).
+        self.resolve_deferred(buf, at_start, lits.filter);
         let has_literal = lits.has_literal;
         let raw = &buf[ls..le.min(ls + MAX_LINE)];
         let pl = line::parse(raw);
@@ -404,13 +403,7 @@ impl Scanner<'_> {
                 tb.push_frames_text(trimmed);
                 let has_pending = tb.pending.is_some();
                 if !has_pending && has_literal {
-                    if let Some(ri) = self.match_rule(&pl, lits, None, true) {
-                        let mut f = self.new_finding(ri, &pl, line_no);
-                        self.attach_context(&mut f, buf, ls, at_start);
-                        if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
-                            tb.pending = Some(f);
-                        }
-                    }
+                    self.pend_source_cause(buf, ls, line_no, at_start, &pl, lits);
                 }
                 return;
             }
@@ -422,13 +415,7 @@ impl Scanner<'_> {
             if !has_literal {
                 return;
             }
-            if let Some(ri) = self.match_rule(&pl, lits, None, true) {
-                let mut f = self.new_finding(ri, &pl, line_no);
-                self.attach_context(&mut f, buf, ls, at_start);
-                if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
-                    tb.pending = Some(f);
-                }
-            }
+            self.pend_source_cause(buf, ls, line_no, at_start, &pl, lits);
             return;
         }
 

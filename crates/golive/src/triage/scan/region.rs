@@ -110,7 +110,6 @@ impl Scanner<'_> {
                     filter: f,
                     has_literal,
                 };
-                self.resolve_deferred(buf, buf_at_line_start, f);
                 self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
                 // The newline ending the line is counted here (no search for it).
                 if e < b {
@@ -184,7 +183,6 @@ impl Scanner<'_> {
                     filter: f,
                     has_literal: true,
                 };
-                self.resolve_deferred(buf, buf_at_line_start, f);
                 self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
             }
             pos = le + 1;

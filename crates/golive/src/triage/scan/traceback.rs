@@ -142,7 +142,7 @@ impl Scanner<'_> {
         // A source line with rule literals may leave a cause pending, unless one is already:
         // it is matched later, and only if no frame follows it first (a frame drops a pending
         // cause: only the innermost frame's source line speaks for the exception).
-        if let (false, None, Some((ls, pats)), true) = (frame, &tb.pending, lits, self.fast_paths) {
+        if let (false, None, Some((ls, pats))) = (frame, &tb.pending, lits) {
             self.deferred.push(DeferredSource {
                 ls,
                 le: ls + raw.len(),
@@ -168,7 +168,7 @@ impl Scanner<'_> {
 
     /// Matches the source lines [`Scanner::traceback_body_line`] deferred, in order, as
     /// [`Scanner::handle_line`] would have: the first that names a cause leaves it pending.
-    /// Called before any other line is handled and at the end of a region (while the lines
+    /// Called when [`Scanner::handle_line`] starts and at the end of a region (while the lines
     /// are in the buffer).
     pub(super) fn resolve_deferred(&mut self, buf: &[u8], at_start: bool, filter: &Prefilter) {
         if self.deferred.is_empty() {
@@ -188,17 +188,35 @@ impl Scanner<'_> {
                 filter,
                 has_literal: true,
             };
-            if let Some(ri) = self.match_rule(&pl, &lits, None, true) {
-                let mut f = self.new_finding(ri, &pl, d.line_no);
-                self.attach_context(&mut f, buf, d.ls, at_start);
-                if let Some(tb) = self.tracebacks.values_mut().next() {
-                    tb.pending = Some(f);
-                }
+            if self.pend_source_cause(buf, d.ls, d.line_no, at_start, &pl, &lits) {
                 break;
             }
         }
         deferred.clear();
         self.deferred = deferred;
+    }
+
+    /// Matches a traceback's source line (`pl`, at `ls`) against the cause rules of its
+    /// literals; a cause it names waits in its stream's traceback for the exception line.
+    /// True when it named one.
+    pub(super) fn pend_source_cause(
+        &mut self,
+        buf: &[u8],
+        ls: usize,
+        line_no: u64,
+        at_start: bool,
+        pl: &ParsedLine,
+        lits: &LineLiterals,
+    ) -> bool {
+        let Some(ri) = self.match_rule(pl, lits, None, true) else {
+            return false;
+        };
+        let mut f = self.new_finding(ri, pl, line_no);
+        self.attach_context(&mut f, buf, ls, at_start);
+        if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
+            tb.pending = Some(f);
+        }
+        true
     }
 
     /// Ranks that failed on their own (not only through a collective or a consequence).
