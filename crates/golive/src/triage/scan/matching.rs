@@ -42,20 +42,15 @@ impl LineLiterals<'_> {
 }
 
 /// Words of a line that [`Scanner::handle_line`] acts on whatever the rules say: an indented
-/// `raise ` opens a traceback, and a worker label (see [`super::is_worker_label`]) is noted.
+/// `raise ` opens a traceback, and a worker label (see [`super::WORKER_LABEL_WORDS`]) is noted.
 /// (One vectorised search for all of them: six separate substring searches cost more than
 /// the rest of the judgement of such a line.)
 fn has_acted_on_word(raw: &[u8]) -> bool {
     static W: OnceLock<aho_corasick::packed::Searcher> = OnceLock::new();
     W.get_or_init(|| {
-        aho_corasick::packed::Searcher::new([
-            "raise ",
-            "rank",
-            "TP",
-            "_PP",
-            "RayWorkerWrapper",
-            "VllmWorker",
-        ])
+        aho_corasick::packed::Searcher::new(
+            std::iter::once("raise ").chain(super::WORKER_LABEL_WORDS),
+        )
         .expect("a handful of short words fit the packed searcher")
     })
     .find(raw)

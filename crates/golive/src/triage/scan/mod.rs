@@ -151,10 +151,9 @@ fn scan<F: fill::Fill>(
     // kept from the buffer before, then the bytes read into this one.
     let mut buf: Vec<u8> = Vec::new();
     let (mut base, mut len) = (0usize, 0usize);
-    // Start of unscanned bytes; newlines before `counted` are counted in `newlines`.
+    // Start of unscanned bytes.
     let mut start = 0usize;
-    let mut counted = 0usize;
-    let mut newlines = 0u64;
+    let mut lines = region::LineCount::default();
     let mut eof = false;
     let mut first = true;
     // Inside an over-long line: drop bytes until its newline.
@@ -177,7 +176,7 @@ fn scan<F: fill::Fill>(
                     buf_at_line_start = buf[base + keep_from - 1] == b'\n';
                 }
                 start -= keep_from;
-                counted -= keep_from;
+                lines.shift(keep_from);
                 let spent = std::mem::replace(&mut buf, f.buf);
                 if spent.capacity() > 0 {
                     src.recycle(spent);
@@ -219,14 +218,13 @@ fn scan<F: fill::Fill>(
         if skipping {
             match memchr::memchr(b'\n', &text[start..]) {
                 Some(i) => {
+                    lines.line_ended_at(start + i);
                     start += i + 1;
-                    counted = start;
-                    newlines += 1;
                     skipping = false;
                 }
                 None => {
                     start = text.len();
-                    counted = start;
+                    lines.skip_to(start);
                     continue;
                 }
             }
@@ -239,39 +237,25 @@ fn scan<F: fill::Fill>(
         };
         if end > start {
             // Lines longer than MAX_LINE inside the region are cut in scan_region.
-            sc.scan_region(
-                text,
-                start,
-                end,
-                &mut counted,
-                &mut newlines,
-                buf_at_line_start,
-            );
+            sc.scan_region(text, start, end, &mut lines, buf_at_line_start);
             start = end;
         }
         if !eof && text.len() - start >= MAX_LINE {
             // An over-long line: scan its first MAX_LINE bytes, skip the rest.
             let cut = start + MAX_LINE;
-            sc.scan_region(
-                text,
-                start,
-                cut,
-                &mut counted,
-                &mut newlines,
-                buf_at_line_start,
-            );
+            sc.scan_region(text, start, cut, &mut lines, buf_at_line_start);
             sc.res.notes.push(format!(
                 "line {} is longer than {} MiB; only its start was read",
-                newlines + 1,
+                lines.next_line(),
                 MAX_LINE >> 20
             ));
             start = text.len();
-            counted = start;
+            lines.skip_to(start);
             skipping = true;
         }
     }
     let last_is_partial = len > base && buf[len - 1] != b'\n';
-    sc.res.lines = newlines + u64::from(last_is_partial);
+    sc.res.lines = lines.newlines() + u64::from(last_is_partial);
     sc.finish();
     if let Some(e) = read_err {
         sc.res.notes.push(format!(
@@ -554,6 +538,10 @@ impl Scanner<'_> {
     }
 }
 
+/// Words one of which every worker label holds ([`is_worker_label`] is true only with one of
+/// them in the label): a line without any has no label to note.
+const WORKER_LABEL_WORDS: [&str; 5] = ["rank", "TP", "_PP", "RayWorkerWrapper", "VllmWorker"];
+
 /// Labels of tensor/pipeline-parallel workers (not the API server or a lone engine core).
 pub fn is_worker_label(label: &str) -> bool {
     label.contains("rank")
@@ -568,6 +556,32 @@ pub fn is_worker_label(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_worker_label_holds_a_worker_label_word() {
+        for label in [
+            "VllmWorker rank=3 pid=9",
+            "Worker_TP1 pid=7",
+            "Worker_PP0_TP2 pid=7",
+            "RayWorkerWrapper pid=1234, ip=10.0.0.2",
+            "TP3 pid=5",
+            "EngineCore_DP0 TP1",
+            "[rank3]",
+        ] {
+            assert!(is_worker_label(label), "{label}");
+            assert!(
+                WORKER_LABEL_WORDS.iter().any(|w| label.contains(w)),
+                "{label}"
+            );
+        }
+        for label in [
+            "APIServer pid=1",
+            "EngineCore_DP0 pid=2",
+            "EngineCore pid=2",
+        ] {
+            assert!(!is_worker_label(label), "{label}");
+        }
+    }
 
     /// A crash loop read in buffers of a few bytes to a few KiB: every line, traceback and
     /// context line crosses buffer boundaries somewhere, and the result is that of one read.

@@ -2,9 +2,52 @@
 //! the line work ([`super::occ`]), pick the lines to handle; inside tracebacks every line is
 //! read, body lines through their fast path.
 
-use super::super::prefilter::{occ_parts, Prefilter};
+use super::super::prefilter::occ_parts;
 use super::super::rules::WORKER_ANCHOR;
 use super::{matching, occ, Scanner, MAX_LINE};
+
+/// Line numbering of the text scanned: the newlines before `counted` are `newlines`.
+#[derive(Default)]
+pub(super) struct LineCount {
+    counted: usize,
+    newlines: u64,
+}
+
+impl LineCount {
+    /// The newlines counted.
+    pub(super) fn newlines(&self) -> u64 {
+        self.newlines
+    }
+
+    /// The text moved `by` bytes towards its start (the buffer's front was dropped).
+    pub(super) fn shift(&mut self, by: usize) {
+        self.counted -= by;
+    }
+
+    /// Passes over bytes known to hold no newline, up to `pos`.
+    pub(super) fn skip_to(&mut self, pos: usize) {
+        self.counted = pos;
+    }
+
+    /// Counts the newlines up to `pos`.
+    fn count_to(&mut self, buf: &[u8], pos: usize) {
+        if self.counted < pos {
+            self.newlines += memchr::memchr_iter(b'\n', &buf[self.counted..pos]).count() as u64;
+            self.counted = pos;
+        }
+    }
+
+    /// Counts the newline at `e`, known to end a line (no search for it).
+    pub(super) fn line_ended_at(&mut self, e: usize) {
+        self.newlines += 1;
+        self.counted = e + 1;
+    }
+
+    /// The number of the line starting at the position counted to.
+    pub(super) fn next_line(&self) -> u64 {
+        self.newlines + 1
+    }
+}
 
 impl Scanner<'_> {
     /// Scans buf[a..b) (b at a line end or the buffer end).
@@ -13,8 +56,7 @@ impl Scanner<'_> {
         buf: &[u8],
         a: usize,
         b: usize,
-        counted: &mut usize,
-        newlines: &mut u64,
+        lines: &mut LineCount,
         buf_at_line_start: bool,
     ) {
         let rules = self.rules;
@@ -28,16 +70,7 @@ impl Scanner<'_> {
                 s.spawn(|| bl.help());
             }
             let mut view = occ::OccView::new(f, buf, a, b, occ, blocks.as_ref());
-            self.scan_lines(
-                buf,
-                a,
-                b,
-                counted,
-                newlines,
-                buf_at_line_start,
-                f,
-                &mut view,
-            );
+            self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
             view.occ
         });
         self.occ = occ;
@@ -45,33 +78,28 @@ impl Scanner<'_> {
     }
 
     /// The lines of buf[a..b), with the needle occurrences of `view`.
-    #[allow(clippy::too_many_arguments)]
     fn scan_lines(
         &mut self,
         buf: &[u8],
         a: usize,
         b: usize,
-        counted: &mut usize,
-        newlines: &mut u64,
+        lines: &mut LineCount,
         buf_at_line_start: bool,
-        f: &Prefilter,
         view: &mut occ::OccView,
     ) {
         let rules = self.rules;
+        let f = view.filter;
         let needles = f.needles();
         let mut pats = std::mem::take(&mut self.pats);
         // Occurrences before `k` lie before `pos`, the start of the next line to scan.
         let mut k = 0usize;
         let mut pos = a;
         while pos < b {
-            if *counted < pos {
-                *newlines += memchr::memchr_iter(b'\n', &buf[*counted..pos]).count() as u64;
-                *counted = pos;
-            }
+            lines.count_to(buf, pos);
             while k < view.occ.len() && view.at(k) < pos {
                 k += 1;
             }
-            if self.slow_mode(*newlines + 1) {
+            if self.slow_mode(lines.next_line()) {
                 // Every line is read (inside a traceback, or phase evidence after an OOM).
                 let e = memchr::memchr(b'\n', &buf[pos..b]).map_or(b, |i| pos + i);
                 view.ensure(e);
@@ -88,12 +116,11 @@ impl Scanner<'_> {
                 // A traceback's body line: its effect without a parse.
                 if self.traceback_body_line(
                     &buf[pos..e.min(pos + MAX_LINE)],
-                    *newlines + 1,
+                    lines.next_line(),
                     has_rule_literal.then_some((pos, pats.as_slice())),
                 ) {
                     if e < b {
-                        *newlines += 1;
-                        *counted = e + 1;
+                        lines.line_ended_at(e);
                     }
                     pos = e + 1;
                     continue;
@@ -110,11 +137,10 @@ impl Scanner<'_> {
                     filter: f,
                     has_literal,
                 };
-                self.handle_line(buf, pos, e, *newlines + 1, buf_at_line_start, &lits);
+                self.handle_line(buf, pos, e, lines.next_line(), buf_at_line_start, &lits);
                 // The newline ending the line is counted here (no search for it).
                 if e < b {
-                    *newlines += 1;
-                    *counted = e + 1;
+                    lines.line_ended_at(e);
                 }
                 pos = e + 1;
                 k = j;
@@ -173,27 +199,21 @@ impl Scanner<'_> {
                 break;
             }
             if handle && !self.inert_line(&buf[ls..le.min(ls + MAX_LINE)], ls, &pats) {
-                if *counted < ls {
-                    *newlines += memchr::memchr_iter(b'\n', &buf[*counted..ls]).count() as u64;
-                    *counted = ls;
-                }
+                lines.count_to(buf, ls);
                 let lits = matching::LineLiterals {
                     ls,
                     pats: &pats,
                     filter: f,
                     has_literal: true,
                 };
-                self.handle_line(buf, ls, le, *newlines + 1, buf_at_line_start, &lits);
+                self.handle_line(buf, ls, le, lines.next_line(), buf_at_line_start, &lits);
             }
             pos = le + 1;
             k = j;
         }
         // The deferred source lines leave the buffer with the region.
         self.resolve_deferred(buf, buf_at_line_start, f);
-        if *counted < b {
-            *newlines += memchr::memchr_iter(b'\n', &buf[*counted..b]).count() as u64;
-            *counted = b;
-        }
+        lines.count_to(buf, b);
         self.pats = pats;
     }
 }
