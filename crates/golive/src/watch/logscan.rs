@@ -100,16 +100,14 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
     let rules = RuleSet::builtin();
     let mut hits = Vec::new();
     let mut traceback = false;
-    // Newlines are counted up to `counted_to`, the start of line `line_no`.
-    let (mut counted_to, mut line_no) = (0usize, chunk.first_line);
+    let mut lines = crate::text::LineCount::starting_at(chunk.first_line);
     let mut at = 0;
     while let Some(m) = trigger_prefilter().find(aho_corasick::Input::new(bytes).range(at..)) {
         let ls = memchr::memrchr(b'\n', &bytes[..m.start()]).map_or(0, |p| p + 1);
         let le = memchr::memchr(b'\n', &bytes[m.start()..]).map_or(bytes.len(), |p| m.start() + p);
         // The rest of this line needs no more automaton matches.
         at = le;
-        line_no += memchr::memchr_iter(b'\n', &bytes[counted_to..ls]).count() as u64;
-        counted_to = ls;
+        lines.count_to(bytes, ls);
         let raw = &bytes[ls..le];
         if memchr::memmem::find(raw, TRACEBACK_ANCHOR.as_bytes()).is_some() {
             traceback = true;
@@ -123,7 +121,7 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
         if let Some(kind) = kind_of_class(r.class) {
             hits.push(LogHit {
                 kind,
-                line: line_no,
+                line: lines.next_line(),
                 text: crate::text::truncate(text, HIT_TEXT_MAX),
                 source: format!("watch:{}", r.id),
                 t,

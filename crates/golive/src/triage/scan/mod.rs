@@ -153,7 +153,7 @@ fn scan<F: fill::Fill>(
     let (mut base, mut len) = (0usize, 0usize);
     // Start of unscanned bytes.
     let mut start = 0usize;
-    let mut lines = region::LineCount::default();
+    let mut lines = crate::text::LineCount::default();
     let mut eof = false;
     let mut first = true;
     // Inside an over-long line: drop bytes until its newline.

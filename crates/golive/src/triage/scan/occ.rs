@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use super::super::prefilter::{occ_parts, parallel, Prefilter, LATTICE};
 
-/// Bytes per block (a multiple of the prefilter's lattice).
+/// Bytes per block after the first few (a multiple of the prefilter's lattice).
 const BLOCK: usize = 512 << 10;
 /// Bytes of a region's first block; each next one is twice as large, up to BLOCK.
 const FIRST_BLOCK: usize = 32 << 10;

@@ -5,49 +5,7 @@
 use super::super::prefilter::occ_parts;
 use super::super::rules::WORKER_ANCHOR;
 use super::{matching, occ, Scanner, MAX_LINE};
-
-/// Line numbering of the text scanned: the newlines before `counted` are `newlines`.
-#[derive(Default)]
-pub(super) struct LineCount {
-    counted: usize,
-    newlines: u64,
-}
-
-impl LineCount {
-    /// The newlines counted.
-    pub(super) fn newlines(&self) -> u64 {
-        self.newlines
-    }
-
-    /// The text moved `by` bytes towards its start (the buffer's front was dropped).
-    pub(super) fn shift(&mut self, by: usize) {
-        self.counted -= by;
-    }
-
-    /// Passes over bytes known to hold no newline, up to `pos`.
-    pub(super) fn skip_to(&mut self, pos: usize) {
-        self.counted = pos;
-    }
-
-    /// Counts the newlines up to `pos`.
-    fn count_to(&mut self, buf: &[u8], pos: usize) {
-        if self.counted < pos {
-            self.newlines += memchr::memchr_iter(b'\n', &buf[self.counted..pos]).count() as u64;
-            self.counted = pos;
-        }
-    }
-
-    /// Counts the newline at `e`, known to end a line (no search for it).
-    pub(super) fn line_ended_at(&mut self, e: usize) {
-        self.newlines += 1;
-        self.counted = e + 1;
-    }
-
-    /// The number of the line starting at the position counted to.
-    pub(super) fn next_line(&self) -> u64 {
-        self.newlines + 1
-    }
-}
+use crate::text::LineCount;
 
 impl Scanner<'_> {
     /// Scans buf[a..b) (b at a line end or the buffer end).
