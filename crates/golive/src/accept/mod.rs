@@ -157,8 +157,7 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             events: events.clone(),
         });
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    crate::outfile::create_dirs(&args.out)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -108,8 +108,7 @@ pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result
             .to_string();
         // Copied into a folder of its own first, then moved to a free bundle name.
         let incoming = args.out.join(format!(".golive-incoming-{stamp}"));
-        std::fs::create_dir_all(&incoming)
-            .with_context(|| format!("cannot create {}", incoming.display()))?;
+        crate::outfile::create_dirs(&incoming)?;
         let copied_bundle = async {
             run(
                 "scp",
