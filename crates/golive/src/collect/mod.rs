@@ -29,7 +29,7 @@ mod remote;
 mod runner;
 
 pub use process::{find_vllm_process, is_vllm_server_argv};
-pub use remote::collect_remote;
+pub use remote::{check_host, collect_remote};
 
 use process::{env_text, hostname, read_cmdline, read_environ};
 use runner::{Collector, Keep};
@@ -438,6 +438,9 @@ pub struct Collected {
 /// host first). A host that fails is reported in its [`Collected`] and the others'
 /// bundles are kept; only an `out` that cannot be created ends the collection.
 pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+    for host in args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty()) {
+        remote::check_host(host)?;
+    }
     crate::outfile::create_dirs(&args.out)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
