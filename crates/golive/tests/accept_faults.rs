@@ -179,6 +179,19 @@ fn hanging_server_is_bounded_by_the_request_timeout() {
 #[cfg(unix)]
 #[test]
 fn interrupted_run_keeps_a_partial_report() {
+    interrupt_mid_soak("-INT");
+}
+
+/// `kill`, `docker stop` and systemd send SIGTERM: the same partial report as Ctrl-C.
+#[cfg(unix)]
+#[test]
+fn terminated_run_keeps_a_partial_report() {
+    interrupt_mid_soak("-TERM");
+}
+
+/// Sends `signal` once the soak is under way; the run ends with exit 1 and all four
+/// report files, holding what was measured.
+fn interrupt_mid_soak(signal: &str) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(start(Fault::Ok {
         tokens: 4,
@@ -217,7 +230,7 @@ fn interrupted_run_keeps_a_partial_report() {
         served() > after_ramp
     });
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -231,7 +244,9 @@ fn interrupted_run_keeps_a_partial_report() {
         "pass",
         "what was measured is kept"
     );
-    assert!(dir.path().join("report.md").exists());
+    for file in ["report.json", "report.md", "junit.xml", "report.html"] {
+        assert!(dir.path().join(file).exists(), "{signal}: no {file}");
+    }
 }
 
 #[test]
