@@ -222,3 +222,30 @@ fn move_to_free_name(from: &Path, dir: &Path, name: &str) -> anyhow::Result<Path
     }
     anyhow::bail!("no free bundle name for {name} in {}", dir.display())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::check_host;
+
+    #[test]
+    fn hosts_are_names_never_options_or_paths() {
+        for ok in ["node2", "ops@node2.example.com", "10.0.0.7"] {
+            assert!(check_host(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "-oProxyCommand=touch /tmp/x",
+            "-p2222",
+            "",
+            "node2 rm",
+            "node2\n",
+            "node2:/etc",
+            "a/b",
+        ] {
+            let err = check_host(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("--ssh host") || err.contains("empty"),
+                "{bad}: {err}"
+            );
+        }
+    }
+}
