@@ -200,7 +200,9 @@ pub fn create_dirs(dir: &Path) -> Result<(), WriteFailed> {
                 if !m.is_dir() {
                     return Err(refused(
                         d,
-                        "a symbolic link or file appeared where an output folder is made".into(),
+                        "a symbolic link or file is where this output folder is to be made \
+                         (links are not followed)"
+                            .into(),
                     ));
                 }
             }

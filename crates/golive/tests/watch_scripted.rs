@@ -453,3 +453,30 @@ fn once_into_a_full_stdout_is_an_error() {
     assert_eq!(out.status.code(), Some(4), "{stderr}");
     assert!(stderr.contains("cannot write to stdout"), "{stderr}");
 }
+
+/// A continuous watch whose reader went away (`golive watch | head -1`) ends at its next
+/// window with 0, instead of watching on for no one (or ending with an error).
+#[test]
+fn a_continuous_watch_with_a_closed_stdout_ends_quiet() {
+    let url = scripted_server(move |n| {
+        let n = n as f64;
+        vllm_page(false, 0.0, 80.0 * n, 100.0 * n, 0.05 * n, n)
+    });
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let started = std::time::Instant::now();
+    let out = Command::new(common::golive_bin())
+        .args(["watch", "--url", &url, "--interval", "100ms"])
+        .args(["--window", "300ms", "--duration", "60s"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "watched on for {:?} with nobody reading",
+        started.elapsed()
+    );
+}
