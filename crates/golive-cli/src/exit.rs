@@ -1,7 +1,5 @@
 //! Exit codes, the same for every subcommand, so scripts can rely on them.
 
-use std::io::ErrorKind;
-
 /// Nothing found / all checks pass / verdict release.
 pub const OK: u8 = 0;
 /// A failure was found, a check failed, or the verdict is not release.
@@ -31,21 +29,14 @@ pub struct OutputFailed {
     pub source: anyhow::Error,
 }
 
-/// What an error that ended a command means for the exit code; `None`: the reader of
-/// stdout went away (`golive ... | head`), which is no error.
-pub fn code_for(err: &anyhow::Error) -> Option<u8> {
-    let io_kind = err
-        .chain()
-        .find_map(|c| c.downcast_ref::<std::io::Error>())
-        .map(std::io::Error::kind);
-    if io_kind == Some(ErrorKind::BrokenPipe) {
-        return None;
-    }
+/// What an error that ended a command means for the exit code. (A closed stdout is
+/// no error: [`crate::out`] stops writing and the command keeps its own code.)
+pub fn code_for(err: &anyhow::Error) -> u8 {
     if err
         .chain()
         .any(|c| c.is::<OutputFailed>() || c.is::<golive::report::WriteFailed>())
     {
-        return Some(INTERNAL);
+        return INTERNAL;
     }
-    Some(USAGE)
+    USAGE
 }

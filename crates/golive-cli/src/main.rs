@@ -46,13 +46,10 @@ fn main() -> ExitCode {
     let result = std::panic::catch_unwind(|| dispatch(cli));
     match result {
         Ok(Ok(code)) => ExitCode::from(code),
-        Ok(Err(e)) => match exit::code_for(&e) {
-            None => ExitCode::from(exit::OK),
-            Some(code) => {
-                out::error(&e);
-                ExitCode::from(code)
-            }
-        },
+        Ok(Err(e)) => {
+            out::error(&e);
+            ExitCode::from(exit::code_for(&e))
+        }
         // The panic message is already on stderr.
         Err(_) => ExitCode::from(exit::INTERNAL),
     }

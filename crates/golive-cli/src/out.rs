@@ -1,6 +1,7 @@
 //! Writing results to stdout and notes to stderr. Every write returns its error (no
-//! `println!`, which panics when the reader of a pipe went away): `main` turns a broken
-//! pipe into a quiet exit 0, as `rg ... | head` does.
+//! `println!`, which panics when the reader of a pipe went away), except a closed
+//! stdout (`golive check ... | head -1`): then writing stops quietly and the command
+//! goes on to its own exit code, so a failed check still exits 1 through a pipe.
 //!
 //! Colour: words for people (pass, warn, FAIL, the verdict) are styled with anstyle and
 //! every write goes through anstream, which keeps the styles on a terminal and strips
@@ -8,34 +9,52 @@
 //! `CLICOLOR_FORCE` (colour, even into a pipe), `CLICOLOR=0` and `TERM=dumb`.
 
 use std::fmt::Display;
-use std::io::Write;
+use std::io::{ErrorKind, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anstyle::{AnsiColor, Style};
 use golive::report::{Status, Verdict};
 
 use crate::exit::OutputFailed;
 
-fn stdout_failed(source: std::io::Error) -> OutputFailed {
-    OutputFailed {
-        what: "to stdout".into(),
-        source: source.into(),
+/// The reader of stdout went away: nothing more is written there.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the reader of stdout went away (long-running commands may stop early).
+pub fn stdout_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::Relaxed)
+}
+
+/// Runs one write to stdout unless it is closed; a broken pipe closes it, any other
+/// error (a full disk, `> /dev/full`) is an output that could not be written.
+fn to_stdout(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), OutputFailed> {
+    if stdout_closed() {
+        return Ok(());
+    }
+    let mut out = anstream::stdout().lock();
+    match write(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        Err(source) => Err(OutputFailed {
+            what: "to stdout".into(),
+            source: source.into(),
+        }),
     }
 }
 
 /// `value` and a newline on stdout.
 pub fn line(value: impl Display) -> Result<(), OutputFailed> {
-    let mut out = anstream::stdout().lock();
-    writeln!(out, "{value}")
-        .and_then(|()| out.flush())
-        .map_err(stdout_failed)
+    to_stdout(|out| writeln!(out, "{value}"))
 }
 
 /// `text` as it is on stdout.
 pub fn text(text: &str) -> Result<(), OutputFailed> {
-    let mut out = anstream::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(stdout_failed)
+    to_stdout(|out| out.write_all(text.as_bytes()))
 }
 
 /// `value` as pretty JSON and a newline on stdout.

@@ -60,8 +60,10 @@ fn with_closed_stdout(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// A closed pipe stops the writing, not the command: each command exits with the code
+/// it has with a reader (`golive triage LOG | head` still says 1 for a found cause).
 #[test]
-fn a_closed_pipe_ends_quietly_with_0() {
+fn a_closed_pipe_ends_quietly_with_the_commands_own_code() {
     let log = fixture("triage/oom_startup_kv.log");
     // An empty folder is a bundle with nothing recorded: `check` lists every item.
     let bundle = tempfile::tempdir().unwrap();
@@ -75,14 +77,18 @@ fn a_closed_pipe_ends_quietly_with_0() {
         vec!["diff", bundle, bundle],
         vec!["--help"],
     ] {
+        let own = run(&args).status.code();
         let o = with_closed_stdout(&args);
-        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.status.code(), own, "{args:?}: {}", stderr(&o));
         assert!(
             !stderr(&o).contains("error") && !stderr(&o).contains("panicked"),
             "{args:?}: {}",
             stderr(&o)
         );
     }
+    // The triage log holds an OOM: a found cause, exit 1, kept through the closed pipe.
+    let o = with_closed_stdout(&["triage", log.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
 #[test]

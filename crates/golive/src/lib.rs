@@ -20,6 +20,7 @@ pub mod fuzz;
 pub mod load;
 pub mod metrics;
 mod names;
+pub mod outfile;
 pub mod probe;
 pub mod profile;
 pub mod redact;

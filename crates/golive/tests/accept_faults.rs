@@ -12,25 +12,50 @@ use common::{check, report};
 use fault_server::{start, Fault};
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
-    common::accept_without_agent(url, out)
-        .args([
-            "--concurrency",
-            "2",
-            "--duration",
-            "2s",
-            "--output-tokens",
-            "4",
-            "--max-context",
-            "512",
-        ])
-        .args(if extra.contains(&"--request-timeout") {
-            &[][..]
-        } else {
-            &["--request-timeout", "3s"][..]
-        })
-        .args(extra)
+    accept_command(url, out, extra).output().unwrap()
+}
+
+fn accept_command(url: &str, out: &Path, extra: &[&str]) -> Command {
+    let mut c = common::accept_without_agent(url, out);
+    c.args([
+        "--concurrency",
+        "2",
+        "--duration",
+        "2s",
+        "--output-tokens",
+        "4",
+        "--max-context",
+        "512",
+    ])
+    .args(if extra.contains(&"--request-timeout") {
+        &[][..]
+    } else {
+        &["--request-timeout", "3s"][..]
+    })
+    .args(extra);
+    c
+}
+
+/// `golive accept ... | true`: the reader is gone before the verdict line; the run goes
+/// on, writes its reports and keeps its exit code (observe: 1).
+#[test]
+fn a_closed_stdout_keeps_the_verdicts_exit_code() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 2,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = accept_command(&server.url, dir.path(), &[])
+        .stdout(writer)
         .output()
-        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = report(dir.path());
+    assert_eq!(r["verdict"], "observe", "{stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
 }
 
 #[test]
@@ -179,6 +204,19 @@ fn hanging_server_is_bounded_by_the_request_timeout() {
 #[cfg(unix)]
 #[test]
 fn interrupted_run_keeps_a_partial_report() {
+    interrupt_mid_soak("-INT");
+}
+
+/// `kill`, `docker stop` and systemd send SIGTERM: the same partial report as Ctrl-C.
+#[cfg(unix)]
+#[test]
+fn terminated_run_keeps_a_partial_report() {
+    interrupt_mid_soak("-TERM");
+}
+
+/// Sends `signal` once the soak is under way; the run ends with exit 1 and all four
+/// report files, holding what was measured.
+fn interrupt_mid_soak(signal: &str) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(start(Fault::Ok {
         tokens: 4,
@@ -217,7 +255,7 @@ fn interrupted_run_keeps_a_partial_report() {
         served() > after_ramp
     });
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([signal, &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
@@ -231,7 +269,9 @@ fn interrupted_run_keeps_a_partial_report() {
         "pass",
         "what was measured is kept"
     );
-    assert!(dir.path().join("report.md").exists());
+    for file in ["report.json", "report.md", "junit.xml", "report.html"] {
+        assert!(dir.path().join(file).exists(), "{signal}: no {file}");
+    }
 }
 
 #[test]

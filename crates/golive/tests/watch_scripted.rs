@@ -430,3 +430,53 @@ fn a_log_command_is_followed_like_a_container_log() {
         text(&out)
     );
 }
+
+/// `watch --once > /dev/full` (cron into a full disk): the window cannot be shown, which
+/// is said on stderr and exits 4, not 0 in silence.
+#[test]
+fn once_into_a_full_stdout_is_an_error() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipping: /dev/full is not writable here");
+        return;
+    };
+    let url = scripted_server(move |n| {
+        let n = n as f64;
+        vllm_page(false, 0.0, 80.0 * n, 100.0 * n, 0.05 * n, n)
+    });
+    let out = Command::new(common::golive_bin())
+        .args(["watch", "--url", &url, "--once", "--interval", "100ms"])
+        .args(["--window", "300ms"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{stderr}");
+    assert!(stderr.contains("cannot write to stdout"), "{stderr}");
+}
+
+/// A continuous watch whose reader went away (`golive watch | head -1`) ends at its next
+/// window with 0, instead of watching on for no one (or ending with an error).
+#[test]
+fn a_continuous_watch_with_a_closed_stdout_ends_quiet() {
+    let url = scripted_server(move |n| {
+        let n = n as f64;
+        vllm_page(false, 0.0, 80.0 * n, 100.0 * n, 0.05 * n, n)
+    });
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let started = std::time::Instant::now();
+    let out = Command::new(common::golive_bin())
+        .args(["watch", "--url", &url, "--interval", "100ms"])
+        .args(["--window", "300ms", "--duration", "60s"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "watched on for {:?} with nobody reading",
+        started.elapsed()
+    );
+}

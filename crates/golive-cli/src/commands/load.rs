@@ -161,7 +161,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if opts.shard.is_some() {
         let doc = load::shard::ShardOutput::new(&opts, &summary, &result)?;
         if let Some(dir) = &args.out {
-            std::fs::create_dir_all(dir)?;
+            golive::outfile::create_dirs(dir)?;
             golive::report::write_atomic(
                 &dir.join(doc.file_name()),
                 &serde_json::to_vec_pretty(&doc)?,

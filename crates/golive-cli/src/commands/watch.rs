@@ -146,6 +146,8 @@ struct Terminal {
     format: OutputFormat,
     /// `--listen` is on.
     serving: bool,
+    /// `--once`: one window, then the watch's own end.
+    once: bool,
 }
 
 impl Terminal {
@@ -185,12 +187,26 @@ impl Terminal {
 impl Reporter for Terminal {
     fn report(&self, event: &Event) {
         if let Err(e) = self.show(event) {
-            // stdout closed (`golive watch | head`): end quietly, as every command does;
-            // with --listen the endpoint goes on serving.
-            if !self.serving && exit::code_for(&e).is_none() {
-                std::process::exit(i32::from(exit::OK));
-            }
+            // stdout cannot be written (`> /dev/full`): said, and exit 4.
+            out::error(&e);
+            std::process::exit(i32::from(exit::code_for(&e)));
         }
+        // stdout closed (`golive watch | head -1`): a continuous watch has no one left
+        // to tell and ends quiet (exit 0); a fired trigger or a --once window goes on to
+        // the watch's own end and exit code. With --listen the endpoint goes on serving.
+        let judged = matches!(event, Event::Evaluated(_) | Event::FleetEvaluated(_));
+        if judged && out::stdout_closed() && !self.serving && !self.once && !fired(event) {
+            std::process::exit(i32::from(exit::OK));
+        }
+    }
+}
+
+/// A judgement with a firing trigger (the watch ends with it, exit 1).
+fn fired(event: &Event) -> bool {
+    match event {
+        Event::Evaluated(ev) => !ev.firing.is_empty(),
+        Event::FleetEvaluated(ev) => !ev.firing.is_empty(),
+        _ => false,
     }
 }
 
@@ -221,6 +237,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
         url: url.to_string(),
         format: args.format,
         serving: args.listen.is_some(),
+        once: args.once,
     };
     if let Some(prometheus) = &args.prometheus {
         let events = Events::new(Arc::new(terminal(prometheus)));

@@ -157,8 +157,7 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             events: events.clone(),
         });
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    crate::outfile::create_dirs(&args.out)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -175,11 +174,32 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
         publisher.update(&report)?;
         let outcome = tokio::select! {
             r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
-            _ = tokio::signal::ctrl_c() => None,
+            () = interrupted() => None,
         };
         let end = finish(args, &publisher, &mut report, outcome).await?;
         Ok(AcceptOutcome { end, report })
     })
+}
+
+/// Ctrl-C or SIGTERM (`kill`, `docker stop`, systemd) arrived: the run stops and
+/// still writes every report file with what was measured.
+async fn interrupted() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let term = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => s.recv().await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    let int = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        () = int => {}
+    }
 }
 
 /// How the stages ended.

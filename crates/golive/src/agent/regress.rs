@@ -171,8 +171,7 @@ pub fn observed(
 /// Writes `dir/regressions/<check>-<n>.json` (first free n); returns the path.
 pub fn save(dir: &Path, reg: &Regression) -> anyhow::Result<PathBuf> {
     let folder = dir.join("regressions");
-    std::fs::create_dir_all(&folder)
-        .with_context(|| format!("cannot create {}", folder.display()))?;
+    crate::outfile::create_dirs(&folder)?;
     let mut n = 1;
     let path = loop {
         let p = folder.join(format!("{}-{n}.json", reg.check));

@@ -29,7 +29,7 @@ mod remote;
 mod runner;
 
 pub use process::{find_vllm_process, is_vllm_server_argv};
-pub use remote::collect_remote;
+pub use remote::{check_host, collect_remote};
 
 use process::{env_text, hostname, read_cmdline, read_environ};
 use runner::{Collector, Keep};
@@ -71,8 +71,7 @@ pub struct CollectOptions {
 pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
     let host = hostname();
     let now = chrono::Utc::now();
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    crate::outfile::create_dirs(&args.out)?;
     let base = format!("{host}-{}", now.format("%Y%m%dT%H%M%SZ"));
     // Creating the folder reserves the name: a bundle copied back from an SSH host of
     // the same name, at the same second, takes the next one.
@@ -89,7 +88,7 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         }
     };
     let raw = dir.join(RAW_DIR);
-    std::fs::create_dir_all(&raw).with_context(|| format!("cannot create {}", raw.display()))?;
+    crate::outfile::create_dirs(&raw)?;
     let mut c = Collector {
         raw,
         timeout: Duration::from_secs(args.timeout.max(1)),
@@ -439,8 +438,10 @@ pub struct Collected {
 /// host first). A host that fails is reported in its [`Collected`] and the others'
 /// bundles are kept; only an `out` that cannot be created ends the collection.
 pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    for host in args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty()) {
+        remote::check_host(host)?;
+    }
+    crate::outfile::create_dirs(&args.out)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

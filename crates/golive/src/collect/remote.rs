@@ -25,9 +25,30 @@ fn ssh_base(opts: &[String]) -> Vec<String> {
     v
 }
 
+/// An `--ssh` host as ssh and scp take it (`[user@]host`): never an option (a host
+/// like `-oProxyCommand=...` would run a command), never blank or with spaces or
+/// control characters, never with the `:` or `/` scp would read as a path.
+pub fn check_host(host: &str) -> anyhow::Result<()> {
+    let shown = host.escape_debug();
+    anyhow::ensure!(!host.is_empty(), "an --ssh host is empty");
+    anyhow::ensure!(
+        !host.starts_with('-'),
+        "--ssh host \"{shown}\" starts with '-': ssh would read it as an option; give [user@]host"
+    );
+    anyhow::ensure!(
+        !host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || c == '/' || c == ':'),
+        "--ssh host \"{shown}\" has a space, control character, '/' or ':'; give [user@]host \
+         (a port goes in --ssh-option Port=N)"
+    );
+    Ok(())
+}
+
 /// Collects on `host` over ssh and copies the bundle into `out` (under a name of its
 /// own: two hosts may call themselves the same).
 pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result<PathBuf> {
+    check_host(host)?;
     let opts = ssh_base(&args.ssh_options);
     let long = Duration::from_secs(args.timeout.max(1) * 20 + 60);
     let stamp = format!(
@@ -52,6 +73,7 @@ pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result
                 vec![
                     "-q".into(),
                     "-p".into(),
+                    "--".into(),
                     exe.display().to_string(),
                     format!("{host}:{remote}"),
                 ],
@@ -92,7 +114,7 @@ pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result
         .collect::<Vec<_>>()
         .join(" ");
     let result = async {
-        let out = run("ssh", vec![host.to_string(), quoted], long).await?;
+        let out = run("ssh", vec!["--".into(), host.to_string(), quoted], long).await?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         let remote_bundle = stdout
             .lines()
@@ -108,14 +130,14 @@ pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result
             .to_string();
         // Copied into a folder of its own first, then moved to a free bundle name.
         let incoming = args.out.join(format!(".golive-incoming-{stamp}"));
-        std::fs::create_dir_all(&incoming)
-            .with_context(|| format!("cannot create {}", incoming.display()))?;
+        crate::outfile::create_dirs(&incoming)?;
         let copied_bundle = async {
             run(
                 "scp",
                 vec![
                     "-q".into(),
                     "-r".into(),
+                    "--".into(),
                     format!("{host}:{remote_bundle}"),
                     incoming.display().to_string(),
                 ],
@@ -145,7 +167,12 @@ pub async fn collect_remote(host: &str, args: &CollectOptions) -> anyhow::Result
             shlex::try_quote(&remote_bin).unwrap_or_default()
         ));
     }
-    let _ = run("ssh", vec![host.to_string(), rm], Duration::from_secs(30)).await;
+    let _ = run(
+        "ssh",
+        vec!["--".into(), host.to_string(), rm],
+        Duration::from_secs(30),
+    )
+    .await;
     result
 }
 
@@ -194,4 +221,31 @@ fn move_to_free_name(from: &Path, dir: &Path, name: &str) -> anyhow::Result<Path
         }
     }
     anyhow::bail!("no free bundle name for {name} in {}", dir.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_host;
+
+    #[test]
+    fn hosts_are_names_never_options_or_paths() {
+        for ok in ["node2", "ops@node2.example.com", "10.0.0.7"] {
+            assert!(check_host(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "-oProxyCommand=touch /tmp/x",
+            "-p2222",
+            "",
+            "node2 rm",
+            "node2\n",
+            "node2:/etc",
+            "a/b",
+        ] {
+            let err = check_host(bad).unwrap_err().to_string();
+            assert!(
+                err.contains("--ssh host") || err.contains("empty"),
+                "{bad}: {err}"
+            );
+        }
+    }
 }

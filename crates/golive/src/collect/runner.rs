@@ -4,8 +4,6 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use super::ProbeRecord;
 use crate::redact::{redact_args, redact_text};
 
@@ -41,8 +39,8 @@ pub(super) fn first_line(bytes: &[u8]) -> Option<String> {
 impl Collector {
     pub(super) fn write(&self, file: &str, bytes: &[u8]) -> anyhow::Result<()> {
         let text = redact_text(&String::from_utf8_lossy(bytes));
-        std::fs::write(self.raw.join(file), text)
-            .with_context(|| format!("cannot write raw/{file}"))
+        crate::outfile::write_atomic(&self.raw.join(file), text.as_bytes())?;
+        Ok(())
     }
 
     /// Runs a command probe and writes its output as `keep` says; a failure's

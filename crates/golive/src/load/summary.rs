@@ -136,8 +136,7 @@ impl LoadSummary {
 
 /// Per-request CSV rows (times in ms since the client's epoch).
 pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::Result<()> {
-    let mut w =
-        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
         "index",
         "scheduled_ms",
@@ -180,6 +179,7 @@ pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::R
             r.error_detail.clone(),
         ])?;
     }
-    w.flush()?;
+    let bytes = w.into_inner().context("cannot render the CSV")?;
+    crate::outfile::write_atomic(path, &bytes)?;
     Ok(())
 }

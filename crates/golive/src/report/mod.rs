@@ -8,10 +8,11 @@ pub mod html;
 pub mod junit;
 pub mod markdown;
 
+/// Output files are written by [`crate::outfile`]; re-exported where they always were.
+pub use crate::outfile::{write_atomic, WriteFailed};
 pub use check_id::CheckId;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -479,38 +480,6 @@ pub fn report_path(path: &Path) -> PathBuf {
     } else {
         path.to_path_buf()
     }
-}
-
-/// An output file could not be written (the CLI exits 4 for it, not 2).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write {}", path.display())]
-pub struct WriteFailed {
-    pub path: PathBuf,
-    #[source]
-    pub source: std::io::Error,
-}
-
-/// Writes a file through a temporary sibling and a rename.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<PathBuf> {
-    let failed = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| WriteFailed { path, source }
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(failed(dir))?;
-    let tmp = dir.join(format!(
-        ".{}.tmp",
-        path.file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("golive")
-    ));
-    {
-        let mut f = std::fs::File::create(&tmp).map_err(failed(&tmp))?;
-        f.write_all(bytes).map_err(failed(&tmp))?;
-        f.sync_all().ok();
-    }
-    std::fs::rename(&tmp, path).map_err(failed(path))?;
-    Ok(path.to_path_buf())
 }
 
 /// The README's verdict rules, in one place:
