@@ -66,7 +66,10 @@ pub fn parse_config_file(text: &str) -> anyhow::Result<Vec<LaunchArg>> {
                 ..arg
             }
         } else {
-            arg
+            LaunchArg {
+                value: arg.value.map(|v| crate::redact::redact_value(&v)),
+                ..arg
+            }
         };
         args.push(arg);
     }
