@@ -239,6 +239,34 @@ pub fn redact_value(text: &str) -> String {
     TOKEN_SHAPE_RE.replace_all(&t, REDACTED).into_owned()
 }
 
+/// Every string value under `v` passed through [`redact_value`] (names and structure
+/// kept): the last look at a report before it leaves the process.
+pub fn redact_strings(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => {
+            let r = redact_value(s);
+            if r != *s {
+                *s = r;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact_strings),
+        Value::Object(o) => o.values_mut().for_each(redact_strings),
+        _ => {}
+    }
+}
+
+/// `value` with the free-text secrets of its strings redacted ([`redact_strings`]), or
+/// the error when it does not survive the round trip through JSON.
+pub fn redact_serde<T>(value: &T) -> anyhow::Result<T>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut v = serde_json::to_value(value)?;
+    redact_strings(&mut v);
+    Ok(serde_json::from_value(v)?)
+}
+
 /// Every string under `v` replaced (the value of a secret key, whatever its shape).
 fn redact_all_strings(v: &mut serde_json::Value) {
     use serde_json::Value;
@@ -385,6 +413,12 @@ impl LineState {
         self.secret_block_indent = None;
         None
     }
+}
+
+/// One line of a log as it may be printed: its `NAME=value` forms, secret flags, list
+/// values and free-text secrets redacted (no JSON reformatting, no multi-line state).
+pub fn redact_line(line: &str) -> String {
+    redact_named_values(line)
 }
 
 /// One line's `NAME = value` forms, secret flags and free-text secrets.
