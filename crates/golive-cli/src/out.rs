@@ -1,6 +1,8 @@
-//! Writing results to stdout and notes to stderr. Every write returns its error (no
-//! `println!`, which panics when the reader of a pipe went away): `main` turns a broken
-//! pipe into a quiet exit 0, as `rg ... | head` does.
+//! Writing results to stdout and notes to stderr, each through
+//! [`golive::redact::redact_value`] (URL passwords, Authorization headers, token
+//! shapes). Every write returns its error (no `println!`, which panics when the reader
+//! of a pipe went away): `main` turns a broken pipe into a quiet exit 0, as
+//! `rg ... | head` does.
 //!
 //! Colour: words for people (pass, warn, FAIL, the verdict) are styled with anstyle and
 //! every write goes through anstream, which keeps the styles on a terminal and strips
@@ -11,6 +13,7 @@ use std::fmt::Display;
 use std::io::Write;
 
 use anstyle::{AnsiColor, Style};
+use golive::redact::redact_value;
 use golive::report::{Status, Verdict};
 
 use crate::exit::OutputFailed;
@@ -24,6 +27,7 @@ fn stdout_failed(source: std::io::Error) -> OutputFailed {
 
 /// `value` and a newline on stdout.
 pub fn line(value: impl Display) -> Result<(), OutputFailed> {
+    let value = redact_value(&value.to_string());
     let mut out = anstream::stdout().lock();
     writeln!(out, "{value}")
         .and_then(|()| out.flush())
@@ -32,6 +36,7 @@ pub fn line(value: impl Display) -> Result<(), OutputFailed> {
 
 /// `text` as it is on stdout.
 pub fn text(text: &str) -> Result<(), OutputFailed> {
+    let text = redact_value(text);
     let mut out = anstream::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
@@ -47,13 +52,15 @@ pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// A note for people on stderr, with the one prefix every golive message has.
 pub fn note(command: &str, message: impl Display) {
     // stderr gone too: nothing left to tell.
+    let message = redact_value(&message.to_string());
     let _ = writeln!(anstream::stderr(), "golive {command}: {message}");
 }
 
 /// The one error message of a failed command: `golive: error: ...` with its causes.
 pub fn error(err: &anyhow::Error) {
     let style = FAIL;
-    let _ = writeln!(anstream::stderr(), "golive: {style}error{style:#}: {err:#}");
+    let err = redact_value(&format!("{err:#}"));
+    let _ = writeln!(anstream::stderr(), "golive: {style}error{style:#}: {err}");
 }
 
 /// clap's message about bad arguments with the same prefix: `golive: error: ...` (the
@@ -62,7 +69,8 @@ pub fn usage_error(err: &clap::Error) {
     let missing_subcommand =
         err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
     let prefix = if missing_subcommand { "" } else { "golive: " };
-    let _ = write!(anstream::stderr(), "{prefix}{}", err.render().ansi());
+    let message = redact_value(&err.render().ansi().to_string());
+    let _ = write!(anstream::stderr(), "{prefix}{message}");
 }
 
 const PASS: Style = AnsiColor::Green.on_default();

@@ -46,8 +46,8 @@ fn relevant_module(m: &str) -> bool {
         || m == "gdrdrv"
 }
 
-/// A change, compared on the values as they are and shown redacted (a bundle written by
-/// hand or by an older golive may hold a secret: `HTTPS_PROXY=http://u:p@...`).
+/// A change, shown redacted (a bundle written by hand or by an older golive may hold a
+/// secret: `RAY_ADDRESS=http://u:p@...`; the bundle's parser redacts it already).
 fn push(out: &mut Vec<Change>, kind: &str, name: &str, a: Option<String>, b: Option<String>) {
     if a != b {
         let shown = |v: Option<String>| {
@@ -56,16 +56,11 @@ fn push(out: &mut Vec<Change>, kind: &str, name: &str, a: Option<String>, b: Opt
                 crate::redact::redact_pair(flag, &crate::redact::redact_line(&v))
             })
         };
-        let (a, mut b) = (shown(a), shown(b));
-        if a == b {
-            // Only the secret differs.
-            b = b.map(|v| format!("{v} (a different secret)"));
-        }
         out.push(Change {
             kind: kind.into(),
             name: name.into(),
-            a,
-            b,
+            a: shown(a),
+            b: shown(b),
         });
     }
 }
