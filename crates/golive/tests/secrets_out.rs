@@ -96,16 +96,26 @@ fn diff_shows_no_url_password() {
     run_clean(&["diff", a, b, "--format", "json"], 1, &secrets);
 }
 
+/// `golive load --k8s-job 2 --image i -- SHARD_ARGS`, checked with [`run_clean`].
+fn k8s_job(shard_args: &[&str], code: i32, secrets: &[&str]) -> std::process::Output {
+    let mut args = vec!["load", "--k8s-job", "2", "--image", "i", "--"];
+    args.extend(shard_args);
+    run_clean(&args, code, secrets)
+}
+
+/// The container of the Job `out` printed.
+fn job_container(out: &std::process::Output) -> Value {
+    let job: Value = serde_norway::from_slice(&out.stdout).unwrap();
+    job["spec"]["template"]["spec"]["containers"][0].clone()
+}
+
 #[test]
 fn k8s_job_takes_the_key_from_a_secret() {
     let key = "sk-K8S-SECRET-1";
+    let url = ["--url", "http://vllm:8000", "--requests", "10"];
     for spelling in [vec!["--api-key", key], vec!["--api-key=sk-K8S-SECRET-1"]] {
-        let mut args = vec!["load", "--k8s-job", "2", "--image", "i", "--"];
-        args.extend(["--url", "http://vllm:8000", "--requests", "10"]);
-        args.extend(spelling.iter().copied());
-        let out = run_clean(&args, 0, &[key]);
-        let job: Value = serde_norway::from_slice(&out.stdout).unwrap();
-        let container = &job["spec"]["template"]["spec"]["containers"][0];
+        let out = k8s_job(&[&url[..], &spelling].concat(), 0, &[key]);
+        let container = job_container(&out);
         let job_args = container["args"].to_string();
         assert!(
             !job_args.contains("api-key") && !job_args.contains("api_key"),
@@ -133,38 +143,11 @@ fn k8s_job_takes_the_key_from_a_secret() {
         );
     }
     // No key given: the Secret is optional.
-    let out = run_clean(
-        &[
-            "load",
-            "--k8s-job",
-            "2",
-            "--image",
-            "i",
-            "--",
-            "--url",
-            "http://v:8000",
-        ],
-        0,
-        &[],
-    );
-    let job: Value = serde_norway::from_slice(&out.stdout).unwrap();
-    let env = &job["spec"]["template"]["spec"]["containers"][0]["env"][0];
+    let container = job_container(&k8s_job(&url, 0, &[]));
+    let env = &container["env"][0];
     assert_eq!(env["valueFrom"]["secretKeyRef"]["optional"], true, "{env}");
     // A URL with a password would be in the args: refused, without printing it.
-    let out = run_clean(
-        &[
-            "load",
-            "--k8s-job",
-            "2",
-            "--image",
-            "i",
-            "--",
-            "--url",
-            "http://u:pw-K8S-2@v:8000",
-        ],
-        2,
-        &["pw-K8S-2"],
-    );
+    let out = k8s_job(&["--url", "http://u:pw-K8S-2@v:8000"], 2, &["pw-K8S-2"]);
     assert!(common::text(&out).contains("Secret golive-api-key"));
 }
 

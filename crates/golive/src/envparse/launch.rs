@@ -458,12 +458,6 @@ fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
                 }
             }
         }
-        // Secrets never leave the parser (reports and diffs print arguments).
-        if crate::redact::is_secret_flag(&flag) && value.is_some() {
-            value = Some(crate::redact::REDACTED.to_string());
-        } else {
-            value = value.map(|v| crate::redact::redact_value(&v));
-        }
         if flag == "--model" && model.is_none() {
             model = value.clone();
         }

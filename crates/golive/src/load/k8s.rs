@@ -46,13 +46,14 @@ fn args_without_key(load_args: &[String]) -> anyhow::Result<(Vec<String>, bool)>
             skip_value = !a.contains('=');
             continue;
         }
+        let shown = crate::redact::redact_value(a);
         anyhow::ensure!(
-            crate::redact::redact_value(a) == *a,
+            shown == *a,
             "--k8s-job: an argument after `--` holds a password or token ({}), which the \
              Job's args would show to anyone who can read the Job; give the key with \
              --api-key (the Job takes it from the Secret {API_KEY_SECRET}, key \
              {API_KEY_SECRET_KEY}) and a URL without user name and password",
-            crate::redact::redact_value(a)
+            shown
         );
         args.push(a.clone());
     }

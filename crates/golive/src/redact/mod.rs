@@ -66,12 +66,6 @@ pub fn is_secret_name(name: &str) -> bool {
     strong || last
 }
 
-/// True when a config key (`api-key`, `hf_token`) looks like it holds a secret; a
-/// count of tokens (`max-num-batched-tokens`) does not.
-pub fn is_secret_key(name: &str) -> bool {
-    is_secret_name(name)
-}
-
 /// True for a command-line flag whose value is a secret: `--api-key`, `--api_key`,
 /// `--hf-token`, `--password`, `--API-KEY`.
 pub fn is_secret_flag(flag: &str) -> bool {

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{is_secret_flag, is_secret_key, is_secret_name, redact_args, redact_env_line};
+use super::{is_secret_flag, is_secret_name, redact_args, redact_env_line};
 use super::{redact_value, REDACTED};
 
 static QUOTED_SECRET_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -222,7 +222,7 @@ fn redact_named_values(line: &str) -> String {
         })
         .into_owned();
     if let Some(c) = YAML_SECRET_RE.captures(&l) {
-        if is_secret_key(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
+        if is_secret_name(&c[2]) && !c[3].starts_with(REDACTED) && !c[3].trim().is_empty() {
             l = format!("{}{}: {REDACTED}", &c[1], &c[2]);
         }
     }
