@@ -1,7 +1,9 @@
-//! Writing results to stdout and notes to stderr. Every write returns its error (no
-//! `println!`, which panics when the reader of a pipe went away), except a closed
-//! stdout (`golive check ... | head -1`): then writing stops quietly and the command
-//! goes on to its own exit code, so a failed check still exits 1 through a pipe.
+//! Writing results to stdout and notes to stderr, each through
+//! [`golive::redact::redact_value`] (URL passwords, Authorization headers, token
+//! shapes). Every write returns its error (no `println!`, which panics when the reader
+//! of a pipe went away), except a closed stdout (`golive check ... | head -1`): then
+//! writing stops quietly and the command goes on to its own exit code, so a failed
+//! check still exits 1 through a pipe.
 //!
 //! Colour: words for people (pass, warn, FAIL, the verdict) are styled with anstyle and
 //! every write goes through anstream, which keeps the styles on a terminal and strips
@@ -13,6 +15,7 @@ use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anstyle::{AnsiColor, Style};
+use golive::redact::redact_value;
 use golive::report::{Status, Verdict};
 
 use crate::exit::OutputFailed;
@@ -49,11 +52,13 @@ fn to_stdout(
 
 /// `value` and a newline on stdout.
 pub fn line(value: impl Display) -> Result<(), OutputFailed> {
+    let value = redact_value(&value.to_string());
     to_stdout(|out| writeln!(out, "{value}"))
 }
 
 /// `text` as it is on stdout.
 pub fn text(text: &str) -> Result<(), OutputFailed> {
+    let text = redact_value(text);
     to_stdout(|out| out.write_all(text.as_bytes()))
 }
 
@@ -66,13 +71,15 @@ pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// A note for people on stderr, with the one prefix every golive message has.
 pub fn note(command: &str, message: impl Display) {
     // stderr gone too: nothing left to tell.
+    let message = redact_value(&message.to_string());
     let _ = writeln!(anstream::stderr(), "golive {command}: {message}");
 }
 
 /// The one error message of a failed command: `golive: error: ...` with its causes.
 pub fn error(err: &anyhow::Error) {
     let style = FAIL;
-    let _ = writeln!(anstream::stderr(), "golive: {style}error{style:#}: {err:#}");
+    let err = redact_value(&format!("{err:#}"));
+    let _ = writeln!(anstream::stderr(), "golive: {style}error{style:#}: {err}");
 }
 
 /// clap's message about bad arguments with the same prefix: `golive: error: ...` (the
@@ -81,7 +88,8 @@ pub fn usage_error(err: &clap::Error) {
     let missing_subcommand =
         err.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand;
     let prefix = if missing_subcommand { "" } else { "golive: " };
-    let _ = write!(anstream::stderr(), "{prefix}{}", err.render().ansi());
+    let message = redact_value(&err.render().ansi().to_string());
+    let _ = write!(anstream::stderr(), "{prefix}{message}");
 }
 
 const PASS: Style = AnsiColor::Green.on_default();

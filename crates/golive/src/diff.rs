@@ -46,13 +46,21 @@ fn relevant_module(m: &str) -> bool {
         || m == "gdrdrv"
 }
 
+/// A change, shown redacted (a bundle written by hand or by an older golive may hold a
+/// secret: `RAY_ADDRESS=http://u:p@...`; the bundle's parser redacts it already).
 fn push(out: &mut Vec<Change>, kind: &str, name: &str, a: Option<String>, b: Option<String>) {
     if a != b {
+        let shown = |v: Option<String>| {
+            v.map(|v| {
+                let flag = name.strip_prefix("--").unwrap_or(name);
+                crate::redact::redact_pair(flag, &crate::redact::redact_line(&v))
+            })
+        };
         out.push(Change {
             kind: kind.into(),
             name: name.into(),
-            a,
-            b,
+            a: shown(a),
+            b: shown(b),
         });
     }
 }

@@ -32,6 +32,49 @@ impl std::fmt::Debug for ApiKey {
     }
 }
 
+/// User name and password from the URL's userinfo (`http://user:pass@host`), sent as
+/// HTTP Basic auth; never printed, and the URL shown anywhere has no userinfo.
+#[derive(Clone)]
+pub struct BasicAuth {
+    user: String,
+    password: Option<String>,
+}
+
+impl BasicAuth {
+    /// The userinfo of `url`, percent-decoded; `None` when it has none.
+    fn from_url(url: &url::Url) -> anyhow::Result<Option<Self>> {
+        if url.username().is_empty() && url.password().is_none() {
+            return Ok(None);
+        }
+        let decode = |s: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|c| c.into_owned())
+                .map_err(|_| anyhow::anyhow!("the URL's user name or password is not UTF-8"))
+        };
+        Ok(Some(BasicAuth {
+            user: decode(url.username())?,
+            password: url.password().map(decode).transpose()?,
+        }))
+    }
+
+    /// The `Authorization` header value: `Basic base64(user:password)`.
+    fn header_value(&self) -> String {
+        use base64::Engine;
+        let pair = format!("{}:{}", self.user, self.password.as_deref().unwrap_or(""));
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(pair)
+        )
+    }
+}
+
+impl std::fmt::Debug for BasicAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BasicAuth(<redacted>)")
+    }
+}
+
 /// Connection settings shared by the commands that talk to a server.
 #[derive(Debug, Clone)]
 pub struct TargetOptions {
@@ -52,9 +95,12 @@ pub struct TargetOptions {
 /// One OpenAI-compatible server.
 #[derive(Debug, Clone)]
 pub struct Target {
-    /// Base URL without a trailing slash and without `/v1`, e.g. `http://127.0.0.1:8000`.
+    /// Base URL without a trailing slash, without `/v1` and without userinfo, e.g.
+    /// `http://127.0.0.1:8000`: safe to print.
     pub base_url: String,
     pub api_key: ApiKey,
+    /// The URL's userinfo, sent as Basic auth.
+    pub basic_auth: Option<BasicAuth>,
     pub model: Option<String>,
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
@@ -63,19 +109,39 @@ pub struct Target {
 }
 
 impl Target {
+    /// The server at `url`. Userinfo in the URL (`http://user:pass@host`) becomes Basic
+    /// auth and is dropped from [`Target::base_url`]; with an API key too, this is an
+    /// error (one `Authorization` header cannot carry both).
     pub fn new(url: &str, args: &TargetOptions) -> anyhow::Result<Self> {
-        let parsed = url::Url::parse(url).with_context(|| format!("invalid URL {url:?}"))?;
+        let shown = crate::redact::display_url(url);
+        let mut parsed = url::Url::parse(url).with_context(|| format!("invalid URL {shown:?}"))?;
         anyhow::ensure!(
             matches!(parsed.scheme(), "http" | "https"),
-            "URL {url:?} must start with http:// or https://"
+            "URL {shown:?} must start with http:// or https://"
         );
+        let basic_auth = BasicAuth::from_url(&parsed)?;
+        let api_key = ApiKey::new(args.api_key.clone());
+        anyhow::ensure!(
+            basic_auth.is_none() || !api_key.is_set(),
+            "the URL {shown:?} carries a user name and password (sent as Basic auth) and \
+             --api-key is set too (sent as Bearer); one Authorization header cannot carry \
+             both: give one of them"
+        );
+        let url = if basic_auth.is_some() {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.to_string()
+        } else {
+            url.to_string()
+        };
         let mut base = url.trim_end_matches('/').to_string();
         if let Some(stripped) = base.strip_suffix("/v1") {
             base = stripped.to_string();
         }
         Ok(Target {
             base_url: base,
-            api_key: ApiKey::new(args.api_key.clone()),
+            api_key,
+            basic_auth,
             model: args.model.clone(),
             request_timeout: args.request_timeout,
             connect_timeout: args.connect_timeout,
@@ -102,8 +168,13 @@ impl Target {
 
     fn build_client(&self, max_idle_per_host: usize) -> anyhow::Result<reqwest::Client> {
         let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = self.api_key.expose() {
-            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+        let auth = match (self.api_key.expose(), &self.basic_auth) {
+            (Some(key), _) => Some(format!("Bearer {key}")),
+            (None, Some(basic)) => Some(basic.header_value()),
+            (None, None) => None,
+        };
+        if let Some(auth) = auth {
+            let mut value = reqwest::header::HeaderValue::from_str(&auth)
                 .context("API key contains characters not allowed in a header")?;
             value.set_sensitive(true);
             headers.insert(reqwest::header::AUTHORIZATION, value);
@@ -166,5 +237,29 @@ mod tests {
         let t = Target::new("http://127.0.0.1:8000/v1/", &args).unwrap();
         assert_eq!(t.url("/v1/models"), "http://127.0.0.1:8000/v1/models");
         assert!(Target::new("ftp://x", &args).is_err());
+    }
+
+    #[test]
+    fn userinfo_becomes_basic_auth_and_leaves_the_url() {
+        let mut args = TargetOptions {
+            api_key: None,
+            model: None,
+            request_timeout: Duration::from_secs(1),
+            connect_timeout: Duration::from_secs(1),
+            pool_idle_timeout: Duration::from_secs(3),
+        };
+        let t = Target::new("http://al%40ice:pw%2Fsecret@127.0.0.1:8000/v1", &args).unwrap();
+        assert_eq!(t.base_url, "http://127.0.0.1:8000");
+        let basic = t.basic_auth.as_ref().unwrap();
+        // base64("al@ice:pw/secret")
+        assert_eq!(basic.header_value(), "Basic YWxAaWNlOnB3L3NlY3JldA==");
+        assert!(!format!("{t:?}").contains("secret"));
+        args.api_key = Some("sk-both".into());
+        let err = Target::new("http://u:pw-both@127.0.0.1:8000", &args).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(
+            msg.contains("--api-key") && !msg.contains("pw-both"),
+            "{msg}"
+        );
     }
 }

@@ -388,3 +388,79 @@ fn a_hanging_probe_is_killed_and_its_partial_output_kept() {
     });
     assert!(gone, "docker logs (pid {}) still runs", pid.trim());
 }
+
+/// Secrets planted in every spelling and shape into a process's command line, env and
+/// `--config` file (issue 24): none lands in the bundle or on the terminal, the facts
+/// beside them do.
+#[test]
+fn no_secret_in_any_spelling_lands_in_a_bundle() {
+    let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("serve.yaml");
+    std::fs::write(
+        &config,
+        "model: moonshotai/Kimi-K3\n\
+         api-key:\n  - sk-PLANT-CFG-1\n  - sk-PLANT-CFG-2\n\
+         api_key: [k-PLANT-CFG-3]\n\
+         otlp-traces-endpoint: https://otel:pw-PLANT-CFG-4@otel:4317\n\
+         hfToken: k-PLANT-CFG-5\n\
+         max-num-batched-tokens: 8192\n",
+    )
+    .unwrap();
+    let child = Command::new("sh")
+        .args(["-c", "sleep 60; :", "vllm", "serve", "moonshotai/Kimi-K3"])
+        .args(["--api_key", "sk-PLANT-ARG-1", "sk-PLANT-ARG-2"])
+        .args([
+            "--otlp-traces-endpoint",
+            "https://u:pw-PLANT-ARG-3@otel:4317",
+        ])
+        .args([
+            "--API-KEY=k-PLANT-ARG-4",
+            "--config",
+            config.to_str().unwrap(),
+        ])
+        .args(["--tensor-parallel-size", "8"])
+        .env("VLLM_api_key", "k-PLANT-ENV-1")
+        .env("RAY_ADDRESS", "http://ray:pw-PLANT-ENV-2@head:8265")
+        .env("NCCL_SOCKET_PASSWORD", "k-PLANT-ENV-3")
+        .env("VLLM_S3_SECRET", "k-PLANT-ENV-4")
+        .env("HTTPS_PROXY", "http://proxy:pw-PLANT-ENV-5@proxy:3128")
+        .env("NCCL_DEBUG", "INFO")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let server = FakeServer(child);
+    let pid = server.0.id().to_string();
+    let cmdline = format!("/proc/{pid}/cmdline");
+    common::wait_until(
+        "the planted process's argv in /proc",
+        std::time::Duration::from_secs(10),
+        || std::fs::read(&cmdline).is_ok_and(|a| a.windows(11).any(|w| w == b"vllm\0serve\0")),
+    );
+    let (dir, stderr) = collect(&tmp.path().join("out"), &["--pid", &pid]);
+    let text = common::all_text(&dir) + &stderr;
+    for n in 1..=5 {
+        for class in ["CFG", "ARG", "ENV"] {
+            let planted = format!("PLANT-{class}-{n}");
+            assert!(!text.contains(&planted), "{planted} landed in the bundle");
+        }
+    }
+    let raw = |n: &str| std::fs::read_to_string(dir.join("raw").join(n)).unwrap();
+    let cmd = raw("cmdline.txt");
+    assert!(
+        cmd.contains("https://u:***@otel:4317") && cmd.contains("--tensor-parallel-size 8"),
+        "{cmd}"
+    );
+    let env = raw("env.txt");
+    assert!(
+        env.contains("RAY_ADDRESS=http://ray:***@head:8265") && env.contains("NCCL_DEBUG=INFO"),
+        "{env}"
+    );
+    let cfg = raw("vllm-config.yaml");
+    assert!(
+        cfg.contains("max-num-batched-tokens: 8192") && cfg.contains("model: moonshotai/Kimi-K3"),
+        "{cfg}"
+    );
+    drop(server);
+}

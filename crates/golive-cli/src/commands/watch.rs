@@ -234,7 +234,8 @@ fn fleet_options(a: &WatchArgs, prometheus: &str) -> FleetOptions {
 
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     let terminal = |url: &str| Terminal {
-        url: url.to_string(),
+        // The URL as shown: its userinfo (Basic auth) never printed.
+        url: golive::redact::display_url(url),
         format: args.format,
         serving: args.listen.is_some(),
         once: args.once,

@@ -77,16 +77,24 @@ impl Publisher {
     /// The report so far: report.json is rewritten.
     pub(super) fn update(&self, report: &Report) -> anyhow::Result<()> {
         self.events
-            .emit(Event::ReportUpdated(Arc::new(report.clone())));
+            .emit(Event::ReportUpdated(Arc::new(redacted(report))));
         self.files.take_error().map_or(Ok(()), Err)
     }
 
     /// The final report: every file is written.
     pub(super) fn finish(&self, report: &Report) -> anyhow::Result<()> {
         self.events
-            .emit(Event::ReportFinished(Arc::new(report.clone())));
+            .emit(Event::ReportFinished(Arc::new(redacted(report))));
         self.files.take_error().map_or(Ok(()), Err)
     }
+}
+
+/// The report as it may leave the process: URL passwords, Authorization headers and
+/// token-shaped words in any of its texts (a server's error body, a log line) redacted.
+/// (A report that does not survive the round trip through JSON, e.g. a NaN figure, goes
+/// out as it is: its URLs carry no userinfo and its log lines were redacted at triage.)
+fn redacted(report: &Report) -> Report {
+    crate::redact::redact_serde(report).unwrap_or_else(|_| report.clone())
 }
 
 pub(super) fn any_server_failure(report: &Report) -> bool {
@@ -110,8 +118,10 @@ pub(super) async fn container_logs(name: &str, out: &Path) -> anyhow::Result<Pat
             // Containers log to both streams; the engine's errors are usually on stderr.
             let mut text = o.stdout;
             text.extend_from_slice(&o.stderr);
+            // vLLM logs its arguments at start (`api_key=[...]`): secrets out.
+            let text = crate::redact::redact_text(&String::from_utf8_lossy(&text));
             let path = out.join("server-container.log");
-            write_atomic(&path, &text)?;
+            write_atomic(&path, text.as_bytes())?;
             return Ok(path);
         }
         let why = if o.available {

@@ -180,8 +180,20 @@ pub fn save(dir: &Path, reg: &Regression) -> anyhow::Result<PathBuf> {
         }
         n += 1;
     };
-    let bytes = serde_json::to_vec_pretty(reg)?;
+    let bytes = serde_json::to_vec_pretty(&as_saved(reg))?;
     crate::report::write_atomic(&path, &bytes)
+}
+
+/// The case as it may be written: the URL without userinfo, and no URL password,
+/// Authorization header or token-shaped word in what came back (an error body may echo
+/// them). The request stays as sent, so the case replays.
+fn as_saved(reg: &Regression) -> Regression {
+    let mut reg = reg.clone();
+    reg.url = crate::redact::display_url(&reg.url);
+    if let Ok(observed) = crate::redact::redact_serde(&reg.observed) {
+        reg.observed = observed;
+    }
+    reg
 }
 
 /// Reads a regression file.
@@ -225,5 +237,35 @@ mod tests {
         };
         assert!(!answer_value(&reply, true).to_string().contains("secret"));
         assert!(answer_value(&reply, false).to_string().contains("secret"));
+    }
+
+    #[test]
+    fn a_saved_case_holds_no_secret() {
+        let reg = Regression {
+            golive_regression: REGRESSION_VERSION,
+            check: "agent_tool".into(),
+            saved_at: Utc::now(),
+            url: "http://tester:pw-REG-1@127.0.0.1:8000".into(),
+            expect: Answer::Text,
+            content_withheld: false,
+            request: json!({"messages": [{"role": "user", "content": "hi"}]}),
+            observed: Observed {
+                kind: "http_error".into(),
+                http_status: Some(401),
+                problems: Vec::new(),
+                answer: json!({"error": "bad header Authorization: Bearer sk-REG-2abcdef"}),
+                duration_ms: 1,
+            },
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = save(dir.path(), &reg).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            !text.contains("pw-REG-1") && !text.contains("sk-REG-2"),
+            "{text}"
+        );
+        let back = load(&path).unwrap();
+        assert_eq!(back.url, "http://127.0.0.1:8000");
+        assert_eq!(back.request, reg.request, "the request replays as sent");
     }
 }

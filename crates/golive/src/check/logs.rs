@@ -89,7 +89,8 @@ pub(super) fn log_classes(c: &Ctx) -> (CheckItem, BTreeSet<Class>) {
             .lines()
             .find(|l| rules.first_of_kind(l, RuleKind::Serving).is_some())
         {
-            ev.push(c.tag(b, format!("no failure; started: {}", l.trim())));
+            let l = crate::redact::redact_line(l.trim());
+            ev.push(c.tag(b, format!("no failure; started: {l}")));
             st.push(Status::Pass);
         } else {
             ev.push(c.tag(b, "no known failure line and no startup-complete line"));
@@ -122,5 +123,13 @@ pub(super) fn errno524_line(text: &str) -> Option<(usize, String)> {
                 .first_of_kind(l, RuleKind::Hint)
                 .is_some_and(|ri| rules.rules[ri].class == Class::Nccl)
         })
-        .map(|(i, l)| (i + 1, l.trim().chars().take(300).collect()))
+        .map(|(i, l)| {
+            (
+                i + 1,
+                crate::redact::redact_line(l.trim())
+                    .chars()
+                    .take(300)
+                    .collect(),
+            )
+        })
 }

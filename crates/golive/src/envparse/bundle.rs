@@ -245,9 +245,7 @@ impl Bundle {
         env.extend(self.env_file.clone());
         env.retain(|k, _| is_relevant_env(k));
         for (k, v) in env.iter_mut() {
-            if crate::redact::is_secret_name(k) {
-                *v = crate::redact::REDACTED.to_string();
-            }
+            *v = crate::redact::redact_pair(k, v);
         }
         env
     }

@@ -60,13 +60,16 @@ pub fn parse_config_file(text: &str) -> anyhow::Result<Vec<LaunchArg>> {
             },
         };
         // Secrets never leave the parser (as on the command line).
-        let arg = if crate::redact::is_secret_key(&name) && arg.value.is_some() {
+        let arg = if crate::redact::is_secret_name(&name) && arg.value.is_some() {
             LaunchArg {
                 value: Some(crate::redact::REDACTED.into()),
                 ..arg
             }
         } else {
-            arg
+            LaunchArg {
+                value: arg.value.map(|v| crate::redact::redact_value(&v)),
+                ..arg
+            }
         };
         args.push(arg);
     }

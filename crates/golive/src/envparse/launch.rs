@@ -402,13 +402,16 @@ fn docker_flag_takes_value(flag: &str) -> bool {
 }
 
 fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
+    // Secrets never leave the parser: list values too (`--api-key K1 K2`).
+    let words = &crate::redact::redact_args(words);
     let mut model = None;
     let mut args = Vec::new();
     let mut i = 0;
     while i < words.len() {
         let w = &words[i];
         i += 1;
-        if w.is_empty() {
+        // Empty, or the second value of a secret list flag.
+        if w.is_empty() || w == crate::redact::REDACTED {
             continue;
         }
         if !w.starts_with('-') || w == "-" {
@@ -454,14 +457,6 @@ fn parse_args(words: &[String]) -> (Option<String>, Vec<LaunchArg>) {
                     i += 1;
                 }
             }
-        }
-        // Secrets never leave the parser (reports and diffs print arguments).
-        if matches!(
-            flag.as_str(),
-            "--api-key" | "--hf-token" | "--token" | "--password"
-        ) && value.is_some()
-        {
-            value = Some(crate::redact::REDACTED.to_string());
         }
         if flag == "--model" && model.is_none() {
             model = value.clone();
@@ -619,9 +614,7 @@ pub fn parse_launch(text: &str) -> Option<Launch> {
         launch.env.entry(k).or_insert(v);
     }
     for (k, v) in launch.env.iter_mut() {
-        if crate::redact::is_secret_name(k) {
-            *v = crate::redact::REDACTED.to_string();
-        }
+        *v = crate::redact::redact_pair(k, v);
     }
     if launch.image.is_none() {
         launch.image = compose_image;

@@ -347,6 +347,15 @@ pub fn analyze_text(rules: &RuleSet, name: &str, text: &str) -> TriageReport {
     }
 }
 
+/// The finding with its line and context lines redacted ([`crate::redact::redact_line`]).
+fn redacted(mut f: Finding) -> Finding {
+    f.text = crate::redact::redact_line(&f.text);
+    for line in f.context.iter_mut() {
+        *line = crate::redact::redact_line(line);
+    }
+    f
+}
+
 /// Chooses the primary cause and the secondary findings from all files.
 fn decide(
     rules: &RuleSet,
@@ -567,9 +576,12 @@ fn decide(
             secondary.push(make(fi, f, false));
         }
     }
+    // Secrets out of the few lines that are printed, here after the scan (the hot loop
+    // stays as fast as it is): `api_key=sk-...` in an args dump, a URL password.
+    let secondary = secondary.into_iter().map(redacted).collect();
     TriageReport {
         schema_version: SCHEMA_VERSION,
-        primary: primary_finding,
+        primary: primary_finding.map(redacted),
         secondary,
         inputs: results
             .iter()

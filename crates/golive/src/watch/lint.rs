@@ -121,12 +121,21 @@ async fn exported_names(
     let from_snapshot = |m: MetricsSnapshot| m.samples.into_iter().map(|s| s.metric).collect();
     match e {
         Exported::Url(url) => {
-            let client = reqwest::Client::builder()
-                .timeout(std::time::Duration::from_secs(15))
-                .build()?;
-            let m = MetricsSnapshot::scrape(&client, url).await?;
+            // Userinfo in the URL becomes Basic auth and is never shown (`base_url`).
+            let target = crate::target::Target::new(
+                url,
+                &crate::target::TargetOptions {
+                    api_key: None,
+                    model: None,
+                    request_timeout: std::time::Duration::from_secs(15),
+                    connect_timeout: std::time::Duration::from_secs(15),
+                    pool_idle_timeout: std::time::Duration::from_secs(3),
+                },
+            )?;
+            let client = target.http_client()?;
+            let m = MetricsSnapshot::scrape(&client, &target.base_url).await?;
             let problems = page_problems(&m);
-            Ok((Some(from_snapshot(m)), url.clone(), problems))
+            Ok((Some(from_snapshot(m)), target.base_url, problems))
         }
         Exported::MetricsFile(p) => {
             let text = std::fs::read_to_string(p)

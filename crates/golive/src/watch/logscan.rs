@@ -122,7 +122,7 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
             hits.push(LogHit {
                 kind,
                 line: lines.next_line(),
-                text: crate::text::truncate(text, HIT_TEXT_MAX),
+                text: crate::text::truncate(&crate::redact::redact_line(text), HIT_TEXT_MAX),
                 source: format!("watch:{}", r.id),
                 t,
             });
