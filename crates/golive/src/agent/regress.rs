@@ -188,7 +188,7 @@ pub fn save(dir: &Path, reg: &Regression) -> anyhow::Result<PathBuf> {
 /// Reads a regression file.
 pub fn load(path: &Path) -> anyhow::Result<Regression> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
     let reg: Regression = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a golive regression file", path.display()))?;
     anyhow::ensure!(

@@ -56,7 +56,7 @@ pub struct Bundle {
 }
 
 fn read_opt(dir: &Path, name: &str) -> Option<String> {
-    let bytes = std::fs::read(dir.join(name)).ok()?;
+    let bytes = crate::input::read_capped(&dir.join(name), crate::input::MAX_INPUT).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -71,7 +71,7 @@ impl Bundle {
             dir.to_path_buf()
         };
         // The raw files are the contract; a foreign or damaged manifest only loses the host name.
-        let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+        let manifest = crate::input::read_text(dir.join(MANIFEST))
             .ok()
             .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
         let mut files: Vec<String> = std::fs::read_dir(&raw)

@@ -307,7 +307,7 @@ pub fn shard_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// printed with `--format json`).
 pub fn read_shard(path: &Path) -> anyhow::Result<ShardOutput> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
     // A shard's pod log (`kubectl logs`) has the document as one line among whatever
     // else reached stdout or stderr.
     let value: serde_json::Value = serde_json::from_str(&text)

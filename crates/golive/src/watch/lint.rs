@@ -129,7 +129,7 @@ async fn exported_names(
             Ok((Some(from_snapshot(m)), url.clone(), problems))
         }
         Exported::MetricsFile(p) => {
-            let text = std::fs::read_to_string(p)
+            let text = crate::input::read_text(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
             let m = MetricsSnapshot::parse(&text)
                 .with_context(|| format!("{} is not a Prometheus text page", p.display()))?;
@@ -252,7 +252,7 @@ fn read_file(
     recorded: &mut HashSet<String>,
 ) -> anyhow::Result<()> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = path.display().to_string();
     let is_json =
         path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
