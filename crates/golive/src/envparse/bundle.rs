@@ -364,6 +364,9 @@ pub fn fuzz_texts(text: &str) {
 
 /// The container command of a rendered pod spec (YAML), as one shell line.
 fn pod_spec_command(text: &str) -> String {
+    if crate::text::check_yaml_depth(text).is_err() {
+        return String::new();
+    }
     let Ok(value) = serde_norway::from_str::<serde_norway::Value>(text) else {
         return String::new();
     };

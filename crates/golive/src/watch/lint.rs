@@ -206,7 +206,10 @@ pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     let mut seen = HashSet::new();
     for e in &exprs {
         let prepared = grafana_placeholders(&e.expr);
-        let missing = match parser::parse(&prepared) {
+        let parsed = crate::text::check_promql_depth(&prepared)
+            .map_err(|e| e.to_string())
+            .and_then(|()| parser::parse(&prepared));
+        let missing = match parsed {
             Ok(ast) => {
                 collect_names(&ast, &mut used);
                 missing_names(&ast, &is_known)
@@ -262,6 +265,7 @@ fn read_file(
         grafana_exprs(&v, &file, "", out);
         return Ok(());
     }
+    crate::text::check_yaml_depth(&text).with_context(|| format!("{file} is not read"))?;
     let v: Value =
         serde_norway::from_str(&text).with_context(|| format!("{file} is not valid YAML"))?;
     // A Prometheus rule file, or a Kubernetes PrometheusRule (spec.groups).
