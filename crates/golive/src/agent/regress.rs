@@ -197,6 +197,17 @@ pub fn load(path: &Path) -> anyhow::Result<Regression> {
         path.display(),
         reg.golive_regression
     );
+    anyhow::ensure!(
+        reg.request.is_object(),
+        "{}: `request` must be a JSON object (the saved request body), not {}",
+        path.display(),
+        match &reg.request {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::String(_) => "a string",
+            _ => "a scalar",
+        }
+    );
     Ok(reg)
 }
 

@@ -53,16 +53,19 @@ impl fmt::Display for Shard {
     }
 }
 
+/// Most shards one load is split into (and merged from).
+pub const MAX_SHARDS: u32 = 10_000;
+
 impl FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let usage = || {
-            format!("expected INDEX/COUNT with 0 <= INDEX < COUNT (0-based, e.g. 0/4), got {s:?}")
+            format!("expected INDEX/COUNT with 0 <= INDEX < COUNT <= 10000 (0-based, e.g. 0/4), got {s:?}")
         };
         let (i, n) = s.split_once('/').ok_or_else(usage)?;
         let index: u32 = i.trim().parse().map_err(|_| usage())?;
         let count: u32 = n.trim().parse().map_err(|_| usage())?;
-        if count == 0 || index >= count {
+        if count == 0 || index >= count || count > MAX_SHARDS {
             return Err(usage());
         }
         Ok(Shard { index, count })
@@ -343,6 +346,12 @@ pub fn merge(paths: &[PathBuf]) -> anyhow::Result<MergedLoad> {
     let mut first: Option<(PathBuf, Shard, ShardPlan)> = None;
     for file in files {
         let doc = read_shard(&file)?;
+        anyhow::ensure!(
+            (1..=MAX_SHARDS).contains(&doc.shard.count) && doc.shard.index < doc.shard.count,
+            "{} claims shard {}: golive merges 1 to {MAX_SHARDS} shards",
+            file.display(),
+            doc.shard
+        );
         match &first {
             None => first = Some((file.clone(), doc.shard, doc.plan.clone())),
             Some((f0, s0, p0)) => {

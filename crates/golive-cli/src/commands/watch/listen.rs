@@ -5,8 +5,9 @@
 //! time, so a scraper never waits on the watch loop.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -115,22 +116,43 @@ pub fn serve(addr: SocketAddr) -> anyhow::Result<Arc<Endpoint>> {
     });
     let serving = endpoint.clone();
     std::thread::spawn(move || {
+        let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         for conn in listener.incoming().flatten() {
-            let _ = answer(&serving, conn);
+            // Each client on its own thread: a slow one never holds up /healthz.
+            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                active.fetch_sub(1, Ordering::SeqCst);
+                continue; // dropped: too many clients at once
+            }
+            let (serving, active) = (serving.clone(), active.clone());
+            std::thread::spawn(move || {
+                let _ = answer(&serving, conn);
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
         }
     });
     Ok(endpoint)
 }
 
+/// Clients served at once; more are closed at once.
+const MAX_CLIENTS: usize = 32;
+/// Most bytes of a request head read; a client may take at most `HEAD_DEADLINE` to send it.
+const HEAD_LIMIT: u64 = 16 << 10;
+const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+
 fn answer(endpoint: &Endpoint, mut conn: TcpStream) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let started = std::time::Instant::now();
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
     let mut request_line = String::new();
-    let mut reader = BufReader::new(conn.try_clone()?);
+    let mut reader = BufReader::new(conn.try_clone()?.take(HEAD_LIMIT));
     reader.read_line(&mut request_line)?;
     // The headers end at the first empty line.
     let mut header = String::new();
     while reader.read_line(&mut header)? > 2 {
         header.clear();
+        if started.elapsed() > HEAD_DEADLINE {
+            return Ok(());
+        }
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("");
     let (status, kind, body) = match path {
