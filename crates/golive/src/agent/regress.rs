@@ -189,7 +189,12 @@ pub fn save(dir: &Path, reg: &Regression) -> anyhow::Result<PathBuf> {
 pub fn load(path: &Path) -> anyhow::Result<Regression> {
     let text =
         crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let reg: Regression = serde_json::from_str(&text)
+    parse(&text, path)
+}
+
+/// A regression file's text, read from `path`.
+pub fn parse(text: &str, path: &Path) -> anyhow::Result<Regression> {
+    let reg: Regression = serde_json::from_str(text)
         .with_context(|| format!("{} is not a golive regression file", path.display()))?;
     anyhow::ensure!(
         reg.golive_regression <= REGRESSION_VERSION,

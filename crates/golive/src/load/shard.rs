@@ -311,9 +311,25 @@ pub fn shard_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 pub fn read_shard(path: &Path) -> anyhow::Result<ShardOutput> {
     let text =
         crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_shard(&text, path)
+}
+
+/// A fuzz entry: a shard document parsed, bounded and decoded, without a panic.
+#[doc(hidden)]
+pub fn fuzz_shard(data: &[u8]) {
+    let Ok(doc) = parse_shard(&String::from_utf8_lossy(data), Path::new("fuzz")) else {
+        return;
+    };
+    if (1..=MAX_SHARDS).contains(&doc.shard.count) {
+        let _ = doc.stats();
+    }
+}
+
+/// [`read_shard`] of a text read from `path`.
+fn parse_shard(text: &str, path: &Path) -> anyhow::Result<ShardOutput> {
     // A shard's pod log (`kubectl logs`) has the document as one line among whatever
     // else reached stdout or stderr.
-    let value: serde_json::Value = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_str(text)
         .ok()
         .or_else(|| {
             text.lines().rev().find_map(|l| {
