@@ -91,7 +91,9 @@ pub fn seconds(s: &str) -> Result<f64, String> {
 pub fn duration(s: &str) -> Result<Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
     if d > MAX_DURATION {
-        return Err(format!("{s:?} is longer than the 366 days a duration may be"));
+        return Err(format!(
+            "{s:?} is longer than the 366 days a duration may be"
+        ));
     }
     Ok(d)
 }

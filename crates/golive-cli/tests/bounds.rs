@@ -8,7 +8,12 @@ use std::time::{Duration, Instant};
 
 fn golive() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_golive"));
-    for v in ["GOLIVE_URL", "GOLIVE_MODEL", "GOLIVE_PROFILE", "GOLIVE_API_KEY"] {
+    for v in [
+        "GOLIVE_URL",
+        "GOLIVE_MODEL",
+        "GOLIVE_PROFILE",
+        "GOLIVE_API_KEY",
+    ] {
         c.env_remove(v);
     }
     c
@@ -78,11 +83,23 @@ fn every_float_flag_refuses_huge_negative_and_nan_with_the_range() {
         (&["load", "--url", "http://127.0.0.1:1"], "--rate"),
         (&["watch", "--url", "http://127.0.0.1:1"], "--stall-after-s"),
         (&["watch", "--url", "http://127.0.0.1:1"], "--probe-every-s"),
-        (&["watch", "--url", "http://127.0.0.1:1"], "--probe-deadline-s"),
+        (
+            &["watch", "--url", "http://127.0.0.1:1"],
+            "--probe-deadline-s",
+        ),
         (&["watch", "--url", "http://127.0.0.1:1"], "--tolerance"),
-        (&["watch", "--url", "http://127.0.0.1:1"], "--queue-min-growth"),
-        (&["accept", "--url", "http://127.0.0.1:1"], "--max-stream-gap-s"),
-        (&["accept", "--url", "http://127.0.0.1:1"], "--slo-ttft-p95-ms"),
+        (
+            &["watch", "--url", "http://127.0.0.1:1"],
+            "--queue-min-growth",
+        ),
+        (
+            &["accept", "--url", "http://127.0.0.1:1"],
+            "--max-stream-gap-s",
+        ),
+        (
+            &["accept", "--url", "http://127.0.0.1:1"],
+            "--slo-ttft-p95-ms",
+        ),
         (&["accept", "--url", "http://127.0.0.1:1"], "--agent-mix"),
     ];
     for (args, flag) in cases {
@@ -93,7 +110,10 @@ fn every_float_flag_refuses_huge_negative_and_nan_with_the_range() {
             let o = run(&all);
             let e = stderr(&o);
             assert_eq!(o.status.code(), Some(2), "{all:?}: {e}");
-            assert!(e.contains(flag) && e.contains("is not a number between"), "{all:?}: {e}");
+            assert!(
+                e.contains(flag) && e.contains("is not a number between"),
+                "{all:?}: {e}"
+            );
         }
     }
 }
@@ -101,9 +121,18 @@ fn every_float_flag_refuses_huge_negative_and_nan_with_the_range() {
 #[test]
 fn sizes_are_capped_before_anything_is_built() {
     for (args, flag) in [
-        (&["load", "--url", "http://127.0.0.1:1"][..], "--prompt-tokens"),
-        (&["accept", "--url", "http://127.0.0.1:1"][..], "--prefix-words"),
-        (&["accept", "--url", "http://127.0.0.1:1"][..], "--short-prompt"),
+        (
+            &["load", "--url", "http://127.0.0.1:1"][..],
+            "--prompt-tokens",
+        ),
+        (
+            &["accept", "--url", "http://127.0.0.1:1"][..],
+            "--prefix-words",
+        ),
+        (
+            &["accept", "--url", "http://127.0.0.1:1"][..],
+            "--short-prompt",
+        ),
     ] {
         let mut all = args.to_vec();
         all.extend([flag, "4000000000"]);
@@ -122,8 +151,24 @@ fn dev_zero_as_a_file_argument_is_a_clear_error_with_bounded_memory() {
     let out = dir.path().join("out").display().to_string();
     let (_l, url) = silent_listener();
     let runs: Vec<Vec<&str>> = vec![
-        vec!["accept", "--url", &url, "--out", &out, "--tools", "/dev/zero"],
-        vec!["accept", "--url", &url, "--out", &out, "--cases", "/dev/zero"],
+        vec![
+            "accept",
+            "--url",
+            &url,
+            "--out",
+            &out,
+            "--tools",
+            "/dev/zero",
+        ],
+        vec![
+            "accept",
+            "--url",
+            &url,
+            "--out",
+            &out,
+            "--cases",
+            "/dev/zero",
+        ],
         vec!["signoff", "/dev/zero", "--verify"],
         vec!["rules", "--lint", "/dev/zero"],
         vec!["load", "merge", "/dev/zero"],
@@ -172,10 +217,22 @@ fn a_typo_in_tools_or_cases_fails_before_the_first_request() {
 fn accept_refuses_a_fifo_server_log_at_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("log.fifo");
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let (l, url) = silent_listener();
     let out = dir.path().join("out").display().to_string();
-    let o = run(&["accept", "--url", &url, "--out", &out, "--server-log", fifo.to_str().unwrap()]);
+    let o = run(&[
+        "accept",
+        "--url",
+        &url,
+        "--out",
+        &out,
+        "--server-log",
+        fifo.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("not a regular file"), "{}", stderr(&o));
     assert!(saw_no_connection(&l));
@@ -212,12 +269,24 @@ fn an_endless_body_ends_with_an_error_under_the_cap() {
     let out = dir.path().join("out").display().to_string();
     for args in [
         vec!["probe", "--url", url.as_str(), "--deadline-s", "60"],
-        vec!["accept", "--url", url.as_str(), "--out", out.as_str(), "--skip", "soak"],
+        vec![
+            "accept",
+            "--url",
+            url.as_str(),
+            "--out",
+            out.as_str(),
+            "--skip",
+            "soak",
+        ],
     ] {
         let (o, peak_kb, took) = run_measured(&args, Duration::from_secs(120));
         // probe prints its failure; accept records it in the report (and exits 1).
         let report = std::fs::read_to_string(dir.path().join("out/report.json"));
-        let text = format!("{}{}", String::from_utf8_lossy(&o.stdout), report.unwrap_or_default());
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            report.unwrap_or_default()
+        );
         assert!(!o.status.success(), "{args:?}: {}", stderr(&o));
         assert!(peak_kb < 200 * 1024, "{args:?}: peak RSS {peak_kb} kB");
         assert!(took < Duration::from_secs(60), "{args:?}: {took:?}");
@@ -229,9 +298,7 @@ fn an_endless_body_ends_with_an_error_under_the_cap() {
 fn deeply_nested_promql_and_yaml_end_quickly() {
     let dir = tempfile::tempdir().unwrap();
     let deep = format!("{}up{}", "(".repeat(50_000), ")".repeat(50_000));
-    let rules = format!(
-        "groups:\n- name: g\n  rules:\n  - alert: A\n    expr: '{deep}'\n"
-    );
+    let rules = format!("groups:\n- name: g\n  rules:\n  - alert: A\n    expr: '{deep}'\n");
     let promql = temp_file(&dir, "deep-promql.yml", &rules);
     let yaml = temp_file(&dir, "deep.yml", &"[".repeat(80_000));
     let metrics = temp_file(&dir, "m.prom", "# TYPE up gauge\nup 1\n");
@@ -260,7 +327,11 @@ fn replay_with_a_non_object_request_and_a_huge_shard_count_are_clear_errors() {
     );
     let o = run(&["replay", "--url", "http://127.0.0.1:1", &reg]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("must be a JSON object"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("must be a JSON object"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["load", "--url", "http://x", "--shard", "0/4294967295"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("COUNT <= 10000"), "{}", stderr(&o));
@@ -268,7 +339,11 @@ fn replay_with_a_non_object_request_and_a_huge_shard_count_are_clear_errors() {
 
 #[test]
 fn a_slow_client_does_not_block_healthz() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let listen = format!("127.0.0.1:{port}");
     let mut child = golive()
         .args(["watch", "--url", "http://127.0.0.1:1", "--interval", "1s"])
@@ -297,6 +372,10 @@ fn a_slow_client_does_not_block_healthz() {
     let _ = child.wait();
     assert!(read.is_ok(), "healthz blocked: {read:?}");
     assert!(answer.ends_with("ok\n"), "{answer}");
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
     drop(slow);
 }

@@ -18,7 +18,8 @@ pub const READ_DEADLINE: Duration = Duration::from_secs(10);
 /// The bytes of `path`, or an error when it holds more than `max` bytes or (not being a
 /// regular file) does not end within [`READ_DEADLINE`].
 pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
-    let meta = std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
     if meta.is_file() {
         anyhow::ensure!(
             meta.len() <= max,
@@ -28,7 +29,11 @@ pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
         );
         return read_to_cap(path, max);
     }
-    anyhow::ensure!(!meta.is_dir(), "{} is a directory, not a file", path.display());
+    anyhow::ensure!(
+        !meta.is_dir(),
+        "{} is a directory, not a file",
+        path.display()
+    );
     read_with_deadline(path, max, READ_DEADLINE)
 }
 
@@ -93,7 +98,9 @@ mod tests {
 
     #[test]
     fn an_endless_device_ends_at_the_cap() {
-        let e = read_capped(Path::new("/dev/zero"), 1 << 20).unwrap_err().to_string();
+        let e = read_capped(Path::new("/dev/zero"), 1 << 20)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than the 1048576 bytes"), "{e}");
     }
 
@@ -101,7 +108,10 @@ mod tests {
     fn a_silent_fifo_ends_at_the_deadline() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("fifo");
-        let ok = std::process::Command::new("mkfifo").arg(&p).status().unwrap();
+        let ok = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
         assert!(ok.success());
         let start = std::time::Instant::now();
         let e = read_with_deadline(&p, 100, Duration::from_millis(200)).unwrap_err();

@@ -150,13 +150,21 @@ mod tests {
     #[test]
     fn deep_promql_and_yaml_are_refused_and_usual_text_is_not() {
         let deep = format!("{}x{}", "(".repeat(100_000), ")".repeat(100_000));
-        assert!(check_promql_depth(&deep).unwrap_err().to_string().contains("at most 128"));
+        assert!(check_promql_depth(&deep)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 128"));
         assert!(check_promql_depth(&format!("{}1", "-".repeat(10_000))).is_err());
         let fine = r#"sum(rate(x{job!="a((((("}[5m])) - -1 / on() group(y)"#;
         check_promql_depth(fine).unwrap();
         assert!(check_yaml_depth(&"[".repeat(40_000)).is_err());
-        let block: String = (0..200).map(|i| format!("{}a{i}:\n", "  ".repeat(i))).collect();
-        assert!(check_yaml_depth(&block).unwrap_err().to_string().contains("at most 64"));
+        let block: String = (0..200)
+            .map(|i| format!("{}a{i}:\n", "  ".repeat(i)))
+            .collect();
+        assert!(check_yaml_depth(&block)
+            .unwrap_err()
+            .to_string()
+            .contains("at most 64"));
         assert!(check_yaml_depth(&"- ".repeat(1000)).is_err());
         check_yaml_depth("# ------------------------------------------------------------------------------------\na:\n  - b: [1, {c: d}]\n").unwrap();
     }

@@ -66,16 +66,20 @@ pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Dura
         if streamed {
             (read_stream(resp, status, deadline).await, None)
         } else {
-            match crate::client::read_limited(resp, crate::client::MAX_BODY).await {
+            let max = crate::client::MAX_BODY;
+            match crate::client::read_limited(resp, max)
+                .await
+                .map(|b| (b.cut, b.bytes))
+            {
                 Err(e) => (transport(&e, deadline), None),
-                Ok(body) if body.cut => (
+                Ok((true, _)) => (
                     Outcome::Transport {
                         connect: false,
-                        error: crate::client::LimitedBody::too_large(crate::client::MAX_BODY),
+                        error: crate::client::LimitedBody::too_large(max),
                     },
                     None,
                 ),
-                Ok(crate::client::LimitedBody { bytes, .. }) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok((false, bytes)) => match serde_json::from_slice::<Value>(&bytes) {
                     Ok(json) => {
                         let (reply, envelope) = parse_completion(&json);
                         (

@@ -279,7 +279,10 @@ pub struct LimitedBody {
 impl LimitedBody {
     /// The error to show for a cut body.
     pub fn too_large(max: usize) -> String {
-        format!("the answer is larger than {} MiB; not read further", max >> 20)
+        format!(
+            "the answer is larger than {} MiB; not read further",
+            max >> 20
+        )
     }
 }
 

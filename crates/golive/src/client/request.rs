@@ -197,7 +197,10 @@ impl OpenAiClient {
             Ok(Err(e)) => Err(classify_send_error(&e)),
             Ok(Ok(Some((_, body)))) if body.cut => Err((
                 ErrorKind::MalformedStream,
-                format!("{method} {path}: {}", super::LimitedBody::too_large(super::MAX_BODY)),
+                format!(
+                    "{method} {path}: {}",
+                    super::LimitedBody::too_large(super::MAX_BODY)
+                ),
             )),
             Ok(Ok(Some((status, body)))) => {
                 Ok((status, String::from_utf8_lossy(&body.bytes).into_owned()))

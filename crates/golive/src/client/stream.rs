@@ -145,7 +145,8 @@ impl OpenAiClient {
         deadline: tokio::time::Instant,
         rec: &mut RequestRecord,
     ) {
-        let body = match tokio::time::timeout_at(deadline, super::read_limited(resp, super::MAX_BODY)).await {
+        let read = super::read_limited(resp, super::MAX_BODY);
+        let body = match tokio::time::timeout_at(deadline, read).await {
             Err(_) => {
                 rec.fail(ErrorKind::Timeout, "body not complete before the deadline");
                 return;
@@ -160,7 +161,8 @@ impl OpenAiClient {
                 return;
             }
             Ok(Ok(b)) if b.cut => {
-                rec.fail(ErrorKind::MalformedStream, super::LimitedBody::too_large(super::MAX_BODY));
+                let error = super::LimitedBody::too_large(super::MAX_BODY);
+                rec.fail(ErrorKind::MalformedStream, error);
                 return;
             }
             Ok(Ok(b)) => b.bytes,

@@ -190,8 +190,9 @@ impl Profile {
     pub fn check_versions(&self) -> anyhow::Result<()> {
         use std::str::FromStr;
         for (label, bound) in &self.packages {
-            pep440_rs::VersionSpecifiers::from_str(bound)
-                .map_err(|e| anyhow::anyhow!("packages.{label} = {bound:?} is not a PEP 440 bound: {e}"))?;
+            pep440_rs::VersionSpecifiers::from_str(bound).map_err(|e| {
+                anyhow::anyhow!("packages.{label} = {bound:?} is not a PEP 440 bound: {e}")
+            })?;
         }
         if let Some(v) = &self.vllm.min_version {
             pep440_rs::Version::from_str(v)
@@ -199,7 +200,9 @@ impl Profile {
         }
         if let Some(v) = &self.driver.min {
             anyhow::ensure!(
-                !v.is_empty() && v.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())),
+                !v.is_empty()
+                    && v.split('.')
+                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())),
                 "driver.min = {v:?} is not a dotted version such as 580.65.06"
             );
         }

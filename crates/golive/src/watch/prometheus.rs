@@ -83,7 +83,11 @@ impl PrometheusApi {
             .await
             .map_err(|_| anyhow::anyhow!("{shown}: the answer stopped midway"))?
             .with_context(|| format!("cannot read the answer of {shown}"))?;
-        anyhow::ensure!(!body.cut, "{shown}: {}", crate::client::LimitedBody::too_large(max));
+        anyhow::ensure!(
+            !body.cut,
+            "{shown}: {}",
+            crate::client::LimitedBody::too_large(max)
+        );
         let body = String::from_utf8_lossy(&body.bytes);
         let parsed: ApiResponse = serde_json::from_str(&body).with_context(|| {
             format!(
