@@ -165,12 +165,11 @@ impl Profile {
                 builtin_names().join(", ")
             );
         }
+        if name_or_file.ends_with(".yaml") || name_or_file.ends_with(".yml") {
+            return Profile::load_recipe(path);
+        }
         let text = crate::input::read_text(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        if name_or_file.ends_with(".yaml") || name_or_file.ends_with(".yml") {
-            return Profile::from_recipe(&text)
-                .with_context(|| format!("{} is not a recipe", path.display()));
-        }
         let mut p: Profile = toml::from_str(&text)
             .with_context(|| format!("{} is not a valid profile", path.display()))?;
         if p.name.is_empty() {
