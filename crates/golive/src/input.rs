@@ -27,14 +27,31 @@ pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
             path.display(),
             meta.len()
         );
-        return read_to_cap(path, max);
+        return Head { max, cut_ok: false }.read(path);
     }
     anyhow::ensure!(
         !meta.is_dir(),
         "{} is a directory, not a file",
         path.display()
     );
-    read_with_deadline(path, max, READ_DEADLINE)
+    read_with_deadline(path, Head { max, cut_ok: false }, READ_DEADLINE)
+}
+
+/// At most the first `max` bytes of `path` (a log whose start is what counts), with the
+/// deadline of [`read_capped`] for a file that is not a regular one.
+pub fn read_head(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    anyhow::ensure!(
+        !meta.is_dir(),
+        "{} is a directory, not a file",
+        path.display()
+    );
+    let head = Head { max, cut_ok: true };
+    if meta.is_file() {
+        return head.read(path);
+    }
+    read_with_deadline(path, head, READ_DEADLINE)
 }
 
 /// [`read_capped`] as UTF-8 text.
@@ -48,28 +65,41 @@ pub fn read_text(path: impl AsRef<Path>) -> anyhow::Result<String> {
     read_text_capped(path.as_ref(), MAX_INPUT)
 }
 
-/// Reads at most `max + 1` bytes; more than `max` is an error.
-fn read_to_cap(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
-    let f = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut buf = Vec::new();
-    f.take(max.saturating_add(1))
-        .read_to_end(&mut buf)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    anyhow::ensure!(
-        buf.len() as u64 <= max,
-        "{} has more than the {max} bytes this input may have",
-        path.display()
-    );
-    Ok(buf)
+/// How much of a file to read: at most `max` bytes; more is an error unless `cut_ok`.
+#[derive(Clone, Copy)]
+struct Head {
+    max: u64,
+    cut_ok: bool,
+}
+
+impl Head {
+    fn read(self, path: &Path) -> anyhow::Result<Vec<u8>> {
+        let f =
+            std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let mut buf = Vec::new();
+        f.take(self.max.saturating_add(1))
+            .read_to_end(&mut buf)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if buf.len() as u64 > self.max {
+            anyhow::ensure!(
+                self.cut_ok,
+                "{} has more than the {} bytes this input may have",
+                path.display(),
+                self.max
+            );
+            buf.truncate(self.max as usize);
+        }
+        Ok(buf)
+    }
 }
 
 /// Opening and reading a FIFO can block for ever: both run on a thread that is left
 /// behind (blocked) when the deadline passes.
-fn read_with_deadline(path: &Path, max: u64, deadline: Duration) -> anyhow::Result<Vec<u8>> {
+fn read_with_deadline(path: &Path, head: Head, deadline: Duration) -> anyhow::Result<Vec<u8>> {
     let (tx, rx) = std::sync::mpsc::channel();
     let owned = path.to_path_buf();
     std::thread::spawn(move || {
-        let _ = tx.send(read_to_cap(&owned, max));
+        let _ = tx.send(head.read(&owned));
     });
     match rx.recv_timeout(deadline) {
         Ok(result) => result,
@@ -102,6 +132,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("more than the 1048576 bytes"), "{e}");
+        assert_eq!(
+            read_head(Path::new("/dev/zero"), 1000).unwrap(),
+            vec![0; 1000]
+        );
     }
 
     #[test]
@@ -114,7 +148,11 @@ mod tests {
             .unwrap();
         assert!(ok.success());
         let start = std::time::Instant::now();
-        let e = read_with_deadline(&p, 100, Duration::from_millis(200)).unwrap_err();
+        let head = Head {
+            max: 100,
+            cut_ok: false,
+        };
+        let e = read_with_deadline(&p, head, Duration::from_millis(200)).unwrap_err();
         assert!(e.to_string().contains("did not end within"), "{e}");
         assert!(start.elapsed() < Duration::from_secs(5));
     }
