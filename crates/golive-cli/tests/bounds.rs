@@ -379,3 +379,25 @@ fn a_slow_client_does_not_block_healthz() {
     );
     drop(slow);
 }
+
+#[test]
+fn a_shard_file_claiming_four_billion_shards_is_refused() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../golive/tests/fixtures/load/load-shard-0-of-2.json");
+    let doc = std::fs::read_to_string(fixture).unwrap();
+    assert!(doc.contains("\"count\": 2"));
+    let dir = tempfile::tempdir().unwrap();
+    let claim = temp_file(
+        &dir,
+        "s.json",
+        &doc.replace("\"count\": 2", "\"count\": 4294967295"),
+    );
+    let (o, peak_kb, took) = run_measured(&["load", "merge", &claim], Duration::from_secs(30));
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("golive merges 1 to 10000 shards"), "{e}");
+    assert!(
+        peak_kb < 200 * 1024 && took < Duration::from_secs(5),
+        "{peak_kb} kB {took:?}"
+    );
+}
