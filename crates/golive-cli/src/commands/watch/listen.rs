@@ -133,26 +133,37 @@ pub fn serve(addr: SocketAddr) -> anyhow::Result<Arc<Endpoint>> {
     Ok(endpoint)
 }
 
+/// A connection read until a point in time: a client that trickles its request ends there.
+struct Deadline(TcpStream, std::time::Instant);
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.1.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.0.set_read_timeout(Some(left))?;
+        self.0.read(buf)
+    }
+}
+
 /// Clients served at once; more are closed at once.
 const MAX_CLIENTS: usize = 32;
 /// Most bytes of a request head read; a client may take at most `HEAD_DEADLINE` to send it.
 const HEAD_LIMIT: u64 = 16 << 10;
-const HEAD_DEADLINE: Duration = Duration::from_secs(10);
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
 
 fn answer(endpoint: &Endpoint, mut conn: TcpStream) -> std::io::Result<()> {
-    let started = std::time::Instant::now();
-    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
     conn.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let until = std::time::Instant::now() + HEAD_DEADLINE;
+    let head = Deadline(conn.try_clone()?, until).take(HEAD_LIMIT);
+    let mut reader = BufReader::new(head);
     let mut request_line = String::new();
-    let mut reader = BufReader::new(conn.try_clone()?.take(HEAD_LIMIT));
     reader.read_line(&mut request_line)?;
     // The headers end at the first empty line.
     let mut header = String::new();
     while reader.read_line(&mut header)? > 2 {
         header.clear();
-        if started.elapsed() > HEAD_DEADLINE {
-            return Ok(());
-        }
     }
     let path = request_line.split_whitespace().nth(1).unwrap_or("");
     let (status, kind, body) = match path {
