@@ -65,3 +65,57 @@ impl From<TargetArgs> for golive::target::TargetOptions {
         }
     }
 }
+
+/// Largest prompt or output size a flag accepts, in tokens or words: prompts are built
+/// in memory, so 4e9 must be a clear error, not a 32 GB allocation.
+pub const MAX_TOKENS_FLAG: u32 = 2_097_152;
+
+/// Longest time a duration flag accepts (a year): later deadlines overflow clocks.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 86_400);
+
+/// A parser of f64 flags that accepts `lo..=hi` only (NaN and infinities never), with an
+/// error that names the range.
+pub fn f64_in(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    move |s: &str| match s.trim().parse::<f64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number between {lo} and {hi}")),
+    }
+}
+
+/// Seconds as an f64 flag: 0.001 to 86400 (a day).
+pub fn seconds(s: &str) -> Result<f64, String> {
+    f64_in(0.001, 86_400.0)(s).map_err(|e| format!("{e} (seconds)"))
+}
+
+/// A duration like `10s` or `5m`, at most a year.
+pub fn duration(s: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| e.to_string())?;
+    if d > MAX_DURATION {
+        return Err(format!(
+            "{s:?} is longer than the 366 days a duration may be"
+        ));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f64_ranges_refuse_nan_infinity_and_out_of_range() {
+        for bad in ["NaN", "inf", "-1", "1e308", "0", "86400.5", "x", ""] {
+            let e = seconds(bad).unwrap_err();
+            assert!(e.contains("between 0.001 and 86400"), "{bad}: {e}");
+        }
+        assert_eq!(seconds("0.5"), Ok(0.5));
+        assert_eq!(f64_in(0.0, 1.0)("1"), Ok(1.0));
+    }
+
+    #[test]
+    fn durations_are_capped_at_a_year() {
+        assert!(duration("367days").unwrap_err().contains("366 days"));
+        assert_eq!(duration("10s"), Ok(Duration::from_secs(10)));
+        assert!(duration("ten").is_err());
+    }
+}

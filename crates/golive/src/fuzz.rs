@@ -10,6 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod inputs;
 mod mutate;
 pub use mutate::{minimize, mutate, Rng, MAX_INPUT};
 
@@ -163,6 +164,7 @@ fn profile(data: &[u8]) {
     if let Ok(mut p) = toml::from_str::<crate::profile::Profile>(&t) {
         let _ = p.required_flags_for(&["NVIDIA H100 80GB HBM3".to_string()]);
         p.inherit(crate::profile::Profile::generic());
+        let _ = p.check_versions();
         let _ = p.fabrics.of_backend(&t);
         let _ = p.cuda.native_for_driver(&t);
     }
@@ -484,6 +486,34 @@ pub const TARGETS: &[Target] = &[
             "]]",
         ],
         inline: &[],
+    },
+    Target {
+        name: "report",
+        run: inputs::report,
+        seeds: &["fixtures:../golden/accept/report.json"],
+        dict: &["\"checks\"", "\"status\"", "\"signoffs\"", "null", "[]", "{}", "1e999"],
+        inline: &[],
+    },
+    Target {
+        name: "regression",
+        run: inputs::regression,
+        seeds: &[],
+        dict: &["\"request\"", "\"answer\"", "[1]", "\"x\"", "null", "{}"],
+        inline: &[r#"{"golive_regression": 1, "check": "c", "saved_at": "2026-01-01T00:00:00Z", "url": "http://x", "expect": {"answer": "tool", "name": "get"}, "content_withheld": false, "request": {"messages": []}, "observed": {"kind": "reply", "problems": [], "duration_ms": 1}}"#],
+    },
+    Target {
+        name: "shard",
+        run: inputs::shard,
+        seeds: &["fixtures:load/"],
+        dict: &["4294967295", "\"count\"", "\"index\"", "\"histograms\"", "\"format\"", "null"],
+        inline: &[],
+    },
+    Target {
+        name: "promql",
+        run: inputs::promql,
+        seeds: &[],
+        dict: inputs::PROMQL_DICT,
+        inline: inputs::PROMQL_SEEDS,
     },
 ];
 

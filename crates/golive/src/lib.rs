@@ -17,6 +17,7 @@ pub mod envparse;
 pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod input;
 pub mod load;
 pub mod metrics;
 mod names;

@@ -67,7 +67,7 @@ pub fn report_content_digest(report_json: &Value) -> anyhow::Result<String> {
 
 fn read_report_value(dir: &Path) -> anyhow::Result<(PathBuf, Value)> {
     let path = report_path(dir);
-    let text = std::fs::read_to_string(&path)
+    let text = crate::input::read_text(&path)
         .with_context(|| format!("cannot read {}", path.display()))?;
     let v: Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not valid JSON", path.display()))?;

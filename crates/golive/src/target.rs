@@ -202,10 +202,16 @@ impl Target {
             .with_context(|| format!("cannot reach {}", self.url("/v1/models")))?;
         let status = resp.status();
         anyhow::ensure!(status.is_success(), "GET /v1/models answered HTTP {status}");
-        let body: serde_json::Value = resp
-            .json()
+        let body = crate::client::read_limited(resp, crate::client::MAX_BODY)
             .await
-            .context("/v1/models did not return JSON")?;
+            .context("cannot read the answer of /v1/models")?;
+        anyhow::ensure!(
+            !body.cut,
+            "/v1/models: {}",
+            crate::client::LimitedBody::too_large(crate::client::MAX_BODY)
+        );
+        let body: serde_json::Value =
+            serde_json::from_slice(&body.bytes).context("/v1/models did not return JSON")?;
         let id = body["data"][0]["id"]
             .as_str()
             .context("/v1/models lists no model; pass --model")?

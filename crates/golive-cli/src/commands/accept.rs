@@ -74,41 +74,41 @@ pub struct AcceptArgs {
     #[arg(help_heading = "Environment", long)]
     pub server_container: Option<String>,
     /// Highest concurrency of the ramp.
-    #[arg(help_heading = "Load", long, default_value_t = 8)]
+    #[arg(help_heading = "Load", long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub concurrency: u32,
     /// The expected load; ramp failures above it are limits (observe), at or below it capacity failures (expand). Default: --concurrency.
-    #[arg(help_heading = "Load", long)]
+    #[arg(help_heading = "Load", long, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub expected_concurrency: Option<u32>,
     /// Longest context (prompt + output) of the ramp, in tokens. Default: the server's max model length (else 4096).
-    #[arg(help_heading = "Load", long)]
+    #[arg(help_heading = "Load", long, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub max_context: Option<u32>,
     /// Expected context; longer ramp steps that fail are limits. Default: --max-context.
-    #[arg(help_heading = "Load", long)]
+    #[arg(help_heading = "Load", long, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub expected_context: Option<u32>,
     /// Length of the soak, e.g. 10m.
-    #[arg(help_heading = "Load", long, default_value = "60s", value_parser = humantime::parse_duration)]
+    #[arg(help_heading = "Load", long, default_value = "60s", value_parser = crate::args::duration)]
     pub duration: Duration,
     /// Output limit of ramp and soak requests.
-    #[arg(help_heading = "Load", long, default_value_t = 64)]
+    #[arg(help_heading = "Load", long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub output_tokens: u32,
     /// Prompt length of the short requests (tokens, approximate).
-    #[arg(help_heading = "Load", long, default_value_t = 128)]
+    #[arg(help_heading = "Load", long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub short_prompt: u32,
     /// Requests per concurrent stream in each ramp step.
-    #[arg(help_heading = "Load", long, default_value_t = 2)]
+    #[arg(help_heading = "Load", long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub ramp_requests: u32,
     /// Length of the shared system prompt of the prefix-cache proof (words ≈ tokens).
-    #[arg(help_heading = "Load", long, default_value_t = 400)]
+    #[arg(help_heading = "Load", long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub prefix_words: u32,
     /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails.
-    #[arg(help_heading = "Objectives", long)]
+    #[arg(help_heading = "Objectives", long, value_parser = crate::args::f64_in(0.001, 86_400_000.0))]
     pub slo_ttft_p95_ms: Option<f64>,
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
-    #[arg(help_heading = "Objectives", long)]
+    #[arg(help_heading = "Objectives", long, value_parser = crate::args::f64_in(0.001, 86_400_000.0))]
     pub slo_itl_p95_ms: Option<f64>,
     /// `stream_silence` fails when a streamed answer of the ramp or soak is silent
     /// for longer than this many seconds between two output deltas.
-    #[arg(help_heading = "Objectives", long, default_value_t = 10.0, value_parser = positive_seconds)]
+    #[arg(help_heading = "Objectives", long, default_value_t = 10.0, value_parser = crate::args::seconds)]
     pub max_stream_gap_s: f64,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.
     #[arg(help_heading = "Load", long)]
@@ -124,7 +124,7 @@ pub struct AcceptArgs {
     pub skip: Vec<SkipArg>,
     /// Share of ramp and soak requests that are agent cases (tool calls, structured
     /// output; built-in or --tools/--cases), each judged like the agent stage, e.g. 0.2.
-    #[arg(help_heading = "Load", long)]
+    #[arg(help_heading = "Load", long, value_parser = crate::args::f64_in(0.0, 1.0))]
     pub agent_mix: Option<f64>,
     /// Server of the same weights whose greedy answers the agreement stage compares every
     /// --url against (default: the first --url).
@@ -134,16 +134,6 @@ pub struct AcceptArgs {
     pub target: TargetArgs,
     #[command(flatten)]
     pub agent: AgentArgs,
-}
-
-/// A number of seconds above zero (and below a day), for the `-s` flags.
-fn positive_seconds(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
-        _ => Err(format!(
-            "{s:?} is not a number of seconds between 0 and 86400"
-        )),
-    }
 }
 
 impl From<AcceptArgs> for AcceptOptions {
@@ -189,7 +179,7 @@ impl From<AcceptArgs> for AcceptOptions {
 #[command(next_help_heading = "Agent stage")]
 pub struct AgentArgs {
     /// Repetitions of each agent case (reported as a pass rate).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub repeat: u32,
     /// The user's own OpenAI `tools` array (JSON); replaces the example tools.
     #[arg(long)]
@@ -204,13 +194,13 @@ pub struct AgentArgs {
     #[arg(long, hide = true)]
     pub skip_agent: bool,
     /// max_tokens of the agent requests.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub agent_max_tokens: u32,
     /// max_tokens of the case that must be cut off inside a tool call.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub agent_cut_tokens: u32,
     /// Deadline of the first, deliberately long attempt of the timeout-and-retry case.
-    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = crate::args::duration)]
     pub agent_first_timeout: Duration,
     /// Do not run the streamed variants (when the production client does not stream).
     #[arg(long)]

@@ -31,7 +31,7 @@ pub struct CollectArgs {
     #[arg(long)]
     pub log: Option<PathBuf>,
     /// Seconds each probe may run.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub timeout: u64,
     /// Also collect on these hosts over SSH (comma-separated, `user@host` allowed).
     #[arg(long, value_delimiter = ',')]

@@ -19,29 +19,29 @@ pub struct LoadArgs {
     pub url: Option<String>,
     /// Requests in flight at once (closed loop, default 1); with --rate, the most in
     /// flight (default 1024).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100000))]
     pub concurrency: Option<u32>,
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::f64_in(0.001, 1_000_000.0))]
     pub rate: Option<f64>,
     /// Number of requests (default 100 unless --duration is given).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
     /// Run for this long instead of a number of requests, e.g. 30s, 5m.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     pub duration: Option<Duration>,
     /// Closed loop: each stream pauses this long between its requests, as a user or an
     /// agent loop does (connections then sit idle in the pool), e.g. 6s.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     pub think_time: Option<Duration>,
     /// Approximate prompt length in tokens.
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub prompt_tokens: u32,
     /// Output limit (`max_tokens`).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 128, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub max_tokens: u32,
     /// Tokens of the prompt shared by every request (prefix-cache traffic); 0 = none.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub shared_prefix_tokens: u32,
     /// Ask the server to ignore end-of-sequence so every answer has `max_tokens` tokens.
     #[arg(long)]
@@ -74,7 +74,7 @@ pub struct LoadArgs {
     pub out: Option<PathBuf>,
     /// Print a Kubernetes Indexed Job that runs this many shards of the load given
     /// after `--` (e.g. `--k8s-job 4 --image IMG -- --url URL --requests 4000`).
-    #[arg(long, value_name = "N", requires = "image")]
+    #[arg(long, value_name = "N", requires = "image", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub k8s_job: Option<u32>,
     /// With --k8s-job: the image (with `golive` on its PATH) the shards run in.
     #[arg(long, requires = "k8s_job")]

@@ -28,7 +28,7 @@ pub struct ProbeArgs {
     pub url: String,
     /// Seconds the whole probe may take: model lookup (without --model), first token,
     /// end of the answer.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::args::seconds)]
     pub deadline_s: f64,
     /// Output limit of the probe request (1-4 tokens).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=4))]

@@ -16,7 +16,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub url: String,
     /// How often to send it; it passes only when every attempt passes.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub repeat: u32,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,

@@ -35,19 +35,19 @@ pub struct RulesArgs {
     #[arg(short = 'o', long)]
     pub output: Option<PathBuf>,
     /// Range of the rates and queue growth.
-    #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = crate::args::duration)]
     pub window: Duration,
     /// How long a condition must hold before the alert fires.
-    #[arg(long = "for", default_value = "5m", value_parser = humantime::parse_duration)]
+    #[arg(long = "for", default_value = "5m", value_parser = crate::args::duration)]
     pub for_: Duration,
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::args::f64_in(0.0, 100.0))]
     pub tolerance: f64,
     /// A counter of tool-call or schema failures (e.g. from the gateway); any increase alerts.
     #[arg(long = "tool-error-counter")]
     pub tool_error_counters: Vec<String>,
     /// Requests in flight without a generated token for this long alert `GoliveStalled`.
-    #[arg(long, default_value = "5m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "5m", value_parser = crate::args::duration)]
     pub stall_after: Duration,
 }
 

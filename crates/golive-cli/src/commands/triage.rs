@@ -14,7 +14,7 @@ pub struct TriageArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// Lines of context before the cause line.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=10_000))]
     pub context: usize,
     /// Extra rule file (TOML), added to the built-in rules.
     #[arg(long)]

@@ -37,16 +37,16 @@ pub struct WatchArgs {
     /// With --prometheus: a replica's mean queue, peak KV usage or mean TTFT this many
     /// times the median of the others (and 2 requests, 20 points, 100 ms above it) is
     /// an imbalance.
-    #[arg(long, default_value_t = 2.0, requires = "prometheus")]
+    #[arg(long, default_value_t = 2.0, value_parser = crate::args::f64_in(1.0, 1000.0), requires = "prometheus")]
     pub imbalance_factor: f64,
     /// The accepted run's report.json (or its directory): thresholds come from its baseline.
     #[arg(long)]
     pub baseline: Option<PathBuf>,
     /// Time between scrapes.
-    #[arg(long, default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = crate::args::duration)]
     pub interval: Duration,
     /// The span the triggers are judged over.
-    #[arg(long, default_value = "2m", value_parser = humantime::parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = crate::args::duration)]
     pub window: Duration,
     /// Server log to follow (only lines written after the start count, unless --log-from-start).
     #[arg(long)]
@@ -65,32 +65,32 @@ pub struct WatchArgs {
     #[arg(long)]
     pub once: bool,
     /// Stop a continuous watch after this long (exit 0 when quiet).
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     pub duration: Option<Duration>,
     /// How long the target may stay unreachable (a restart) before watch exits 3;
     /// default: one window.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = crate::args::duration)]
     pub down_grace: Option<Duration>,
     /// OOM lines in one window that fire the OOM trigger.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
     pub oom_min: usize,
     /// Growth of the mean queue length over the window that counts as growth.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, value_parser = crate::args::f64_in(0.0, 1e9))]
     pub queue_min_growth: f64,
     /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = crate::args::f64_in(0.0, 100.0))]
     pub tolerance: f64,
     /// Seconds of queued or running work without a new generated token that fire
     /// `stalled`.
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = crate::args::seconds)]
     pub stall_after_s: f64,
     /// Every this many seconds, send `/health` and one probe generation (as `golive
     /// probe`); `stalled` fires when /health answers but the probe gets no token. Off
     /// by default: watch then sends no generation traffic of its own.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::args::seconds)]
     pub probe_every_s: Option<f64>,
     /// Deadline of each probe generation.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = crate::args::seconds)]
     pub probe_deadline_s: f64,
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,

@@ -144,7 +144,18 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
             "--server-log {} does not exist",
             log.display()
         );
+        // A FIFO or device never ends: the final report would wait for it for ever.
+        anyhow::ensure!(
+            log.is_file(),
+            "--server-log {} is not a regular file (a FIFO or device would never end)",
+            log.display()
+        );
     }
+    // The inputs are read and checked before the first request.
+    if let Some(p) = &args.profile {
+        crate::profile::Profile::load(p)?;
+    }
+    crate::agent::validate(&args.agent)?;
     let publisher = Publisher::new(events, &args.out);
     let events = &publisher.events;
     let mut nodes = Vec::new();

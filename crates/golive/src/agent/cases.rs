@@ -301,7 +301,7 @@ pub fn slug(name: &str) -> String {
 /// Reads `--tools FILE`: an OpenAI `tools` array (or `{"tools": [...]}`), each with a
 /// function name and a usable parameter schema.
 pub fn load_tools(path: &Path) -> anyhow::Result<Value> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text(path)
         .with_context(|| format!("cannot read --tools {}", path.display()))?;
     let value: Value = serde_json::from_str(&text)
         .with_context(|| format!("--tools {} is not JSON", path.display()))?;
@@ -387,7 +387,7 @@ struct CaseFile {
 
 /// Reads `--cases FILE`: TOML (`[[case]]`) when it ends in `.toml`, else JSON lines.
 pub fn load_user_cases(path: &Path) -> anyhow::Result<Vec<UserCase>> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::input::read_text(path)
         .with_context(|| format!("cannot read --cases {}", path.display()))?;
     let cases = if path.extension().and_then(|e| e.to_str()) == Some("toml") {
         toml::from_str::<CaseFile>(&text)

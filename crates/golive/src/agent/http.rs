@@ -57,15 +57,29 @@ pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Dura
         };
         let status = resp.status().as_u16();
         if !resp.status().is_success() {
-            let text = resp.text().await.unwrap_or_default();
+            let text = crate::client::read_limited(resp, 64 << 10)
+                .await
+                .map(|b| String::from_utf8_lossy(&b.bytes).into_owned())
+                .unwrap_or_default();
             return (http_error(status, &text), None);
         }
         if streamed {
             (read_stream(resp, status, deadline).await, None)
         } else {
-            match resp.bytes().await {
+            let max = crate::client::MAX_BODY;
+            match crate::client::read_limited(resp, max)
+                .await
+                .map(|b| (b.cut, b.bytes))
+            {
                 Err(e) => (transport(&e, deadline), None),
-                Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                Ok((true, _)) => (
+                    Outcome::Transport {
+                        connect: false,
+                        error: crate::client::LimitedBody::too_large(max),
+                    },
+                    None,
+                ),
+                Ok((false, bytes)) => match serde_json::from_slice::<Value>(&bytes) {
                     Ok(json) => {
                         let (reply, envelope) = parse_completion(&json);
                         (

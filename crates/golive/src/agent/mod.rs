@@ -170,6 +170,19 @@ pub async fn run_stage(
     checks
 }
 
+/// Reads and checks `--tools` and `--cases` as the stage will: called before the first
+/// request, so a typo is an error at the start, not a failed check at the end.
+pub fn validate(opts: &AgentOptions) -> anyhow::Result<()> {
+    if opts.tools.is_none() && opts.cases.is_none() {
+        return Ok(());
+    }
+    let budget = Budget {
+        max_tokens: opts.agent_max_tokens.max(16),
+        cut_tokens: opts.agent_cut_tokens.max(1),
+    };
+    plan(opts, &budget).map(drop)
+}
+
 /// The cases to run: the built-in set, with the user's tools and cases in place of the examples.
 fn plan(opts: &AgentOptions, budget: &Budget) -> anyhow::Result<Vec<Case>> {
     let user_tools = opts.tools.as_deref().map(cases::load_tools).transpose()?;

@@ -199,14 +199,30 @@ fn as_saved(reg: &Regression) -> Regression {
 /// Reads a regression file.
 pub fn load(path: &Path) -> anyhow::Result<Regression> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let reg: Regression = serde_json::from_str(&text)
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse(&text, path)
+}
+
+/// A regression file's text, read from `path`.
+pub fn parse(text: &str, path: &Path) -> anyhow::Result<Regression> {
+    let reg: Regression = serde_json::from_str(text)
         .with_context(|| format!("{} is not a golive regression file", path.display()))?;
     anyhow::ensure!(
         reg.golive_regression <= REGRESSION_VERSION,
         "{} was written by a newer golive (layout {})",
         path.display(),
         reg.golive_regression
+    );
+    anyhow::ensure!(
+        reg.request.is_object(),
+        "{}: `request` must be a JSON object (the saved request body), not {}",
+        path.display(),
+        match &reg.request {
+            serde_json::Value::Null => "null",
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::String(_) => "a string",
+            _ => "a scalar",
+        }
     );
     Ok(reg)
 }

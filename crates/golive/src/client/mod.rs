@@ -264,3 +264,42 @@ impl RequestRecord {
         }
     }
 }
+
+/// Most bytes golive reads of one whole (not streamed) HTTP answer: an endless or huge
+/// body ends at this size with an error instead of growing memory.
+pub const MAX_BODY: usize = 16 << 20;
+
+/// A body read whole up to `max` bytes; `cut` when the server sent more (the rest is
+/// not read).
+pub struct LimitedBody {
+    pub bytes: Vec<u8>,
+    pub cut: bool,
+}
+
+impl LimitedBody {
+    /// The error to show for a cut body.
+    pub fn too_large(max: usize) -> String {
+        format!(
+            "the answer is larger than {} MiB; not read further",
+            max >> 20
+        )
+    }
+}
+
+/// Reads `resp`'s body, stopping after `max` bytes.
+pub async fn read_limited(
+    mut resp: reqwest::Response,
+    max: usize,
+) -> Result<LimitedBody, reqwest::Error> {
+    let mut bytes = Vec::new();
+    if resp.content_length().is_some_and(|n| n > max as u64) {
+        return Ok(LimitedBody { bytes, cut: true });
+    }
+    while let Some(chunk) = resp.chunk().await? {
+        if bytes.len() + chunk.len() > max {
+            return Ok(LimitedBody { bytes, cut: true });
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(LimitedBody { bytes, cut: false })
+}

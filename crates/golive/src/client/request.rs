@@ -186,8 +186,8 @@ impl OpenAiClient {
                 Err(_) => return Ok(None),
             };
             let status = resp.status().as_u16();
-            let text = resp.text().await?;
-            Ok::<_, reqwest::Error>(Some((status, text)))
+            let body = super::read_limited(resp, super::MAX_BODY).await?;
+            Ok::<_, reqwest::Error>(Some((status, body)))
         };
         match tokio::time::timeout_at(deadline, fut).await {
             Err(_) | Ok(Ok(None)) => Err((
@@ -195,7 +195,16 @@ impl OpenAiClient {
                 format!("{method} {path}: no answer within {timeout:?}"),
             )),
             Ok(Err(e)) => Err(classify_send_error(&e)),
-            Ok(Ok(Some(x))) => Ok(x),
+            Ok(Ok(Some((_, body)))) if body.cut => Err((
+                ErrorKind::MalformedStream,
+                format!(
+                    "{method} {path}: {}",
+                    super::LimitedBody::too_large(super::MAX_BODY)
+                ),
+            )),
+            Ok(Ok(Some((status, body)))) => {
+                Ok((status, String::from_utf8_lossy(&body.bytes).into_owned()))
+            }
         }
     }
 }

@@ -145,7 +145,8 @@ impl OpenAiClient {
         deadline: tokio::time::Instant,
         rec: &mut RequestRecord,
     ) {
-        let body = match tokio::time::timeout_at(deadline, resp.bytes()).await {
+        let read = super::read_limited(resp, super::MAX_BODY);
+        let body = match tokio::time::timeout_at(deadline, read).await {
             Err(_) => {
                 rec.fail(ErrorKind::Timeout, "body not complete before the deadline");
                 return;
@@ -159,7 +160,12 @@ impl OpenAiClient {
                 rec.fail(kind, format!("body broke: {}", error_chain(&e)));
                 return;
             }
-            Ok(Ok(b)) => b,
+            Ok(Ok(b)) if b.cut => {
+                let error = super::LimitedBody::too_large(super::MAX_BODY);
+                rec.fail(ErrorKind::MalformedStream, error);
+                return;
+            }
+            Ok(Ok(b)) => b.bytes,
         };
         let now = self.micros(Instant::now());
         rec.first_byte_us = Some(now);

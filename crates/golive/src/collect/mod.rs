@@ -468,7 +468,7 @@ async fn collect_all(args: &CollectOptions) -> Vec<Collected> {
             Collected {
                 host: host.to_string(),
                 result: collect_remote(host, args).await.map(|dir| {
-                    let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+                    let manifest = crate::input::read_text(dir.join(MANIFEST))
                         .ok()
                         .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
                     (dir, manifest)

@@ -56,7 +56,7 @@ pub struct Bundle {
 }
 
 fn read_opt(dir: &Path, name: &str) -> Option<String> {
-    let bytes = std::fs::read(dir.join(name)).ok()?;
+    let bytes = crate::input::read_head(&dir.join(name), crate::input::MAX_INPUT).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -71,7 +71,7 @@ impl Bundle {
             dir.to_path_buf()
         };
         // The raw files are the contract; a foreign or damaged manifest only loses the host name.
-        let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+        let manifest = crate::input::read_text(dir.join(MANIFEST))
             .ok()
             .and_then(|t| serde_json::from_str::<Manifest>(&t).ok());
         let mut files: Vec<String> = std::fs::read_dir(&raw)
@@ -362,6 +362,9 @@ pub fn fuzz_texts(text: &str) {
 
 /// The container command of a rendered pod spec (YAML), as one shell line.
 fn pod_spec_command(text: &str) -> String {
+    if crate::text::check_yaml_depth(text).is_err() {
+        return String::new();
+    }
     let Ok(value) = serde_norway::from_str::<serde_norway::Value>(text) else {
         return String::new();
     };

@@ -8,6 +8,7 @@ use super::launch::{Launch, LaunchArg};
 /// The flags a config file sets, in file order, as `LaunchArg`s of the command line.
 pub fn parse_config_file(text: &str) -> anyhow::Result<Vec<LaunchArg>> {
     use serde_norway::Value;
+    crate::text::check_yaml_depth(text)?;
     let doc: Value = serde_norway::from_str(&super::normalize(text))
         .map_err(|e| anyhow::anyhow!("not YAML: {e}"))?;
     let map = match doc {

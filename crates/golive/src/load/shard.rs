@@ -53,16 +53,19 @@ impl fmt::Display for Shard {
     }
 }
 
+/// Most shards one load is split into (and merged from).
+pub const MAX_SHARDS: u32 = 10_000;
+
 impl FromStr for Shard {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let usage = || {
-            format!("expected INDEX/COUNT with 0 <= INDEX < COUNT (0-based, e.g. 0/4), got {s:?}")
+            format!("expected INDEX/COUNT with 0 <= INDEX < COUNT <= 10000 (0-based, e.g. 0/4), got {s:?}")
         };
         let (i, n) = s.split_once('/').ok_or_else(usage)?;
         let index: u32 = i.trim().parse().map_err(|_| usage())?;
         let count: u32 = n.trim().parse().map_err(|_| usage())?;
-        if count == 0 || index >= count {
+        if count == 0 || index >= count || count > MAX_SHARDS {
             return Err(usage());
         }
         Ok(Shard { index, count })
@@ -307,10 +310,26 @@ pub fn shard_files(paths: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
 /// printed with `--format json`).
 pub fn read_shard(path: &Path) -> anyhow::Result<ShardOutput> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
+    parse_shard(&text, path)
+}
+
+/// A fuzz entry: a shard document parsed, bounded and decoded, without a panic.
+#[doc(hidden)]
+pub fn fuzz_shard(data: &[u8]) {
+    let Ok(doc) = parse_shard(&String::from_utf8_lossy(data), Path::new("fuzz")) else {
+        return;
+    };
+    if (1..=MAX_SHARDS).contains(&doc.shard.count) {
+        let _ = doc.stats();
+    }
+}
+
+/// [`read_shard`] of a text read from `path`.
+fn parse_shard(text: &str, path: &Path) -> anyhow::Result<ShardOutput> {
     // A shard's pod log (`kubectl logs`) has the document as one line among whatever
     // else reached stdout or stderr.
-    let value: serde_json::Value = serde_json::from_str(&text)
+    let value: serde_json::Value = serde_json::from_str(text)
         .ok()
         .or_else(|| {
             text.lines().rev().find_map(|l| {
@@ -343,6 +362,12 @@ pub fn merge(paths: &[PathBuf]) -> anyhow::Result<MergedLoad> {
     let mut first: Option<(PathBuf, Shard, ShardPlan)> = None;
     for file in files {
         let doc = read_shard(&file)?;
+        anyhow::ensure!(
+            (1..=MAX_SHARDS).contains(&doc.shard.count) && doc.shard.index < doc.shard.count,
+            "{} claims shard {}: golive merges 1 to {MAX_SHARDS} shards",
+            file.display(),
+            doc.shard
+        );
         match &first {
             None => first = Some((file.clone(), doc.shard, doc.plan.clone())),
             Some((f0, s0, p0)) => {

@@ -165,12 +165,11 @@ impl Profile {
                 builtin_names().join(", ")
             );
         }
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
         if name_or_file.ends_with(".yaml") || name_or_file.ends_with(".yml") {
-            return Profile::from_recipe(&text)
-                .with_context(|| format!("{} is not a recipe", path.display()));
+            return Profile::load_recipe(path);
         }
+        let text = crate::input::read_text(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let mut p: Profile = toml::from_str(&text)
             .with_context(|| format!("{} is not a valid profile", path.display()))?;
         if p.name.is_empty() {
@@ -180,7 +179,33 @@ impl Profile {
                 .unwrap_or_default();
         }
         p.inherit(Profile::generic());
+        p.check_versions()
+            .with_context(|| format!("{} is not a valid profile", path.display()))?;
         Ok(p)
+    }
+
+    /// Every version and version bound parses: a typo fails when the profile is read,
+    /// instead of passing (or turning unknown) in every check.
+    pub fn check_versions(&self) -> anyhow::Result<()> {
+        use std::str::FromStr;
+        for (label, bound) in &self.packages {
+            pep440_rs::VersionSpecifiers::from_str(bound).map_err(|e| {
+                anyhow::anyhow!("packages.{label} = {bound:?} is not a PEP 440 bound: {e}")
+            })?;
+        }
+        if let Some(v) = &self.vllm.min_version {
+            pep440_rs::Version::from_str(v)
+                .map_err(|e| anyhow::anyhow!("vllm.min_version = {v:?} is not a version: {e}"))?;
+        }
+        if let Some(v) = &self.driver.min {
+            anyhow::ensure!(
+                !v.is_empty()
+                    && v.split('.')
+                        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())),
+                "driver.min = {v:?} is not a dotted version such as 580.65.06"
+            );
+        }
+        Ok(())
     }
 
     /// Fills every fact this profile leaves out (an empty list, an unset name) from
@@ -218,9 +243,13 @@ impl Profile {
 
     /// `--recipe FILE`.
     pub fn load_recipe(path: &Path) -> anyhow::Result<Profile> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::input::read_text(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        Profile::from_recipe(&text).with_context(|| format!("{} is not a recipe", path.display()))
+        let p = Profile::from_recipe(&text)
+            .with_context(|| format!("{} is not a recipe", path.display()))?;
+        p.check_versions()
+            .with_context(|| format!("{} is not a recipe", path.display()))?;
+        Ok(p)
     }
 
     /// Flags required on a host whose GPUs are `gpu_names`.
@@ -268,6 +297,9 @@ mod tests {
         let v = Profile::load("vllm").unwrap();
         assert!(v.flags.required.is_empty());
         assert!(Profile::load("nope").is_err());
+        for builtin in builtin_names() {
+            Profile::load(builtin).unwrap().check_versions().unwrap();
+        }
     }
 
     #[test]

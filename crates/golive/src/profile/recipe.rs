@@ -291,6 +291,7 @@ impl Profile {
     /// Reads a recipe YAML (see the module documentation).
     pub fn from_recipe(text: &str) -> anyhow::Result<Profile> {
         // The messages of the untyped reader stay: invalid YAML, then no `model:`.
+        crate::text::check_yaml_depth(text).context("invalid YAML")?;
         let value: serde_norway::Value = serde_norway::from_str(text).context("invalid YAML")?;
         if value.get("model").is_none() {
             anyhow::bail!("no `model:` section");

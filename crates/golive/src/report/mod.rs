@@ -451,7 +451,7 @@ impl Report {
     /// Reads a `report.json` (or the `report.json` inside a directory).
     pub fn load(path: &Path) -> anyhow::Result<Report> {
         let file = report_path(path);
-        let text = std::fs::read_to_string(&file)
+        let text = crate::input::read_text(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
         serde_json::from_str(&text)
             .with_context(|| format!("{} is not a golive report", file.display()))

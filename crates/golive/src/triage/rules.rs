@@ -300,7 +300,7 @@ impl RuleSet {
         let mut frames = Vec::new();
         for f in user_files {
             let f = f.as_ref();
-            let text = std::fs::read_to_string(f)
+            let text = crate::input::read_text(f)
                 .with_context(|| format!("cannot read rule file {}", f.display()))?;
             let parsed: RuleFile = toml::from_str(&text)
                 .with_context(|| format!("invalid rule file {}", f.display()))?;

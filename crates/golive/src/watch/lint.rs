@@ -138,7 +138,7 @@ async fn exported_names(
             Ok((Some(from_snapshot(m)), target.base_url, problems))
         }
         Exported::MetricsFile(p) => {
-            let text = std::fs::read_to_string(p)
+            let text = crate::input::read_text(p)
                 .with_context(|| format!("cannot read {}", p.display()))?;
             let m = MetricsSnapshot::parse(&text)
                 .with_context(|| format!("{} is not a Prometheus text page", p.display()))?;
@@ -215,7 +215,10 @@ pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     let mut seen = HashSet::new();
     for e in &exprs {
         let prepared = grafana_placeholders(&e.expr);
-        let missing = match parser::parse(&prepared) {
+        let parsed = crate::text::check_promql_depth(&prepared)
+            .map_err(|e| e.to_string())
+            .and_then(|()| parser::parse(&prepared));
+        let missing = match parsed {
             Ok(ast) => {
                 collect_names(&ast, &mut used);
                 missing_names(&ast, &is_known)
@@ -261,7 +264,7 @@ fn read_file(
     recorded: &mut HashSet<String>,
 ) -> anyhow::Result<()> {
     let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        crate::input::read_text(path).with_context(|| format!("cannot read {}", path.display()))?;
     let file = path.display().to_string();
     let is_json =
         path.extension().is_some_and(|e| e == "json") || text.trim_start().starts_with('{');
@@ -271,6 +274,7 @@ fn read_file(
         grafana_exprs(&v, &file, "", out);
         return Ok(());
     }
+    crate::text::check_yaml_depth(&text).with_context(|| format!("{file} is not read"))?;
     let v: Value =
         serde_norway::from_str(&text).with_context(|| format!("{file} is not valid YAML"))?;
     // A Prometheus rule file, or a Kubernetes PrometheusRule (spec.groups).

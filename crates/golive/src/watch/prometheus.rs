@@ -78,10 +78,17 @@ impl PrometheusApi {
             .map_err(|_| anyhow::anyhow!("{shown} gave no answer within {:?}", self.timeout))?
             .with_context(|| format!("cannot reach {}", self.base))?;
         let status = resp.status();
-        let body = tokio::time::timeout(self.timeout, resp.text())
+        let max = crate::client::MAX_BODY * 4;
+        let body = tokio::time::timeout(self.timeout, crate::client::read_limited(resp, max))
             .await
             .map_err(|_| anyhow::anyhow!("{shown}: the answer stopped midway"))?
             .with_context(|| format!("cannot read the answer of {shown}"))?;
+        anyhow::ensure!(
+            !body.cut,
+            "{shown}: {}",
+            crate::client::LimitedBody::too_large(max)
+        );
+        let body = String::from_utf8_lossy(&body.bytes);
         let parsed: ApiResponse = serde_json::from_str(&body).with_context(|| {
             format!(
                 "{shown} answered HTTP {status} with no Prometheus API JSON: {}",
@@ -129,6 +136,7 @@ pub fn selector_matchers(selector: &str) -> anyhow::Result<String> {
     let inner = inner.trim().trim_end_matches(',').to_string();
     // The parser checks the matchers, so a typo is a clear error, not an empty fleet.
     if !inner.is_empty() {
+        crate::text::check_promql_depth(&inner)?;
         promql_parser::parser::parse(&format!("up{{{inner}}}")).map_err(|e| {
             anyhow::anyhow!("--selector {selector:?} is no label matcher list: {e}")
         })?;

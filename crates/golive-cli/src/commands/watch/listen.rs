@@ -5,8 +5,9 @@
 //! time, so a scraper never waits on the watch loop.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -115,17 +116,49 @@ pub fn serve(addr: SocketAddr) -> anyhow::Result<Arc<Endpoint>> {
     });
     let serving = endpoint.clone();
     std::thread::spawn(move || {
+        let active = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         for conn in listener.incoming().flatten() {
-            let _ = answer(&serving, conn);
+            // Each client on its own thread: a slow one never holds up /healthz.
+            if active.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                active.fetch_sub(1, Ordering::SeqCst);
+                continue; // dropped: too many clients at once
+            }
+            let (serving, active) = (serving.clone(), active.clone());
+            std::thread::spawn(move || {
+                let _ = answer(&serving, conn);
+                active.fetch_sub(1, Ordering::SeqCst);
+            });
         }
     });
     Ok(endpoint)
 }
 
+/// A connection read until a point in time: a client that trickles its request ends there.
+struct Deadline(TcpStream, std::time::Instant);
+
+impl Read for Deadline {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.1.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
+        self.0.set_read_timeout(Some(left))?;
+        self.0.read(buf)
+    }
+}
+
+/// Clients served at once; more are closed at once.
+const MAX_CLIENTS: usize = 32;
+/// Most bytes of a request head read; a client may take at most `HEAD_DEADLINE` to send it.
+const HEAD_LIMIT: u64 = 16 << 10;
+const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+
 fn answer(endpoint: &Endpoint, mut conn: TcpStream) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+    conn.set_write_timeout(Some(Duration::from_secs(5)))?;
+    let until = std::time::Instant::now() + HEAD_DEADLINE;
+    let head = Deadline(conn.try_clone()?, until).take(HEAD_LIMIT);
+    let mut reader = BufReader::new(head);
     let mut request_line = String::new();
-    let mut reader = BufReader::new(conn.try_clone()?);
     reader.read_line(&mut request_line)?;
     // The headers end at the first empty line.
     let mut header = String::new();
