@@ -7,6 +7,7 @@
 
 pub mod cases;
 pub mod judge;
+pub mod run;
 pub mod score;
 pub mod spec;
 
