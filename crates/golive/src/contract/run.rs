@@ -49,8 +49,9 @@ pub async fn run(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, 
     for url in &opts.urls {
         for p in &opts.spec.params {
             for wrong in &p.wrong {
-                let body = json!({"model": opts.model, "max_tokens": 1, p.name.clone(): wrong,
+                let mut body = json!({"model": opts.model, "max_tokens": 1, p.name.clone(): wrong,
                     "messages": [{"role": "user", "content": "Say OK."}]});
+                merge(&mut body, thinking_switch(&opts.spec, &p.thinking));
                 let (status, _) = post(&http, url, None, &body).await;
                 requests += 1;
                 checks.push(ContractCheck {
@@ -121,6 +122,21 @@ async fn every_path(http: &reqwest::Client, opts: &ContractOptions) -> (Vec<Cont
         });
     }
     (checks, answers.len() as u64)
+}
+
+/// The body fields that select a parameter's thinking mode (`on`/`off`), if any.
+fn thinking_switch<'a>(spec: &'a ContractReq, mode: &str) -> Option<&'a Value> {
+    match mode {
+        "on" => spec.thinking_on.as_ref(),
+        "off" => spec.thinking_off.as_ref(),
+        _ => None,
+    }
+}
+
+fn merge(body: &mut Value, extra: Option<&Value>) {
+    if let (Some(b), Some(Value::Object(e))) = (body.as_object_mut(), extra) {
+        b.extend(e.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
 }
 
 /// POSTs a chat completion; the HTTP status (0 when no answer came) and the JSON body.
