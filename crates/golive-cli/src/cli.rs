@@ -28,6 +28,8 @@ pub enum Command {
     Diff(commands::diff::DiffArgs),
     /// Run the acceptance protocol against a server and decide: release, observe, rebuild, expand.
     Accept(Box<commands::accept::AcceptArgs>),
+    /// Check the model's API contract (parameters, reasoning, every replica and DP rank).
+    Contract(commands::contract::ContractArgs),
     /// Generate load (fixed concurrency or rate) and report latency percentiles.
     Load(commands::load::LoadArgs),
     /// Send a saved agent regression case again.

@@ -20,6 +20,7 @@ fn dispatch(cli: Cli) -> anyhow::Result<u8> {
         Command::Check(a) => commands::check::run(a),
         Command::Diff(a) => commands::diff::run(a),
         Command::Accept(a) => commands::accept::run(*a),
+        Command::Contract(a) => commands::contract::run(a),
         Command::Load(a) => commands::load::run(a),
         Command::Replay(a) => commands::replay::run(a),
         Command::Probe(a) => commands::probe::run(a),

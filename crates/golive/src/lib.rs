@@ -12,6 +12,7 @@ pub mod check;
 pub mod client;
 pub mod collect;
 pub mod command;
+pub mod contract;
 pub mod diff;
 pub mod envparse;
 pub mod events;

@@ -5,6 +5,7 @@ pub mod accept;
 pub mod check;
 pub mod collect;
 pub mod completions;
+pub mod contract;
 pub mod diff;
 pub mod load;
 pub mod probe;

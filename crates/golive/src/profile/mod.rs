@@ -128,6 +128,9 @@ pub struct Profile {
     pub fabrics: FabricTable,
     /// The driver each CUDA release needs (`[cuda]`).
     pub cuda: CudaFacts,
+    /// The model's API contract (`[contract]`): immutable parameters, reasoning,
+    /// prompt-token tolerance, tool-call gates.
+    pub contract: crate::contract::ContractReq,
 }
 
 /// Recipe flags whose value the recipe fixes and a profile then requires.
@@ -231,6 +234,9 @@ impl Profile {
         }
         if self.cuda.driver_native.is_empty() {
             self.cuda.driver_native = base.cuda.driver_native.clone();
+        }
+        if self.contract.is_empty() {
+            self.contract = base.contract.clone();
         }
         let t = &mut self.transport;
         if t.megamoe_backend.is_none() {
