@@ -2,7 +2,8 @@
 //! terminal (text or JSON lines) and, with `--listen`, a `/metrics` endpoint.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use golive::events::{Event, Events, Reporter, Tee};
@@ -146,6 +147,14 @@ struct Terminal {
     format: OutputFormat,
     /// `--listen` is on.
     serving: bool,
+    /// Told once stdout is closed (without `--listen`): the watch ends quietly.
+    closed: Mutex<Sender<Ended>>,
+}
+
+/// What ends `golive watch`: the library's run returned, or stdout was closed.
+enum Ended {
+    Run(anyhow::Result<WatchEnd>),
+    StdoutClosed,
 }
 
 impl Terminal {
@@ -188,7 +197,9 @@ impl Reporter for Terminal {
             // stdout closed (`golive watch | head`): end quietly, as every command does;
             // with --listen the endpoint goes on serving.
             if !self.serving && exit::code_for(&e).is_none() {
-                std::process::exit(i32::from(exit::OK));
+                if let Ok(tx) = self.closed.lock() {
+                    let _ = tx.send(Ended::StdoutClosed);
+                }
             }
         }
     }
@@ -217,30 +228,39 @@ fn fleet_options(a: &WatchArgs, prometheus: &str) -> FleetOptions {
 }
 
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
+    let (tx, rx) = channel();
     let terminal = |url: &str| Terminal {
         url: url.to_string(),
         format: args.format,
         serving: args.listen.is_some(),
+        closed: Mutex::new(tx.clone()),
     };
+    let events;
+    let watch_run: Box<dyn FnOnce(Events) -> anyhow::Result<WatchEnd> + Send>;
     if let Some(prometheus) = &args.prometheus {
-        let events = Events::new(Arc::new(terminal(prometheus)));
-        return Ok(
-            match watch::fleet::run(&fleet_options(&args, prometheus), &events)? {
-                WatchEnd::Quiet => exit::OK,
-                WatchEnd::Fired => exit::FOUND,
-                WatchEnd::Unreachable => exit::UNREACHABLE,
-            },
-        );
+        events = Events::new(Arc::new(terminal(prometheus)));
+        let opts = fleet_options(&args, prometheus);
+        watch_run = Box::new(move |events| Ok(watch::fleet::run(&opts, &events)?));
+    } else {
+        let opts = WatchOptions::try_from(&args)?;
+        let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
+        if let Some(addr) = args.listen {
+            reporters.push(listen::serve(addr)?);
+        }
+        events = Events::new(Arc::new(Tee(reporters)));
+        watch_run = Box::new(move |events| Ok(watch::run(&opts, &events)?));
     }
-    let opts = WatchOptions::try_from(&args)?;
-    let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
-    if let Some(addr) = args.listen {
-        reporters.push(listen::serve(addr)?);
-    }
-    let events = Events::new(Arc::new(Tee(reporters)));
-    Ok(match watch::run(&opts, &events)? {
-        WatchEnd::Quiet => exit::OK,
-        WatchEnd::Fired => exit::FOUND,
-        WatchEnd::Unreachable => exit::UNREACHABLE,
+    // The watch runs on its own thread, so that a closed stdout (`golive watch | head`)
+    // ends the command here, as every command ends, and main returns its exit code.
+    std::thread::spawn(move || {
+        let _ = tx.send(Ended::Run(watch_run(events)));
+    });
+    Ok(match rx.recv()? {
+        Ended::StdoutClosed => exit::OK,
+        Ended::Run(end) => match end? {
+            WatchEnd::Quiet => exit::OK,
+            WatchEnd::Fired => exit::FOUND,
+            WatchEnd::Unreachable => exit::UNREACHABLE,
+        },
     })
 }
