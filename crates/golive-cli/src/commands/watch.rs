@@ -240,7 +240,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     if let Some(prometheus) = &args.prometheus {
         events = Events::new(Arc::new(terminal(prometheus)));
         let opts = fleet_options(&args, prometheus);
-        watch_run = Box::new(move |events| Ok(watch::fleet::run(&opts, &events)?));
+        watch_run = Box::new(move |events| watch::fleet::run(&opts, &events));
     } else {
         let opts = WatchOptions::try_from(&args)?;
         let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
@@ -248,7 +248,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
             reporters.push(listen::serve(addr)?);
         }
         events = Events::new(Arc::new(Tee(reporters)));
-        watch_run = Box::new(move |events| Ok(watch::run(&opts, &events)?));
+        watch_run = Box::new(move |events| watch::run(&opts, &events));
     }
     // The watch runs on its own thread, so that a closed stdout (`golive watch | head`)
     // ends the command here, as every command ends, and main returns its exit code.
