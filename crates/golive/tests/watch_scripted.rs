@@ -480,3 +480,44 @@ fn a_continuous_watch_with_a_closed_stdout_ends_quiet() {
         started.elapsed()
     );
 }
+
+/// `golive watch | head -1`: once stdout is closed the watch ends with exit 0, by
+/// returning through main (the reporter no longer exits the process itself).
+#[test]
+fn a_closed_stdout_ends_the_watch_with_exit_0() {
+    let url = scripted_server(|n| {
+        let n = n as f64;
+        vllm_page(false, 0.0, 80.0 * n, 100.0 * n, 0.05 * n, n)
+    });
+    let mut child = Command::new(common::golive_bin())
+        .args([
+            "watch",
+            "--url",
+            &url,
+            "--interval",
+            "100ms",
+            "--window",
+            "200ms",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.contains("quiet over"), "{first}");
+    drop(stdout);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("watch went on after its stdout was closed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+}

@@ -2,7 +2,8 @@
 //! terminal (text or JSON lines) and, with `--listen`, a `/metrics` endpoint.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use golive::events::{Event, Events, Reporter, Tee};
@@ -148,6 +149,17 @@ struct Terminal {
     serving: bool,
     /// `--once`: one window, then the watch's own end.
     once: bool,
+    /// Told when the command must end before the watch does: stdout closed, or
+    /// stdout could not be written.
+    ended: Mutex<Sender<Ended>>,
+}
+
+/// What ends `golive watch`: the library's run returned, stdout was closed, or stdout
+/// could not be written (its exit code, 4).
+enum Ended {
+    Run(anyhow::Result<WatchEnd>),
+    StdoutClosed,
+    OutputFailed(u8),
 }
 
 impl Terminal {
@@ -189,14 +201,24 @@ impl Reporter for Terminal {
         if let Err(e) = self.show(event) {
             // stdout cannot be written (`> /dev/full`): said, and exit 4.
             out::error(&e);
-            std::process::exit(i32::from(exit::code_for(&e)));
+            self.end(Ended::OutputFailed(exit::code_for(&e)));
+            return;
         }
         // stdout closed (`golive watch | head -1`): a continuous watch has no one left
         // to tell and ends quiet (exit 0); a fired trigger or a --once window goes on to
         // the watch's own end and exit code. With --listen the endpoint goes on serving.
         let judged = matches!(event, Event::Evaluated(_) | Event::FleetEvaluated(_));
         if judged && out::stdout_closed() && !self.serving && !self.once && !fired(event) {
-            std::process::exit(i32::from(exit::OK));
+            self.end(Ended::StdoutClosed);
+        }
+    }
+}
+
+impl Terminal {
+    /// Ends the command with `why`, whatever the watch itself is doing.
+    fn end(&self, why: Ended) {
+        if let Ok(tx) = self.ended.lock() {
+            let _ = tx.send(why);
         }
     }
 }
@@ -233,32 +255,42 @@ fn fleet_options(a: &WatchArgs, prometheus: &str) -> FleetOptions {
 }
 
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
+    let (tx, rx) = channel();
     let terminal = |url: &str| Terminal {
         // The URL as shown: its userinfo (Basic auth) never printed.
         url: golive::redact::display_url(url),
         format: args.format,
         serving: args.listen.is_some(),
         once: args.once,
+        ended: Mutex::new(tx.clone()),
     };
+    let events;
+    let watch_run: Box<dyn FnOnce(Events) -> anyhow::Result<WatchEnd> + Send>;
     if let Some(prometheus) = &args.prometheus {
-        let events = Events::new(Arc::new(terminal(prometheus)));
-        return Ok(
-            match watch::fleet::run(&fleet_options(&args, prometheus), &events)? {
-                WatchEnd::Quiet => exit::OK,
-                WatchEnd::Fired => exit::FOUND,
-                WatchEnd::Unreachable => exit::UNREACHABLE,
-            },
-        );
+        events = Events::new(Arc::new(terminal(prometheus)));
+        let opts = fleet_options(&args, prometheus);
+        watch_run = Box::new(move |events| watch::fleet::run(&opts, &events));
+    } else {
+        let opts = WatchOptions::try_from(&args)?;
+        let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
+        if let Some(addr) = args.listen {
+            reporters.push(listen::serve(addr)?);
+        }
+        events = Events::new(Arc::new(Tee(reporters)));
+        watch_run = Box::new(move |events| watch::run(&opts, &events));
     }
-    let opts = WatchOptions::try_from(&args)?;
-    let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
-    if let Some(addr) = args.listen {
-        reporters.push(listen::serve(addr)?);
-    }
-    let events = Events::new(Arc::new(Tee(reporters)));
-    Ok(match watch::run(&opts, &events)? {
-        WatchEnd::Quiet => exit::OK,
-        WatchEnd::Fired => exit::FOUND,
-        WatchEnd::Unreachable => exit::UNREACHABLE,
+    // The watch runs on its own thread, so that a closed stdout (`golive watch | head`)
+    // ends the command here, as every command ends, and main returns its exit code.
+    std::thread::spawn(move || {
+        let _ = tx.send(Ended::Run(watch_run(events)));
+    });
+    Ok(match rx.recv()? {
+        Ended::StdoutClosed => exit::OK,
+        Ended::OutputFailed(code) => code,
+        Ended::Run(end) => match end? {
+            WatchEnd::Quiet => exit::OK,
+            WatchEnd::Fired => exit::FOUND,
+            WatchEnd::Unreachable => exit::UNREACHABLE,
+        },
     })
 }
