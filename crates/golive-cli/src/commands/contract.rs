@@ -25,7 +25,7 @@ pub struct ContractArgs {
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub data_parallel_size: u32,
     /// Seconds one request may take.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub timeout_s: u64,
     #[arg(long, value_enum, default_value_t)]
     pub format: OutputFormat,
