@@ -1,0 +1,289 @@
+//! Accuracy of `golive triage` on our own labelled corpus (issue 26 item 4):
+//! `tests/own_corpus/labels.tsv` holds the labels; the logs are not committed (their licence is
+//! unclear) and are read from `$GOLIVE_OWN_CORPUS` (the logs folder or the folder holding
+//! `logs/`), else `../owncorpus/logs` or `../../owncorpus/logs` beside the repository. Without
+//! them the test says why and passes, even under `CI=true`. A log whose sha256 differs from its
+//! label is skipped and counted. Only aggregates are printed for `held` rows.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use golive::triage::{analyze_paths, Class, TriageOptions, TriageReport};
+use sha2::{Digest, Sha256};
+
+/// Triage of one log; an error (e.g. a log read as binary) is returned as text: it counts as
+/// nothing found on a failed log and as not quiet on a healthy one.
+fn triage(path: &Path) -> Result<TriageReport, String> {
+    analyze_paths(
+        &[path.to_path_buf()],
+        &TriageOptions {
+            context: 30,
+            rules: Vec::new(),
+        },
+    )
+    .map_err(|e| format!("{e:#}"))
+}
+
+fn class_name(c: Class) -> String {
+    serde_json::to_value(c)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn logs_dir() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("GOLIVE_OWN_CORPUS") {
+        let dir = PathBuf::from(dir);
+        candidates.push(dir.join("logs"));
+        candidates.push(dir);
+    }
+    candidates.push(root.join("../owncorpus/logs"));
+    candidates.push(root.join("../../owncorpus/logs"));
+    candidates
+        .into_iter()
+        .find(|d| d.is_dir())
+        .map(|d| d.canonicalize().unwrap_or(d))
+}
+
+/// One labelled row (columns: id outcome class first_cause_line first_cause_text engine split
+/// source notes sha256).
+struct Row {
+    id: String,
+    failed: bool,
+    class: String,
+    line: Option<u64>,
+    engine: String,
+    split: String,
+    sha256: String,
+}
+
+fn read_labels() -> Vec<Row> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/own_corpus/labels.tsv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(header[0], "id");
+    assert_eq!(header[9], "sha256");
+    lines
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            assert_eq!(c.len(), 10, "bad labels row: {}", c[0]);
+            assert!(matches!(c[1], "failed" | "healthy"), "{}: {}", c[0], c[1]);
+            Row {
+                id: c[0].to_string(),
+                failed: c[1] == "failed",
+                class: c[2].to_string(),
+                line: c[3].parse().ok(),
+                engine: c[5].to_string(),
+                split: c[6].to_string(),
+                sha256: c[9].to_string(),
+            }
+        })
+        .collect()
+}
+
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    failed: usize,
+    class_ok: usize,
+    line_ok: usize,
+    none: usize,
+    errors: usize,
+    healthy: usize,
+    quiet: usize,
+}
+
+impl Tally {
+    fn class_pct(&self) -> f64 {
+        pct(self.class_ok, self.failed)
+    }
+    fn line_pct(&self) -> f64 {
+        pct(self.line_ok, self.failed)
+    }
+    fn quiet_pct(&self) -> f64 {
+        pct(self.quiet, self.healthy)
+    }
+    fn line(&self, name: &str) -> String {
+        format!(
+            "{name:<17} class {}/{} = {}, line±2 {}/{} = {}, healthy quiet {}/{} = {}, failed with no primary {} (triage errors {})",
+            self.class_ok,
+            self.failed,
+            shown(self.class_ok, self.failed),
+            self.line_ok,
+            self.failed,
+            shown(self.line_ok, self.failed),
+            self.quiet,
+            self.healthy,
+            shown(self.quiet, self.healthy),
+            self.none,
+            self.errors
+        )
+    }
+}
+
+fn shown(n: usize, d: usize) -> String {
+    if d == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}%", pct(n, d))
+    }
+}
+
+fn pct(n: usize, d: usize) -> f64 {
+    if d == 0 {
+        100.0
+    } else {
+        100.0 * n as f64 / d as f64
+    }
+}
+
+/// Adds one log's result to `t`; returns a description of the miss, if any.
+fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option<String> {
+    let rep = match rep {
+        Ok(rep) => rep,
+        Err(e) => {
+            t.errors += 1;
+            if row.failed {
+                t.failed += 1;
+                t.none += 1;
+            } else {
+                t.healthy += 1;
+            }
+            return Some(format!("triage failed: {e}"));
+        }
+    };
+    if !row.failed {
+        t.healthy += 1;
+        let quiet = rep.primary.is_none() && rep.secondary.is_empty();
+        t.quiet += usize::from(quiet);
+        return match &rep.primary {
+            Some(p) => Some(format!(
+                "healthy but found {}@{} ({})",
+                class_name(p.class),
+                p.line,
+                p.rule
+            )),
+            None if !quiet => Some("healthy but has secondary findings".to_string()),
+            None => None,
+        };
+    }
+    t.failed += 1;
+    let want = row.line.expect("failed row without a cause line");
+    let Some(p) = &rep.primary else {
+        t.none += 1;
+        return Some(format!("want {}@{want}, No failure found", row.class));
+    };
+    let c = class_name(p.class) == row.class;
+    let l = p.line.abs_diff(want) <= 2;
+    t.class_ok += usize::from(c);
+    t.line_ok += usize::from(l);
+    (!(c && l)).then(|| {
+        format!(
+            "want {}@{want}, got {}@{} ({})",
+            row.class,
+            class_name(p.class),
+            p.line,
+            p.rule
+        )
+    })
+}
+
+/// Floors: today's baseline (measured 2026-12-03 on all 219 logs, main at ac4b5b3), set just
+/// below it so that one more miss fails: tune class 25/53, line 38/53, quiet 54/57, 2 with no
+/// primary; held 25/53, 42/53, 49/56, 4; all 50/106, 80/106, 103/113, 6. Raise them when
+/// triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// (split, class %, line %, healthy quiet %, most failed logs with no primary)
+const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
+    ("tune", 46.0, 70.0, 93.0, 2),
+    ("held", 46.0, 78.0, 86.0, 4),
+    ("all", 46.5, 74.8, 90.5, 6),
+];
+
+#[test]
+fn own_corpus_accuracy() {
+    let Some(dir) = logs_dir() else {
+        eprintln!(
+            "skipping: the own-corpus logs are not committed and none were found (set \
+             GOLIVE_OWN_CORPUS or rebuild them into ../owncorpus/logs, see tests/own_corpus/README.md)"
+        );
+        return;
+    };
+    let rows = read_labels();
+    assert!(!rows.is_empty());
+    let (mut missing, mut mismatched) = (0usize, 0usize);
+    let mut by: BTreeMap<String, Tally> = BTreeMap::new();
+    let mut tune_misses = Vec::new();
+    for row in &rows {
+        let path = dir.join(format!("{}.log", row.id));
+        let Ok(bytes) = std::fs::read(&path) else {
+            missing += 1;
+            continue;
+        };
+        if hex::encode(Sha256::digest(&bytes)) != row.sha256 {
+            mismatched += 1;
+            continue;
+        }
+        let rep = triage(&path);
+        let mut t = Tally::default();
+        let miss = score(row, &rep, &mut t);
+        for key in [
+            row.split.clone(),
+            "all".to_string(),
+            format!("engine {}", row.engine),
+        ] {
+            let e = by.entry(key).or_default();
+            e.failed += t.failed;
+            e.class_ok += t.class_ok;
+            e.line_ok += t.line_ok;
+            e.none += t.none;
+            e.errors += t.errors;
+            e.healthy += t.healthy;
+            e.quiet += t.quiet;
+        }
+        if row.split == "tune" {
+            if let Some(m) = miss {
+                tune_misses.push(format!("{}: {m}", row.id));
+            }
+        }
+    }
+    eprintln!(
+        "own corpus ({}): {} labelled, {} log(s) missing, {} sha256 mismatch(es) skipped",
+        dir.display(),
+        rows.len(),
+        missing,
+        mismatched
+    );
+    eprintln!("tune misses: {tune_misses:#?}");
+    let splits = ["tune", "held", "all"];
+    for name in splits {
+        if let Some(t) = by.get(name) {
+            eprintln!("{}", t.line(name));
+        }
+    }
+    for (name, t) in by.iter().filter(|(k, _)| !splits.contains(&k.as_str())) {
+        eprintln!("{}", t.line(name));
+    }
+    let read = by.get("all").map_or(0, |t| t.failed + t.healthy);
+    if read == 0 {
+        eprintln!("skipping: no log in {} matched its label", dir.display());
+        return;
+    }
+    if missing + mismatched > 0 {
+        eprintln!("floors not checked: the corpus is incomplete");
+        return;
+    }
+    for (name, class, line, quiet, none) in FLOORS {
+        let t = by[*name];
+        let got = (t.class_pct(), t.line_pct(), t.quiet_pct(), t.none);
+        assert!(
+            got.0 >= *class && got.1 >= *line && got.2 >= *quiet && got.3 <= *none,
+            "{name}: below today's baseline (class >= {class}%, line >= {line}%, quiet >= {quiet}%, \
+             no primary <= {none}): {}",
+            t.line(name)
+        );
+    }
+}
