@@ -264,14 +264,16 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
     let pristine = tmp.path().join("pristine");
     copy_dir(Path::new(&d), &pristine);
 
-    type Forgery = (&'static str, Box<dyn Fn(&str)>);
+    type Forgery = (&'static str, &'static str, Box<dyn Fn(&str)>);
     let forgeries: Vec<Forgery> = vec![
         (
             "changed decision",
+            "signature BAD",
             Box::new(|d| edit_json(d, |v| v["signoffs"][0]["decision"] = "rebuild".into())),
         ),
         (
             "changed reviewer",
+            "signature BAD",
             Box::new(|d| {
                 edit_json(d, |v| {
                     v["signoffs"][1]["reviewer"] = "bob@example.org".into()
@@ -280,6 +282,7 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
         ),
         (
             "edited report.html",
+            "changed: report.html",
             Box::new(|d| {
                 let p = Path::new(d).join("report.html");
                 let html = std::fs::read_to_string(&p).unwrap();
@@ -288,10 +291,12 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
         ),
         (
             "added dot-file",
+            "added:   .hidden",
             Box::new(|d| std::fs::write(Path::new(d).join(".hidden"), "x").unwrap()),
         ),
         (
             "edited evidence with recomputed digest",
+            "signature BAD",
             Box::new(|d| {
                 std::fs::write(Path::new(d).join("report.md"), "# forged\n").unwrap();
                 let sum = sha256_hex(b"# forged\n");
@@ -303,6 +308,7 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
         ),
         (
             "removed signature",
+            "unsigned",
             Box::new(|d| {
                 edit_json(d, |v| {
                     v["signoffs"][1]
@@ -314,6 +320,7 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
         ),
         (
             "removed first sign-off",
+            "chain broken",
             Box::new(|d| {
                 edit_json(d, |v| {
                     v["signoffs"].as_array_mut().unwrap().remove(0);
@@ -321,13 +328,14 @@ fn a_signed_chain_verifies_and_every_forgery_fails() {
             }),
         ),
     ];
-    for (name, forge) in &forgeries {
+    for (name, expected, forge) in &forgeries {
         let _ = std::fs::remove_dir_all(&d);
         copy_dir(&pristine, Path::new(&d));
         assert_eq!(verify(&d, &allowed).0, Some(0), "{name}: pristine copy");
         forge(&d);
         let (code, t) = verify(&d, &allowed);
         assert_eq!(code, Some(1), "{name} was not detected:\n{t}");
+        assert!(t.contains(expected), "{name}: expected {expected:?}:\n{t}");
     }
 }
 
