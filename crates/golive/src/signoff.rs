@@ -1,21 +1,23 @@
 //! `golive signoff`: the second reviewer's decision, bound to the report by SHA-256.
 //!
-//! What a sign-off covers, precisely:
-//! - `report.json`: the SHA-256 of its *content without the sign-offs*: the file is
-//!   parsed as JSON, the top-level `signoffs` member is removed, object keys are
-//!   sorted at every level, and the result is serialized compactly (serde_json,
-//!   UTF-8, no whitespace). Adding a sign-off therefore never breaks an earlier one;
-//!   any other change to the report does, including reformatting-proof changes of
-//!   values.
-//! - every other regular file under the report directory (recursively; `report.md`,
-//!   `junit.xml`, `regressions/*`, logs, ...): the SHA-256 of its bytes, keyed by its
-//!   path relative to the directory with `/` separators;
-//! - except `report.html` (rendered from `report.json`, rewritten at each sign-off),
-//!   names starting with `.` (temporary files of atomic writes), and symlinks.
+//! What a sign-off covers, precisely (its *payload*, the canonical JSON of the record
+//! without `signature`: keys sorted, compact, UTF-8):
+//! - `report.json`: the SHA-256 of its content without the `signoffs` member (parsed,
+//!   keys sorted at every level, serialized compactly), so adding a sign-off never
+//!   breaks an earlier one; the sign-offs themselves are covered by the chain below;
+//! - every other regular file under the report directory, recursively, dot-files
+//!   included (SHA-256 of its bytes, keyed by its `/`-separated relative path), except
+//!   `report.html` and symlinks;
+//! - `report.html` is checked instead as the exact rendering of the signed report: any
+//!   byte that differs from what `write_html` produces is reported as a change;
+//! - the sign-off's own fields: reviewer, decision, note, time;
+//! - `previous`: the SHA-256 of the previous sign-off's whole record (payload and
+//!   signature), so each sign-off covers the earlier ones (a chain).
 //!
-//! `golive signoff --verify DIR` recomputes the hashes: a covered file that changed or
-//! went away, or an evidence file that appeared after the sign-off, is shown and the
-//! exit code is 1. The HTML report shows the same per sign-off when it is rendered.
+//! With a key the payload is signed by `ssh-keygen -Y sign -n golive` (the mechanism
+//! of git's SSH-signed commits); `verify_signature` runs `ssh-keygen -Y verify` with
+//! an allowed-signers file and the reviewer as identity. Without a key the sign-off is
+//! recorded as unsigned. Not detected: removing the *last* sign-off(s) entirely.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,9 +30,13 @@ use sha2::{Digest, Sha256};
 use crate::report::html::{self, Integrity};
 use crate::report::{report_path, write_atomic, Report, Signoff, Verdict};
 
-/// Files never covered: derived from report.json, or temporary.
+/// The namespace of golive's SSH signatures (`ssh-keygen -n`).
+pub const NAMESPACE: &str = "golive";
+
+/// Files not hashed as bytes: report.json (hashed without its sign-offs) and
+/// report.html (checked as the rendering of the signed report).
 fn excluded(rel: &str) -> bool {
-    rel == "report.json" || rel == "report.html" || rel.split('/').any(|part| part.starts_with('.'))
+    rel == "report.json" || rel == "report.html"
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
@@ -138,17 +144,162 @@ pub fn compare(signoff_index: usize, s: &Signoff, now: &BTreeMap<String, String>
     x
 }
 
-/// Every recorded sign-off of the report in `dir`, checked against the files now.
-pub fn verify(dir: &Path) -> anyhow::Result<(Report, Vec<Integrity>)> {
+/// The bytes a sign-off's signature covers: its record without `signature`, canonical.
+pub fn payload(s: &Signoff) -> anyhow::Result<Vec<u8>> {
+    let mut v = serde_json::to_value(s)?;
+    if let Value::Object(m) = &mut v {
+        m.remove("signature");
+    }
+    Ok(serde_json::to_vec(&canonical(&v))?)
+}
+
+/// SHA-256 of a sign-off's whole record (payload and signature): what the next chains to.
+pub fn record_digest(s: &Signoff) -> anyhow::Result<String> {
+    Ok(sha256_hex(&serde_json::to_vec(&canonical(
+        &serde_json::to_value(s)?,
+    ))?))
+}
+
+/// Every sign-off checked against the files now and the chain (report.html not included).
+fn check_files(dir: &Path) -> anyhow::Result<(Report, Vec<Integrity>)> {
     let report = Report::load(&report_dir(dir))?;
     let now = covered_digests(dir)?;
-    let results = report
-        .signoffs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| compare(i, s, &now))
-        .collect();
+    let mut results = Vec::new();
+    for (i, s) in report.signoffs.iter().enumerate() {
+        let mut x = compare(i, s, &now);
+        let expected = match i {
+            0 => None,
+            _ => Some(record_digest(&report.signoffs[i - 1])?),
+        };
+        x.chain_broken = s.previous != expected;
+        results.push(x);
+    }
     Ok((report, results))
+}
+
+/// Every recorded sign-off of the report in `dir`, checked against the files now, the
+/// chain, and report.html as the rendering of the signed report. Signatures are
+/// checked separately ([`verify_signature`]).
+pub fn verify(dir: &Path) -> anyhow::Result<(Report, Vec<Integrity>)> {
+    let (report, mut results) = check_files(dir)?;
+    let expected = html::render_with_integrity(&report, Some(&results));
+    let path = report_dir(dir).join("report.html");
+    let problem = match std::fs::read(&path) {
+        Ok(bytes) if bytes == expected.as_bytes() => None,
+        Ok(_) => Some(false),
+        Err(_) => Some(true),
+    };
+    if let Some(removed) = problem {
+        for x in &mut results {
+            let list = if removed {
+                &mut x.removed
+            } else {
+                &mut x.changed
+            };
+            list.push("report.html".to_string());
+        }
+    }
+    Ok((report, results))
+}
+
+/// What a sign-off's signature says.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "detail")]
+pub enum SignatureState {
+    /// Recorded without `--key`.
+    Unsigned,
+    /// Signed; not checked (no allowed-signers file given).
+    NotChecked,
+    /// `ssh-keygen -Y verify` accepted it for the reviewer.
+    Good,
+    /// `ssh-keygen -Y verify` refused it (its message).
+    Bad(String),
+}
+
+fn ssh_keygen(args: &[&std::ffi::OsStr], stdin: &[u8]) -> anyhow::Result<std::process::Output> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("ssh-keygen")
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("cannot run ssh-keygen (is OpenSSH installed?)")?;
+    let mut input = child.stdin.take().context("ssh-keygen: no stdin")?;
+    input
+        .write_all(stdin)
+        .context("ssh-keygen: cannot write the payload")?;
+    drop(input);
+    child
+        .wait_with_output()
+        .context("ssh-keygen did not finish")
+}
+
+/// Signs `payload` with the SSH private key at `key` (namespace `golive`).
+pub fn ssh_sign(key: &Path, payload: &[u8]) -> anyhow::Result<String> {
+    let out = ssh_keygen(
+        &[
+            "-Y".as_ref(),
+            "sign".as_ref(),
+            "-f".as_ref(),
+            key.as_os_str(),
+            "-n".as_ref(),
+            NAMESPACE.as_ref(),
+        ],
+        payload,
+    )?;
+    anyhow::ensure!(
+        out.status.success(),
+        "ssh-keygen -Y sign with {} failed: {}",
+        key.display(),
+        String::from_utf8_lossy(&out.stderr).trim()
+    );
+    let sig = String::from_utf8(out.stdout).context("ssh-keygen: signature is not text")?;
+    anyhow::ensure!(
+        sig.contains("BEGIN SSH SIGNATURE"),
+        "ssh-keygen -Y sign printed no signature"
+    );
+    Ok(sig)
+}
+
+/// Checks a sign-off's signature against `allowed_signers` for its reviewer.
+pub fn verify_signature(
+    s: &Signoff,
+    allowed_signers: Option<&Path>,
+) -> anyhow::Result<SignatureState> {
+    let Some(sig) = &s.signature else {
+        return Ok(SignatureState::Unsigned);
+    };
+    let Some(allowed) = allowed_signers else {
+        return Ok(SignatureState::NotChecked);
+    };
+    let mut file = tempfile::NamedTempFile::new().context("cannot create a temporary file")?;
+    std::io::Write::write_all(&mut file, sig.as_bytes())?;
+    let out = ssh_keygen(
+        &[
+            "-Y".as_ref(),
+            "verify".as_ref(),
+            "-f".as_ref(),
+            allowed.as_os_str(),
+            "-I".as_ref(),
+            s.reviewer.as_ref(),
+            "-n".as_ref(),
+            NAMESPACE.as_ref(),
+            "-s".as_ref(),
+            file.path().as_os_str(),
+        ],
+        &payload(s)?,
+    )?;
+    Ok(if out.status.success() {
+        SignatureState::Good
+    } else {
+        let msg = format!(
+            "{} {}",
+            String::from_utf8_lossy(&out.stdout).trim(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+        SignatureState::Bad(msg.trim().to_string())
+    })
 }
 
 /// Records a sign-off into `dir/report.json` (only its `signoffs` member changes).
@@ -158,6 +309,7 @@ pub fn sign(
     decision: Option<Verdict>,
     note: &str,
     allow_incomplete: bool,
+    key: Option<&Path>,
 ) -> anyhow::Result<Signoff> {
     let dir = report_dir(dir);
     let reviewer = reviewer.trim();
@@ -178,13 +330,18 @@ pub fn sign(
         Some(d) => d,
         None => anyhow::bail!("the report has no verdict: pass --decision"),
     };
-    let signoff = Signoff {
+    let mut signoff = Signoff {
         reviewer: reviewer.to_string(),
         decision,
         note: note.to_string(),
         at: Utc::now(),
         covered: covered_digests(&dir)?,
+        previous: report.signoffs.last().map(record_digest).transpose()?,
+        signature: None,
     };
+    if let Some(key) = key {
+        signoff.signature = Some(ssh_sign(key, &payload(&signoff)?)?);
+    }
     // Append through the JSON value, so members this version does not know survive.
     let (path, mut v) = read_report_value(&dir)?;
     let list = v
@@ -202,7 +359,7 @@ pub fn sign(
 /// Renders `dir/report.html`, with each sign-off's integrity checked.
 pub fn write_html(dir: &Path) -> anyhow::Result<PathBuf> {
     let dir = report_dir(dir);
-    let (report, integrity) = verify(&dir)?;
+    let (report, integrity) = check_files(&dir)?;
     let html = html::render_with_integrity(&report, Some(&integrity));
     write_atomic(&dir.join("report.html"), html.as_bytes())
 }
@@ -220,6 +377,9 @@ pub fn describe(report: &Report, x: &Integrity) -> String {
         return format!("{head} intact ({} files unchanged)", s.covered.len());
     }
     let mut out = format!("{head} CHANGED since the sign-off");
+    if x.chain_broken {
+        out.push_str("\n  chain broken: the previous sign-off was changed or removed");
+    }
     for f in &x.changed {
         out.push_str(&format!("\n  changed: {f}"));
     }
@@ -255,10 +415,11 @@ mod tests {
     }
 
     #[test]
-    fn derived_and_temporary_files_are_not_covered() {
+    fn only_report_json_and_html_are_not_hashed_as_bytes() {
         assert!(excluded("report.html"));
-        assert!(excluded(".report.json.tmp"));
-        assert!(excluded("regressions/.x.tmp"));
+        assert!(excluded("report.json"));
+        assert!(!excluded(".report.json.tmp"));
+        assert!(!excluded("regressions/.x.tmp"));
         assert!(!excluded("report.md"));
         assert!(!excluded("regressions/case-1.json"));
     }

@@ -183,3 +183,209 @@ fn the_operator_cannot_sign_their_own_run_and_bad_input_is_refused() {
     assert!(text(&out).contains("--allow-incomplete"), "{}", text(&out));
     assert!(Report::load(dir).unwrap().signoffs.is_empty());
 }
+
+/// A throwaway ed25519 key at `dir/NAME` and an allowed-signers line for `who`;
+/// None (skip) when ssh-keygen is missing, unless CI=true.
+fn keypair(dir: &Path, name: &str, who: &str) -> Option<(String, String)> {
+    let key = dir.join(name);
+    let made = Command::new("ssh-keygen")
+        .args(["-t", "ed25519", "-N", "", "-q", "-C", who, "-f"])
+        .arg(&key)
+        .status();
+    match made {
+        Ok(s) if s.success() => {}
+        other => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "ssh-keygen is needed in CI: {other:?}"
+            );
+            eprintln!("skipping: ssh-keygen unavailable ({other:?})");
+            return None;
+        }
+    }
+    let public = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    Some((key.to_str().unwrap().to_string(), format!("{who} {public}")))
+}
+
+/// A report signed by bob (with his key), then carol (with hers); the allowed-signers
+/// file lists both. Returns (report dir, allowed-signers path) or None to skip.
+fn signed_chain(tmp: &Path) -> Option<(String, String)> {
+    let dir = tmp.join("report");
+    std::fs::create_dir_all(&dir).unwrap();
+    report_dir(&dir);
+    let (bob_key, bob_line) = keypair(tmp, "bob", "bob@example.org")?;
+    let (carol_key, carol_line) = keypair(tmp, "carol", "carol@example.org")?;
+    let allowed = tmp.join("allowed_signers");
+    std::fs::write(&allowed, format!("{bob_line}{carol_line}")).unwrap();
+    let d = dir.to_str().unwrap().to_string();
+    for (who, key) in [
+        ("bob@example.org", &bob_key),
+        ("carol@example.org", &carol_key),
+    ] {
+        let out = golive(&["signoff", &d, "--reviewer", who, "--key", key]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        assert!(
+            text(&out).contains("signed with the SSH key"),
+            "{}",
+            text(&out)
+        );
+    }
+    Some((d, allowed.to_str().unwrap().to_string()))
+}
+
+fn verify(d: &str, allowed: &str) -> (Option<i32>, String) {
+    let out = golive(&["signoff", "--verify", d, "--allowed-signers", allowed]);
+    (out.status.code(), text(&out))
+}
+
+fn edit_json(d: &str, f: impl FnOnce(&mut serde_json::Value)) {
+    let path = Path::new(d).join("report.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(&path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+#[test]
+fn a_signed_chain_verifies_and_every_forgery_fails() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((d, allowed)) = signed_chain(tmp.path()) else {
+        return;
+    };
+    let (code, t) = verify(&d, &allowed);
+    assert_eq!(code, Some(0), "{t}");
+    assert_eq!(t.matches("signature good").count(), 2, "{t}");
+    assert_eq!(t.matches("intact").count(), 2, "{t}");
+    let pristine = tmp.path().join("pristine");
+    copy_dir(Path::new(&d), &pristine);
+
+    type Forgery = (&'static str, &'static str, Box<dyn Fn(&str)>);
+    let forgeries: Vec<Forgery> = vec![
+        (
+            "changed decision",
+            "signature BAD",
+            Box::new(|d| edit_json(d, |v| v["signoffs"][0]["decision"] = "rebuild".into())),
+        ),
+        (
+            "changed reviewer",
+            "signature BAD",
+            Box::new(|d| {
+                edit_json(d, |v| {
+                    v["signoffs"][1]["reviewer"] = "bob@example.org".into()
+                })
+            }),
+        ),
+        (
+            "edited report.html",
+            "changed: report.html",
+            Box::new(|d| {
+                let p = Path::new(d).join("report.html");
+                let html = std::fs::read_to_string(&p).unwrap();
+                std::fs::write(&p, html.replace("release", "rebuild")).unwrap();
+            }),
+        ),
+        (
+            "added dot-file",
+            "added:   .hidden",
+            Box::new(|d| std::fs::write(Path::new(d).join(".hidden"), "x").unwrap()),
+        ),
+        (
+            "edited evidence with recomputed digest",
+            "signature BAD",
+            Box::new(|d| {
+                std::fs::write(Path::new(d).join("report.md"), "# forged\n").unwrap();
+                let sum = sha256_hex(b"# forged\n");
+                edit_json(d, |v| {
+                    v["signoffs"][0]["covered"]["report.md"] = sum.clone().into();
+                    v["signoffs"][1]["covered"]["report.md"] = sum.clone().into();
+                });
+            }),
+        ),
+        (
+            "removed signature",
+            "unsigned",
+            Box::new(|d| {
+                edit_json(d, |v| {
+                    v["signoffs"][1]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("signature");
+                })
+            }),
+        ),
+        (
+            "removed first sign-off",
+            "chain broken",
+            Box::new(|d| {
+                edit_json(d, |v| {
+                    v["signoffs"].as_array_mut().unwrap().remove(0);
+                })
+            }),
+        ),
+    ];
+    for (name, expected, forge) in &forgeries {
+        let _ = std::fs::remove_dir_all(&d);
+        copy_dir(&pristine, Path::new(&d));
+        assert_eq!(verify(&d, &allowed).0, Some(0), "{name}: pristine copy");
+        forge(&d);
+        let (code, t) = verify(&d, &allowed);
+        assert_eq!(code, Some(1), "{name} was not detected:\n{t}");
+        assert!(t.contains(expected), "{name}: expected {expected:?}:\n{t}");
+    }
+}
+
+#[test]
+fn a_key_not_in_allowed_signers_and_an_unsigned_signoff_fail_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some((d, allowed)) = signed_chain(tmp.path()) else {
+        return;
+    };
+    // Mallory signs as carol with her own key: verify refuses it.
+    let Some((mallory_key, _)) = keypair(tmp.path(), "mallory", "carol@example.org") else {
+        return;
+    };
+    let out = golive(&[
+        "signoff",
+        &d,
+        "--reviewer",
+        "carol@example.org",
+        "--key",
+        &mallory_key,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let (code, t) = verify(&d, &allowed);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("signature BAD"), "{t}");
+    assert_eq!(t.matches("signature good").count(), 2, "{t}");
+
+    // Without --key: recorded, marked unsigned; verify says so and fails with a file.
+    let tmp2 = tempfile::tempdir().unwrap();
+    report_dir(tmp2.path());
+    let d2 = tmp2.path().to_str().unwrap();
+    let out = golive(&["signoff", d2, "--reviewer", "bob@example.org"]);
+    assert!(text(&out).contains("UNSIGNED"), "{}", text(&out));
+    let out = golive(&["signoff", "--verify", d2]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert!(text(&out).contains("unsigned"), "{}", text(&out));
+    let (code, t) = verify(d2, &allowed);
+    assert_eq!(code, Some(1), "{t}");
+    assert!(t.contains("unsigned"), "{t}");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}

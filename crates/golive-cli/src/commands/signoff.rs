@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use golive::report::html::Integrity;
 use golive::report::{report_path, Report, Verdict};
-use golive::signoff;
+use golive::signoff::{self, SignatureState};
 
 use crate::args::OutputFormat;
 use crate::out;
@@ -22,8 +22,16 @@ pub struct SignoffArgs {
     #[arg(long)]
     pub note: Option<String>,
     /// Check the recorded sign-offs against the files now instead of signing.
-    #[arg(long, conflicts_with_all = ["reviewer", "decision", "note"])]
+    #[arg(long, conflicts_with_all = ["reviewer", "decision", "note", "key"])]
     pub verify: bool,
+    /// The reviewer's SSH private key: the sign-off is signed with
+    /// `ssh-keygen -Y sign -n golive`. Without it the sign-off is recorded as unsigned.
+    #[arg(long, value_name = "PATH")]
+    pub key: Option<PathBuf>,
+    /// With --verify: check each signature with `ssh-keygen -Y verify` against this
+    /// allowed-signers file (the reviewer is the identity); unsigned sign-offs then fail.
+    #[arg(long, value_name = "FILE", requires = "verify")]
+    pub allowed_signers: Option<PathBuf>,
     /// Sign a report whose run did not complete.
     #[arg(long)]
     pub allow_incomplete: bool,
@@ -33,28 +41,7 @@ pub struct SignoffArgs {
 
 pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
     if args.verify {
-        let (report, results) = signoff::verify(&args.dir)?;
-        anyhow::ensure!(
-            !report.signoffs.is_empty(),
-            "{} has no sign-off to verify",
-            report_path(&args.dir).display()
-        );
-        let all_intact = results.iter().all(Integrity::intact);
-        match args.format {
-            OutputFormat::Json => {
-                out::line(serde_json::json!({"intact": all_intact, "signoffs": results}))?
-            }
-            OutputFormat::Text => {
-                for x in &results {
-                    out::line(signoff::describe(&report, x))?;
-                }
-            }
-        }
-        return Ok(if all_intact {
-            crate::exit::OK
-        } else {
-            crate::exit::FOUND
-        });
+        return verify(&args);
     }
     let reviewer = args.reviewer.as_deref().unwrap_or_default();
     let decision = args
@@ -68,6 +55,7 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
         decision,
         args.note.as_deref().unwrap_or(""),
         args.allow_incomplete,
+        args.key.as_deref(),
     )?;
     let report = Report::load(&signoff::report_dir(&args.dir))?;
     let html = signoff::write_html(&args.dir)?;
@@ -75,10 +63,15 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
         OutputFormat::Json => out::line(serde_json::to_string(&s)?)?,
         OutputFormat::Text => {
             out::line(format!(
-                "signed off by {} with decision {}: {} files covered by SHA-256; {} rewritten",
+                "signed off by {} with decision {}: {} files covered by SHA-256, {}; {} rewritten",
                 s.reviewer,
                 s.decision.as_str(),
                 s.covered.len(),
+                if s.signature.is_some() {
+                    "signed with the SSH key"
+                } else {
+                    "UNSIGNED (no --key)"
+                },
                 html.display()
             ))?;
             if let Some(v) = report.verdict {
@@ -92,4 +85,53 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(crate::exit::OK)
+}
+
+fn signature_text(state: &SignatureState) -> String {
+    match state {
+        SignatureState::Unsigned => "unsigned".to_string(),
+        SignatureState::NotChecked => {
+            "signed (signature not checked: pass --allowed-signers)".to_string()
+        }
+        SignatureState::Good => "signature good".to_string(),
+        SignatureState::Bad(msg) => format!("signature BAD: {msg}"),
+    }
+}
+
+fn verify(args: &SignoffArgs) -> anyhow::Result<u8> {
+    let (report, results) = signoff::verify(&args.dir)?;
+    anyhow::ensure!(
+        !report.signoffs.is_empty(),
+        "{} has no sign-off to verify",
+        report_path(&args.dir).display()
+    );
+    let allowed = args.allowed_signers.as_deref();
+    let mut states = Vec::new();
+    for s in &report.signoffs {
+        states.push(signoff::verify_signature(s, allowed)?);
+    }
+    let all_intact = results.iter().all(Integrity::intact);
+    let signed_ok = allowed.is_none() || states.iter().all(|s| *s == SignatureState::Good);
+    match args.format {
+        OutputFormat::Json => out::line(serde_json::json!({
+            "intact": all_intact,
+            "signatures_ok": signed_ok,
+            "signoffs": results,
+            "signatures": states,
+        }))?,
+        OutputFormat::Text => {
+            for (x, state) in results.iter().zip(&states) {
+                out::line(format!(
+                    "{}\n  {}",
+                    signoff::describe(&report, x),
+                    signature_text(state)
+                ))?;
+            }
+        }
+    }
+    Ok(if all_intact && signed_ok {
+        crate::exit::OK
+    } else {
+        crate::exit::FOUND
+    })
 }

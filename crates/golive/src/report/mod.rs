@@ -385,6 +385,12 @@ pub struct Signoff {
     pub at: DateTime<Utc>,
     /// SHA-256 of each covered file, relative to the report directory.
     pub covered: BTreeMap<String, String>,
+    /// SHA-256 of the previous sign-off's record (payload and signature): the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+    /// The reviewer's `ssh-keygen -Y sign -n golive` signature of the payload; none: unsigned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
 }
 
 /// The whole `report.json`.

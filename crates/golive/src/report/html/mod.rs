@@ -23,11 +23,17 @@ pub struct Integrity {
     pub removed: Vec<String>,
     /// Evidence files that appeared after the sign-off.
     pub added: Vec<String>,
+    /// The previous sign-off is not the one this sign-off chained to.
+    #[serde(default)]
+    pub chain_broken: bool,
 }
 
 impl Integrity {
     pub fn intact(&self) -> bool {
-        self.changed.is_empty() && self.removed.is_empty() && self.added.is_empty()
+        !self.chain_broken
+            && self.changed.is_empty()
+            && self.removed.is_empty()
+            && self.added.is_empty()
     }
 }
 
