@@ -230,10 +230,28 @@ fn ssh_keygen(args: &[&std::ffi::OsStr], stdin: &[u8]) -> anyhow::Result<std::pr
         .write_all(stdin)
         .context("ssh-keygen: cannot write the payload")?;
     drop(input);
+    // A deadline: a key with a passphrase asks on the terminal (the reviewer types it);
+    // nothing else may hold the sign-off forever. Its output is a few hundred bytes, so
+    // the pipes cannot fill while it runs.
+    let deadline = std::time::Instant::now() + SSH_KEYGEN_DEADLINE;
+    while child.try_wait()?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!(
+                "ssh-keygen did not finish within {} s",
+                SSH_KEYGEN_DEADLINE.as_secs()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     child
         .wait_with_output()
         .context("ssh-keygen did not finish")
 }
+
+/// How long `ssh-keygen` may take, a passphrase typed at the terminal included.
+const SSH_KEYGEN_DEADLINE: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Signs `payload` with the SSH private key at `key` (namespace `golive`).
 pub fn ssh_sign(key: &Path, payload: &[u8]) -> anyhow::Result<String> {
