@@ -9,6 +9,7 @@ mod body;
 mod classify;
 mod clean;
 mod fuzzing;
+pub mod lifecycle;
 mod line;
 mod output;
 mod phase;
@@ -140,7 +141,16 @@ fn one() -> u64 {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TriageReport {
     pub schema_version: u32,
+    /// How far each process got and how it ended, per input (outcome first).
+    #[serde(default)]
+    pub outcome: Vec<lifecycle::Outcome>,
+    /// The first error that explains a bad end; none when every process came up and served,
+    /// then stopped in order or still runs (whatever errors it survived).
     pub primary: Option<Finding>,
+    /// Errors a process went on after (it loaded on, or the server served later): never the
+    /// primary while a failure it did not get past exists.
+    #[serde(default)]
+    pub survived: Vec<Finding>,
     pub secondary: Vec<Finding>,
     /// Files read, with the number of lines in each.
     #[serde(default)]
@@ -167,8 +177,9 @@ pub struct TriageOptions {
     pub rules: Vec<PathBuf>,
 }
 
-/// Version of the triage JSON: 2 added the class `gpu_fault`, 3 the class `engine`.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version of the triage JSON: 2 added the class `gpu_fault`, 3 the class `engine`, 4
+/// `outcome[]` and `survived[]` (outcome first: a survived error is never primary).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// At most this many secondary findings are reported.
 const MAX_SECONDARY: usize = 25;
@@ -396,6 +407,21 @@ fn decide(
         }
     }
     classify::drop_weak_repeats(rules, &mut all);
+    // Outcome first: an error its process went on after (it loaded on, the server served) was
+    // survived. It is the cause only when the log ended badly and no failure that was not got
+    // past is found; a log with no such failure is healthy, whatever it survived.
+    let went_on = |(fi, f): &(usize, &RawFinding)| lifecycle::survived(&results[*fi].1.life, f);
+    let bad_end = all
+        .iter()
+        .any(|x| lifecycle::ends_process(x.1) && !went_on(x));
+    let live_cause = all
+        .iter()
+        .any(|x| x.1.kind == RuleKind::Cause && !went_on(x));
+    let candidates: Vec<(usize, &RawFinding)> = all
+        .iter()
+        .copied()
+        .filter(|x| bad_end && x.1.kind == RuleKind::Cause && !(live_cause && went_on(x)))
+        .collect();
     let by_runbook = |a: &(usize, &RawFinding), b: &(usize, &RawFinding)| {
         a.1.class
             .runbook_rank()
@@ -406,13 +432,7 @@ fn decide(
             })
     };
     // A bare ERROR line is a cause only when nothing else is.
-    let mut causes: Vec<(usize, &RawFinding)> = classify::strongest(
-        rules,
-        all.iter()
-            .copied()
-            .filter(|(_, f)| f.kind == RuleKind::Cause)
-            .collect(),
-    );
+    let mut causes: Vec<(usize, &RawFinding)> = classify::strongest(rules, candidates);
     causes.sort_by(by_runbook);
     // Severity: a cause stated by a warning wins only when nothing fatal of another
     // (known) class follows it in the same file.
@@ -443,13 +463,31 @@ fn decide(
         // No cause at all: a fatal consequence (engine did not start) is still a failure.
         all.iter()
             .copied()
-            .filter(|(_, f)| {
+            .filter(|x| {
+                let f = x.1;
                 f.kind == RuleKind::Consequence
                     && !f.during_shutdown
                     && f.rule != usize::MAX
                     && rules.rules[f.rule].alone
+                    && !went_on(x)
             })
             .min_by(by_runbook)
+    });
+    // The earliest error that explains the bad end: an error of the same deployment class
+    // logged before it in the same file, even one the process went on after (a failed import
+    // of vLLM's own extension, then an attribute missing from it).
+    let primary = primary.map(|(pfi, pf)| {
+        all.iter()
+            .copied()
+            .filter(|(fi, f)| {
+                *fi == pfi
+                    && f.kind == RuleKind::Cause
+                    && f.class == pf.class
+                    && f.class.explains()
+                    && f.line < pf.line
+            })
+            .min_by_key(|(_, f)| f.line)
+            .unwrap_or((pfi, pf))
     });
     let make = |fi: usize, f: &RawFinding, with_context: bool| -> Finding {
         let (rule, mut why, mut next_step) = if f.rule == usize::MAX {
@@ -552,14 +590,26 @@ fn decide(
             }
         }
     }
+    let is_primary = |(fi, f): &(usize, &RawFinding)| {
+        primary.is_some_and(|(pfi, pf)| pfi == *fi && pf.line == f.line)
+    };
+    // Errors the processes went on after, apart from the primary.
+    let survived: Vec<Finding> = all
+        .iter()
+        .filter(|x| x.1.kind == RuleKind::Cause && went_on(x) && !is_primary(x))
+        .take(MAX_SECONDARY)
+        .map(|&(fi, f)| redacted(make(fi, f, false)))
+        .collect();
     let mut secondary = Vec::new();
     let mut seen = HashSet::new();
     let mut rest: Vec<(usize, &RawFinding)> = all
         .iter()
         .copied()
-        .filter(|(fi, f)| {
-            primary.is_none_or(|(pfi, pf)| !(pfi == *fi && pf.line == f.line))
-                && !(f.kind == RuleKind::Consequence && f.during_shutdown)
+        .filter(|x| {
+            let f = x.1;
+            let survived = f.kind == RuleKind::Cause && went_on(x);
+            let teardown = f.kind == RuleKind::Consequence && f.during_shutdown;
+            !(is_primary(x) || survived || teardown)
         })
         .collect();
     if primary.is_none() {
@@ -579,9 +629,15 @@ fn decide(
     // Secrets out of the few lines that are printed, here after the scan (the hot loop
     // stays as fast as it is): `api_key=sk-...` in an args dump, a URL password.
     let secondary = secondary.into_iter().map(redacted).collect();
+    let outcome = results
+        .iter()
+        .flat_map(|(name, r)| lifecycle::outcomes(rules, name, &r.life, &r.findings))
+        .collect();
     TriageReport {
         schema_version: SCHEMA_VERSION,
+        outcome,
         primary: primary_finding.map(redacted),
+        survived,
         secondary,
         inputs: results
             .iter()

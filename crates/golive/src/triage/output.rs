@@ -2,6 +2,7 @@
 
 use std::io::{self, Write};
 
+use super::lifecycle::describe;
 use super::{Finding, TriageReport};
 
 fn location(f: &Finding) -> String {
@@ -11,8 +12,43 @@ fn location(f: &Finding) -> String {
     }
 }
 
+/// How each process ended, first (one line each, the file named when there are several).
+fn write_outcome(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    let many = report.inputs.len() > 1;
+    for o in &report.outcome {
+        if many {
+            writeln!(out, "{}: {}", o.file, describe(o))?;
+        } else {
+            writeln!(out, "{}", describe(o))?;
+        }
+    }
+    if !report.outcome.is_empty() {
+        writeln!(out)?;
+    }
+    Ok(())
+}
+
+/// The errors the processes went on after.
+fn write_survived(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    if report.survived.is_empty() {
+        return Ok(());
+    }
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Errors survived ({}): the process went on after them (loading, serving):",
+        report.survived.len()
+    )?;
+    for s in &report.survived {
+        let text: String = s.text.chars().take(160).collect();
+        writeln!(out, "  {} [{}] {}", location(s), s.class.as_str(), text)?;
+    }
+    Ok(())
+}
+
 /// The report for people.
 pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    write_outcome(out, report)?;
     let Some(p) = &report.primary else {
         let lines: u64 = report.inputs.iter().map(|i| i.lines).sum();
         writeln!(
@@ -21,7 +57,7 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
             lines,
             report.inputs.len()
         )?;
-        return Ok(());
+        return write_survived(out, report);
     };
     writeln!(out, "First cause: {}  [{}]", location(p), p.class.as_str())?;
     writeln!(out)?;
@@ -64,5 +100,5 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
             )?;
         }
     }
-    Ok(())
+    write_survived(out, report)
 }

@@ -23,6 +23,9 @@ pub enum RuleKind {
     Consequence,
     Hint,
     Serving,
+    /// Loading goes on (weights loaded, KV cache sized, graphs captured): progress of the
+    /// process that logged it, so an error before it was survived.
+    Progress,
     Shutdown,
     /// The server (re)starts: the phase goes back to startup.
     Startup,
@@ -50,6 +53,8 @@ struct RuleDef {
     alone: bool,
     #[serde(default)]
     on_warning: bool,
+    #[serde(default)]
+    on_info: bool,
     #[serde(default)]
     fact: Option<String>,
     #[serde(default)]
@@ -116,6 +121,9 @@ pub struct Rule {
     pub alone: bool,
     /// Also a cause on WARNING-level logger lines.
     pub on_warning: bool,
+    /// Also a cause on INFO/DEBUG lines: the message states a state the server cannot run in,
+    /// whatever level it is logged at (vLLM logs "No platform detected" at INFO).
+    pub on_info: bool,
     pub fact: Option<String>,
     pub when: Option<String>,
     /// A fact that, once seen in any input, makes this rule's findings harmless (e.g. a
@@ -358,6 +366,7 @@ impl RuleSet {
                 phase: d.phase,
                 alone: d.alone,
                 on_warning: d.on_warning,
+                on_info: d.on_info,
                 fact: d.fact,
                 when: d.when,
                 unless: d.unless,
@@ -392,6 +401,7 @@ impl RuleSet {
                 phase: false,
                 alone: false,
                 on_warning: false,
+                on_info: false,
                 fact: None,
                 when: None,
                 unless: None,
@@ -531,9 +541,7 @@ impl RuleSet {
         self.candidates(text.as_bytes(), &mut cand);
         let pl = super::line::parse(text.as_bytes());
         let level = pl.level.unwrap_or("");
-        if matches!(level, "INFO" | "DEBUG") || super::line::has_nccl_info(text) {
-            return None;
-        }
+        let info = matches!(level, "INFO" | "DEBUG") || super::line::has_nccl_info(text);
         let warning = matches!(level, "WARNING" | "WARN");
         let mut generic = None;
         for ri in cand {
@@ -541,7 +549,8 @@ impl RuleSet {
             if r.kind != RuleKind::Cause
                 || r.frames.is_some()
                 || r.weak
-                || (warning && !r.on_warning)
+                || (info && !r.on_info)
+                || (warning && !r.on_warning && !r.on_info)
             {
                 continue;
             }

@@ -3,6 +3,7 @@
 
 use std::collections::HashSet;
 
+use super::super::lifecycle::Lifecycle;
 use super::super::phase::Evidence;
 use super::super::rules::RuleKind;
 use super::super::Class;
@@ -82,7 +83,7 @@ fn recorded_kind(f: &RawFinding) -> RuleKind {
 }
 
 /// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
-fn strip_pid(label: &str) -> &str {
+pub(crate) fn strip_pid(label: &str) -> &str {
     label.split(" pid=").next().unwrap_or(label)
 }
 
@@ -91,6 +92,8 @@ fn strip_pid(label: &str) -> &str {
 pub struct FileResult {
     pub findings: Vec<RawFinding>,
     pub serving_line: Option<u64>,
+    /// How far the processes of this file got and how they ended ([`super::super::lifecycle`]).
+    pub life: Lifecycle,
     pub workers: HashSet<String>,
     pub ranks_with_traceback: HashSet<String>,
     pub facts: HashSet<String>,
@@ -120,6 +123,8 @@ impl Scanner<'_> {
 
     pub(super) fn record(&mut self, mut f: RawFinding, line_no: u64) {
         f.kind = recorded_kind(&f);
+        // The next progress marker says whether this error was survived.
+        self.want_progress = true;
         self.settle(line_no);
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
             f.evidence = f.evidence.or(Evidence::of(&f.text));

@@ -226,7 +226,8 @@ impl Scanner<'_> {
             if matches!(
                 r.kind,
                 RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint
-            ) && (info_line || (warning_line && !r.on_warning))
+            ) && !r.on_info
+                && (info_line || (warning_line && !r.on_warning))
             {
                 continue;
             }

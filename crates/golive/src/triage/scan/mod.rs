@@ -6,6 +6,7 @@ use std::io::{self, Read};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::lifecycle::Progress;
 use super::line;
 use super::prefilter::{Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
@@ -39,6 +40,7 @@ mod occ;
 mod region;
 mod traceback;
 
+pub(crate) use findings::strip_pid;
 use findings::{msg_hash, FindingKey};
 pub use findings::{FileResult, RawFinding};
 use traceback::{summary_states, Traceback};
@@ -73,6 +75,9 @@ struct Scanner<'a> {
     frames_memo: memo::FramesMemo,
     /// Traceback source lines whose rule matching waits (see [`traceback::DeferredSource`]).
     deferred: Vec<traceback::DeferredSource>,
+    /// An error was recorded since the last progress marker: the next serving marker is read
+    /// even after the server serves (it shows the error was survived).
+    want_progress: bool,
     /// Lines judged without a parse ([`Scanner::traceback_body_line`],
     /// [`Scanner::inert_line`]); off only to check them against the full line handler.
     fast_paths: bool,
@@ -145,6 +150,7 @@ fn scan<F: fill::Fill>(
         phase_memo: Default::default(),
         frames_memo: Default::default(),
         deferred: Vec::new(),
+        want_progress: false,
         fast_paths,
     };
     // The text scanned is buf[base..len] (positions below are relative to `base`): the text
@@ -278,6 +284,11 @@ fn cut(s: &str) -> String {
 }
 
 impl Scanner<'_> {
+    /// Serving markers are passed over: the server serves and no error waits for progress.
+    fn skip_serving(&self) -> bool {
+        self.res.serving_line.is_some() && !self.want_progress
+    }
+
     fn slow_mode(&self, line_no: u64) -> bool {
         !self.tracebacks.is_empty() || line_no <= self.force_slow_until
     }
@@ -505,12 +516,25 @@ impl Scanner<'_> {
                 if self.res.serving_line.is_none() {
                     self.res.serving_line = Some(line_no);
                 }
+                let progress = super::lifecycle::progress_of(msg);
+                self.res.life.served(pl.rank(), line_no, progress);
+                // Serving markers are passed over again once the whole server worked.
+                self.want_progress &= progress != Progress::All;
             }
-            RuleKind::Shutdown => self.shutdown = true,
+            RuleKind::Progress => {
+                self.res.life.went_on(pl.rank(), line_no, Progress::Process);
+            }
+            RuleKind::Shutdown => {
+                if !self.shutdown {
+                    self.res.life.stopped(line_no);
+                }
+                self.shutdown = true;
+            }
             RuleKind::Startup => {
                 // A (re)start: earlier serving and shutdown no longer describe this phase.
                 self.res.serving_line = None;
                 self.shutdown = false;
+                self.res.life.started(line_no);
             }
             RuleKind::Benign => {}
             RuleKind::Fact => {

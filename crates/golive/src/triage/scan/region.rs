@@ -105,8 +105,9 @@ impl Scanner<'_> {
                 continue;
             }
             // The next line holding a needle that counts: serving markers only until the
-            // server serves.
-            let serving = self.res.serving_line.is_some();
+            // server serves, and after that only while an error waits for the progress that
+            // shows it was survived.
+            let serving = self.skip_serving();
             // Only an occurrence before which all are known is the next one (occurrences
             // of blocks not searched yet may come before the last ones held).
             loop {

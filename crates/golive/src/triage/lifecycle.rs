@@ -1,0 +1,343 @@
+//! How far each process of a log got and how it ended (outcome first): an error that the same
+//! process got past (it went on loading, or the server served after it) was **survived**; a
+//! log whose processes came up and served, and stopped in order or still run, is healthy.
+//!
+//! The markers are data: rules of kind `serving` (the server serves; a request answered 2xx, a
+//! throughput line with work done), `progress` (loading goes on: weights loaded, KV cache
+//! sized, graphs captured, per engine), `shutdown` (an orderly stop) and `startup` (a
+//! (re)start) in `rules.toml`. The scanner notes them here ([`Lifecycle`]); [`outcomes`] reads
+//! them with the findings.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::rules::{RuleKind, RuleSet};
+use super::scan::{strip_pid, RawFinding};
+use super::Class;
+
+/// Distinct process labels whose loading progress is kept (a hostile log cannot grow it).
+const MAX_LABELS: usize = 1024;
+/// Outcomes reported per input (the processes with a finding first).
+const MAX_OUTCOMES: usize = 16;
+
+/// What the scanner noted of one input's processes.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Lifecycle {
+    /// The last (re)start marker.
+    pub started: Option<u64>,
+    /// The first serving marker since the last start.
+    pub first_served: Option<u64>,
+    /// The last line that showed the whole server working: ready to serve, tokens generated.
+    pub last_progress: u64,
+    /// The last line per process label (pid stripped; `""`: no label) that showed that
+    /// process going on: loading progress, a request it answered 2xx.
+    pub went_on: BTreeMap<String, u64>,
+    /// The first orderly stop since the last start.
+    pub stopped: Option<u64>,
+}
+
+/// What a serving or progress line shows ([`progress_of`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Nothing about work done (a request received, an idle throughput line, a control call).
+    None,
+    /// The process that logged it went on (loading, a request it answered).
+    Process,
+    /// The whole server works (ready to serve, tokens generated).
+    All,
+}
+
+impl Lifecycle {
+    /// A serving marker at `line`.
+    pub fn served(&mut self, rank: Option<&str>, line: u64, progress: Progress) {
+        self.first_served.get_or_insert(line);
+        self.went_on(rank, line, progress);
+    }
+
+    /// The process labelled `rank` (or the whole server) went on at `line`.
+    pub fn went_on(&mut self, rank: Option<&str>, line: u64, progress: Progress) {
+        match progress {
+            Progress::None => {}
+            Progress::All => self.last_progress = self.last_progress.max(line),
+            Progress::Process => {
+                let label = strip_pid(rank.unwrap_or(""));
+                if let Some(l) = self.went_on.get_mut(label) {
+                    *l = (*l).max(line);
+                } else if self.went_on.len() < MAX_LABELS {
+                    self.went_on.insert(label.to_string(), line);
+                }
+            }
+        }
+    }
+
+    pub fn stopped(&mut self, line: u64) {
+        self.stopped.get_or_insert(line);
+    }
+
+    /// A (re)start: serving and stopping describe the run before it. Progress stays: an error
+    /// of the run before, followed by a run that serves, was got past.
+    pub fn started(&mut self, line: u64) {
+        self.started = Some(line);
+        self.first_served = None;
+        self.stopped = None;
+    }
+
+    /// Whether the process labelled `rank` went on after `line`: the whole server worked
+    /// later, or that process went on.
+    pub fn went_on_after(&self, rank: Option<&str>, line: u64) -> bool {
+        self.last_progress > line
+            || self
+                .went_on
+                .get(strip_pid(rank.unwrap_or("")))
+                .is_some_and(|&l| l > line)
+    }
+}
+
+/// Control calls an API server answers without its engine doing work (waking a sleeping
+/// engine, metrics, the model list).
+const CONTROL_PATHS: [&str; 8] = [
+    "/sleep",
+    "/wake_up",
+    "/is_sleeping",
+    "/metrics",
+    "/v1/models",
+    "/ping",
+    "/version",
+    "/reset_prefix_cache",
+];
+
+/// What a serving line shows: a request answered 2xx is progress of the process that logged
+/// it (an engine that died does not stop its API server answering); vLLM's periodic
+/// throughput line with both rates at zero, SGLang's with no tokens, a request received (not
+/// yet answered) and control calls show nothing; the rest (ready to serve, tokens generated)
+/// shows the whole server working.
+pub fn progress_of(msg: &str) -> Progress {
+    if msg.contains("Received request") || msg.contains("Added request") {
+        return Progress::None;
+    }
+    let idle = (msg.contains("Avg prompt throughput: 0.0 tokens/s")
+        && msg.contains("Avg generation throughput: 0.0 tokens/s"))
+        || msg.contains("gen throughput (token/s): 0.00,");
+    if idle {
+        return Progress::None;
+    }
+    let request = msg.contains("\" 200") || msg.contains("log_server_r: ");
+    if !request {
+        return Progress::All;
+    }
+    let control = CONTROL_PATHS
+        .iter()
+        .any(|p| msg.contains(&format!(" {p} ")) || msg.contains(&format!(" {p}?")));
+    if control {
+        Progress::None
+    } else {
+        Progress::Process
+    }
+}
+
+/// How far a process got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reached {
+    /// Its lines were seen; no loading progress, no serving.
+    Started,
+    /// It logged loading progress.
+    Loading,
+    /// The server served.
+    Serving,
+}
+
+/// How a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// A signal or a shutdown it logged.
+    Orderly,
+    /// An error it did not get past (an abort, an unhandled exception, a dead engine).
+    Crash,
+    /// The OOM killer or a SIGKILL.
+    Killed,
+    /// Still running when the log ends.
+    Running,
+}
+
+/// One process of one input: how far it got and how it ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub file: String,
+    /// The process label (`EngineCore_DP0`, `Worker_TP1`, `[rank3]`), or `server` for the
+    /// lines without one.
+    pub process: String,
+    pub reached: Reached,
+    /// Where it reached that (the first serving line, the last loading line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reached_line: Option<u64>,
+    pub ended: Ended,
+    /// Where it ended (the first error it did not get past, the stop); none while running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+/// Whether a finding is a failure that ends a process: a cause or a consequence outside an
+/// orderly stop.
+pub fn ends_process(f: &RawFinding) -> bool {
+    match f.kind {
+        RuleKind::Cause => true,
+        RuleKind::Consequence => !f.during_shutdown,
+        _ => false,
+    }
+}
+
+/// Whether the failure is a kill (the OOM killer, SIGKILL, exit 137) rather than a crash.
+fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
+    let id = rules.rules.get(f.rule).map_or("", |r| r.id.as_str());
+    id.contains("killer") || f.text.contains("SIGKILL") || f.text.contains("exit code 137")
+}
+
+/// Whether the finding's process went on after it (the last occurrence, in a crash loop).
+/// A tool-call parser failure is never survived: the server goes on, but it answers the
+/// request (2xx) without the tool call, so the agent interface is what failed.
+pub fn survived(life: &Lifecycle, f: &RawFinding) -> bool {
+    f.class != Class::ToolParser && life.went_on_after(f.rank.as_deref(), f.last_line)
+}
+
+/// The outcome of each process of one input, the processes with a failure first.
+pub fn outcomes(
+    rules: &RuleSet,
+    file: &str,
+    life: &Lifecycle,
+    findings: &[RawFinding],
+) -> Vec<Outcome> {
+    let mut first_fail: BTreeMap<String, &RawFinding> = BTreeMap::new();
+    for f in findings
+        .iter()
+        .filter(|f| ends_process(f) && !survived(life, f))
+    {
+        let label = strip_pid(f.rank.as_deref().unwrap_or("")).to_string();
+        first_fail.entry(label).or_insert(f);
+    }
+    let mut labels: Vec<String> = first_fail.keys().cloned().collect();
+    labels.extend(
+        life.went_on
+            .keys()
+            .filter(|l| !first_fail.contains_key(*l))
+            .cloned(),
+    );
+    if labels.is_empty() {
+        labels.push(String::new());
+    }
+    labels.truncate(MAX_OUTCOMES);
+    labels
+        .into_iter()
+        .map(|label| {
+            let (reached, reached_line) = match (life.first_served, life.went_on.get(&label)) {
+                (Some(s), _) => (Reached::Serving, Some(s)),
+                (None, Some(&l)) => (Reached::Loading, Some(l)),
+                (None, None) => (Reached::Started, life.started),
+            };
+            let (ended, line) = match first_fail.get(&label) {
+                Some(f) if is_kill(rules, f) => (Ended::Killed, Some(f.line)),
+                Some(f) => (Ended::Crash, Some(f.line)),
+                None => match life.stopped {
+                    Some(s) => (Ended::Orderly, Some(s)),
+                    None => (Ended::Running, None),
+                },
+            };
+            Outcome {
+                file: file.to_string(),
+                process: if label.is_empty() {
+                    "server".to_string()
+                } else {
+                    label
+                },
+                reached,
+                reached_line,
+                ended,
+                line,
+            }
+        })
+        .collect()
+}
+
+/// The outcome in words: "EngineCore_DP0: loading (line 120), crashed at line 182".
+pub fn describe(o: &Outcome) -> String {
+    let reached = match (o.reached, o.reached_line) {
+        (Reached::Serving, Some(l)) => format!("serving since line {l}"),
+        (Reached::Loading, Some(l)) => format!("loading (last progress at line {l})"),
+        (Reached::Started, Some(l)) => format!("started at line {l}, never loaded or served"),
+        (r, _) => format!("{r:?}").to_lowercase(),
+    };
+    let ended = match (o.ended, o.line) {
+        (Ended::Crash, Some(l)) => format!("crashed at line {l}"),
+        (Ended::Killed, Some(l)) => format!("killed at line {l}"),
+        (Ended::Orderly, Some(l)) => format!("stopped in order at line {l}"),
+        (Ended::Running, _) => "still running at the end of the log".to_string(),
+        (e, _) => format!("{e:?}").to_lowercase(),
+    };
+    format!("{}: {}, {}", o.process, reached, ended)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_going_on_counts_for_itself_and_the_server_working_for_all() {
+        let mut life = Lifecycle::default();
+        life.went_on(Some("EngineCore_DP0 pid=2"), 50, Progress::Process);
+        assert!(life.went_on_after(Some("EngineCore_DP0 pid=7"), 40));
+        assert!(!life.went_on_after(Some("Worker_TP1 pid=3"), 40));
+        assert!(!life.went_on_after(None, 40));
+        assert!(!life.went_on_after(Some("EngineCore_DP0 pid=2"), 50));
+        life.served(Some("APIServer pid=1"), 80, Progress::Process);
+        assert!(!life.went_on_after(Some("Worker_TP1 pid=3"), 60));
+        life.served(Some("APIServer pid=1"), 90, Progress::All);
+        assert!(life.went_on_after(Some("Worker_TP1 pid=3"), 60));
+        assert!(!life.went_on_after(None, 95));
+    }
+
+    #[test]
+    fn what_a_serving_line_shows() {
+        assert_eq!(progress_of("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 3 reqs"), Progress::None);
+        assert_eq!(progress_of("Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 41.2 tokens/s, Running: 3 reqs"), Progress::All);
+        assert_eq!(
+            progress_of("Received request chatcmpl-1: prompt: 'x'"),
+            Progress::None
+        );
+        assert_eq!(
+            progress_of("INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK"),
+            Progress::Process
+        );
+        assert_eq!(
+            progress_of("INFO:     10.0.0.1:5 - \"POST /sleep HTTP/1.1\" 200 OK"),
+            Progress::None
+        );
+        assert_eq!(
+            progress_of("INFO:     10.0.0.1:5 - \"GET /metrics HTTP/1.1\" 200 OK"),
+            Progress::None
+        );
+        assert_eq!(
+            progress_of("srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200"),
+            Progress::Process
+        );
+        assert_eq!(progress_of("Application startup complete."), Progress::All);
+        let mut life = Lifecycle::default();
+        life.served(None, 10, Progress::None);
+        assert_eq!(life.first_served, Some(10));
+        assert!(!life.went_on_after(None, 5));
+    }
+
+    #[test]
+    fn labels_are_bounded() {
+        let mut life = Lifecycle::default();
+        for i in 0..(MAX_LABELS as u64 + 50) {
+            life.went_on(
+                Some(&format!("Worker_TP{i} pid=1")),
+                i + 1,
+                Progress::Process,
+            );
+        }
+        assert_eq!(life.went_on.len(), MAX_LABELS);
+    }
+}
