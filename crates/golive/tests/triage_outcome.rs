@@ -1,0 +1,261 @@
+//! Outcome first (issue 26): an error a process went on after is survived and never the
+//! primary while a failure it did not get past exists; a log whose server came up and served,
+//! then stopped in order or still runs, is healthy whatever it survived.
+//!
+//! - Each engine's serving marker: a healthy log with an ERROR line before serving is quiet,
+//!   and lists that error as survived; the same log with a real fatal error after the
+//!   progress is found, at the fatal line.
+//! - Every rule that can quiet a line (benign, serving, progress, shutdown, startup): each of
+//!   its literals beside a real fatal error, which is still found.
+
+use golive::triage::lifecycle::{Ended, Reached};
+use golive::triage::rules::{RuleKind, RuleSet};
+use golive::triage::{analyze_text, Class, TriageReport};
+
+fn triage(text: &str) -> TriageReport {
+    analyze_text(&RuleSet::builtin(), "log", text)
+}
+
+fn log(lines: &[&str]) -> String {
+    let mut s = lines.join("\n");
+    s.push('\n');
+    s
+}
+
+/// 1-based line of the first line holding `needle`.
+fn line_of(text: &str, needle: &str) -> u64 {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("{needle} not in the log")) as u64
+        + 1
+}
+
+/// A fatal error no process gets past: the GPU faulted.
+const FATAL: &str = "CUDA error: an illegal memory access was encountered";
+
+/// One engine's healthy log: an error line, then loading progress, then serving (and maybe a
+/// stop); `fatal`: the line a crash after the progress would print.
+struct Engine {
+    name: &'static str,
+    survived_error: &'static str,
+    progress: &'static str,
+    serving: &'static [&'static str],
+    fatal: &'static str,
+}
+
+const ENGINES: &[Engine] = &[
+    Engine {
+        name: "vLLM V1 (API server and engine core)",
+        survived_error: "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:02 [cuda.py:300] Cannot use FlashAttention backend because the head size 80 is not supported; falling back",
+        progress: "(EngineCore_DP0 pid=2) INFO 12-01 10:00:10 [gpu_model_runner.py:2000] Model loading took 15.2 GiB and 4.5 seconds",
+        serving: &[
+            "(APIServer pid=1) INFO:     Application startup complete.",
+            "(APIServer pid=1) INFO:     127.0.0.1:40000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+            "(APIServer pid=1) INFO:     Shutting down",
+        ],
+        fatal: "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:12 [core.py:700] RuntimeError: CUDA error: an illegal memory access was encountered",
+    },
+    Engine {
+        name: "vLLM V0 (one process, no labels)",
+        survived_error: "ERROR 12-01 10:00:01 [registry.py:300] Error in loading optional module flash_attn: No module named 'flash_attn'",
+        progress: "INFO 12-01 10:00:10 [model_runner.py:1000] Loading model weights took 14.99 GB",
+        serving: &[
+            "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)",
+            "INFO:     10.0.0.9:51000 - \"POST /v1/completions HTTP/1.1\" 200 OK",
+        ],
+        fatal: "ERROR 12-01 10:00:12 [engine.py:150] RuntimeError: CUDA error: an illegal memory access was encountered",
+    },
+    Engine {
+        name: "SGLang",
+        survived_error: "[2025-12-01 10:00:01 TP0] Failed to import flashinfer: ModuleNotFoundError: No module named 'flashinfer'",
+        progress: "[2025-12-01 10:00:05 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.00 GB, mem usage=15.00 GB.",
+        serving: &[
+            "[2025-12-01 10:00:10] The server is fired up and ready to roll!",
+            "[2025-12-01 10:00:20] INFO:     127.0.0.1:5000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+        ],
+        fatal: "[2025-12-01 10:00:06 TP0] RuntimeError: CUDA error: an illegal memory access was encountered",
+    },
+    Engine {
+        name: "llama.cpp",
+        survived_error: "warning: failed to mlock 73728000-byte buffer (after previously locking 0 bytes): Cannot allocate memory\nTry increasing RLIMIT_MEMLOCK ('ulimit -l' as root).",
+        progress: "load_tensors: offloaded 33/33 layers to GPU",
+        serving: &[
+            "main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+            "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200",
+        ],
+        fatal: "/app/ggml/src/ggml-cuda/ggml-cuda.cu:75: CUDA error: an illegal memory access was encountered",
+    },
+    Engine {
+        name: "TGI",
+        survived_error: "2025-12-01T10:00:01.000000Z ERROR text_generation_launcher: Could not import Flash Attention enabled models: No module named 'flash_attn_2_cuda'",
+        progress: "2025-12-01T10:00:05.000000Z  INFO shard-manager: text_generation_launcher: Shard ready in 10.5s rank=0",
+        serving: &[
+            "2025-12-01T10:00:06.000000Z  INFO text_generation_router::server: router/src/server.rs:2000: Connected",
+        ],
+        fatal: "2025-12-01T10:00:07.000000Z ERROR text_generation_launcher: RuntimeError: CUDA error: an illegal memory access was encountered",
+    },
+];
+
+#[test]
+fn each_engines_healthy_log_with_an_error_before_serving_is_quiet() {
+    for e in ENGINES {
+        let mut lines = vec![e.survived_error, e.progress];
+        lines.extend_from_slice(e.serving);
+        let text = log(&lines);
+        let r = triage(&text);
+        assert!(r.primary.is_none(), "{}: {:#?}", e.name, r.primary);
+        // The error was noticed (a test of nothing otherwise), and survived.
+        let progress_line = line_of(&text, e.progress);
+        assert!(
+            r.survived.iter().any(|s| s.line < progress_line),
+            "{}: the error before serving is not among the survived: {:#?}",
+            e.name,
+            r.survived
+        );
+        assert!(
+            r.outcome
+                .iter()
+                .all(|o| o.reached == Reached::Serving && o.ended != Ended::Crash),
+            "{}: {:#?}",
+            e.name,
+            r.outcome
+        );
+    }
+}
+
+#[test]
+fn each_engines_fatal_error_after_its_progress_is_the_cause_not_the_survived_one() {
+    for e in ENGINES {
+        let text = log(&[e.survived_error, e.progress, e.fatal]);
+        let r = triage(&text);
+        let p = r
+            .primary
+            .unwrap_or_else(|| panic!("{}: nothing found", e.name));
+        assert_eq!(
+            (p.class, p.line),
+            (Class::GpuFault, line_of(&text, FATAL)),
+            "{}: {p:#?}",
+            e.name
+        );
+        assert!(
+            r.outcome.iter().any(|o| o.ended == Ended::Crash),
+            "{}: {:#?}",
+            e.name,
+            r.outcome
+        );
+    }
+}
+
+#[test]
+fn an_engine_error_is_not_survived_by_its_api_server_answering_requests() {
+    // vLLM V1: the engine core failed to wake; the API server still answers a request 2xx
+    // (and control calls), but no tokens were generated after the failure.
+    let text = log(&[
+        "(APIServer pid=1) INFO:     Application startup complete.",
+        "(APIServer pid=1) INFO 12-01 10:00:01 [loggers.py:271] Engine 000: Avg prompt throughput: 3.0 tokens/s, Avg generation throughput: 40.9 tokens/s, Running: 1 reqs",
+        "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:02 [core.py:1365] RuntimeError: CUDA error: an illegal memory access was encountered",
+        "(APIServer pid=1) INFO:     127.0.0.1:40000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+        "(APIServer pid=1) INFO:     127.0.0.1:40000 - \"POST /sleep HTTP/1.1\" 200 OK",
+        "(APIServer pid=1) INFO 12-01 10:00:11 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 tokens/s, Running: 0 reqs",
+    ]);
+    let p = triage(&text)
+        .primary
+        .expect("the engine's failure is found");
+    assert_eq!((p.class, p.line), (Class::GpuFault, 3));
+    // The same error followed by tokens generated was survived.
+    let later = format!(
+        "{text}(APIServer pid=1) INFO 12-01 10:00:21 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.5 tokens/s, Running: 1 reqs\n"
+    );
+    let r = triage(&later);
+    assert!(r.primary.is_none(), "{:#?}", r.primary);
+    assert!(r.survived.iter().any(|s| s.line == 3));
+}
+
+#[test]
+fn a_tool_parser_failure_is_never_survived_by_the_request_it_answered() {
+    let text = log(&[
+        "INFO:     Application startup complete.",
+        "ERROR 11-30 11:00:02 [hermes_tool_parser.py:110] Error in extracting tool call from response.",
+        "INFO:     127.0.0.1:51000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+    ]);
+    let p = triage(&text).primary.expect("tool parser failure found");
+    assert_eq!((p.class, p.line), (Class::ToolParser, 2));
+}
+
+#[test]
+fn a_crash_loop_is_judged_by_its_last_occurrence() {
+    // The same startup failure three times, loading progress between the attempts: the last
+    // attempt was not got past.
+    let attempt = [
+        "INFO 12-01 10:00:00 [model_runner.py:1000] Loading model weights took 14.99 GB",
+        "ERROR 12-01 10:00:01 [engine.py:150] RuntimeError: CUDA error: an illegal memory access was encountered",
+    ];
+    let lines: Vec<&str> = attempt.iter().copied().cycle().take(6).collect();
+    let r = triage(&log(&lines));
+    let p = r.primary.expect("found");
+    assert_eq!((p.class, p.line, p.count), (Class::GpuFault, 2, 3));
+}
+
+/// A line holding `literal` that the rule of that kind reads as such (benign lines are errors
+/// the server answers; the others are INFO lines), for the rules whose regex needs more than
+/// the literal.
+fn quieting_line(id: &str, kind: RuleKind, literal: &str) -> String {
+    let body = match id {
+        "shutdown-begins" if literal == "Shutting down" => "Shutting down".to_string(),
+        "serving-llama-cpp-request" => {
+            format!("srv  {literal} POST /v1/chat/completions 127.0.0.1 200")
+        }
+        "serving-tgi" => format!("router/src/server.rs:2000: {literal} Connected"),
+        "benign-model-not-served" => "The model `x` does not exist.".to_string(),
+        "benign-vllm-client-error" => format!("vllm.exceptions.{literal}bad request"),
+        _ => literal.to_string(),
+    };
+    match kind {
+        RuleKind::Benign => format!("ERROR 12-01 10:00:01 [serving.py:100] {body}"),
+        _ if id == "shutdown-begins" && literal == "Shutting down" => format!("INFO:     {body}"),
+        _ => format!("INFO 12-01 10:00:01 [x.py:1] {body}"),
+    }
+}
+
+#[test]
+fn a_fatal_error_beside_any_quieting_rule_is_still_found() {
+    let rules = RuleSet::builtin();
+    let fatal = format!("ERROR 12-01 10:00:05 [core.py:700] RuntimeError: {FATAL}");
+    let mut checked = 0;
+    for r in &rules.rules {
+        let quiets = matches!(
+            r.kind,
+            RuleKind::Benign
+                | RuleKind::Serving
+                | RuleKind::Progress
+                | RuleKind::Shutdown
+                | RuleKind::Startup
+        );
+        if !quiets {
+            continue;
+        }
+        for lit in rules.literals_of(r) {
+            let quiet = quieting_line(&r.id, r.kind, &lit);
+            // Before the fatal error, and (benign lines only: progress after an error is
+            // what survival means) after it.
+            let mut orders = vec![log(&[&quiet, &fatal])];
+            if r.kind == RuleKind::Benign {
+                orders.push(log(&[&fatal, &quiet]));
+            }
+            for text in orders {
+                let report = analyze_text(&rules, "log", &text);
+                let p = report.primary.unwrap_or_else(|| {
+                    panic!("{} {lit:?}: the fatal error is lost:\n{text}", r.id)
+                });
+                assert_eq!(
+                    (p.class, p.line),
+                    (Class::GpuFault, line_of(&text, FATAL)),
+                    "{} {lit:?}:\n{text}",
+                    r.id
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 60, "only {checked} quieting literals checked");
+}
