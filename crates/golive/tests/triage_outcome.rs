@@ -13,7 +13,7 @@ use golive::triage::rules::{RuleKind, RuleSet};
 use golive::triage::{analyze_text, Class, TriageReport};
 
 fn triage(text: &str) -> TriageReport {
-    analyze_text(&RuleSet::builtin(), "log", text)
+    analyze_text(RuleSet::builtin(), "log", text)
 }
 
 fn log(lines: &[&str]) -> String {
@@ -243,7 +243,7 @@ fn a_fatal_error_beside_any_quieting_rule_is_still_found() {
                 orders.push(log(&[&fatal, &quiet]));
             }
             for text in orders {
-                let report = analyze_text(&rules, "log", &text);
+                let report = analyze_text(rules, "log", &text);
                 let p = report.primary.unwrap_or_else(|| {
                     panic!("{} {lit:?}: the fatal error is lost:\n{text}", r.id)
                 });
