@@ -280,13 +280,17 @@ launch() {
 
 stop() {
   while [[ $# -gt 0 ]]; do case "$1" in --port) PORT="$2"; shift 2 ;; *) shift ;; esac; done
-  local pidf="$LOCAL/run/$PORT.pid"
-  if [[ -f "$pidf" ]]; then
-    kill "$(cat "$pidf")" 2>/dev/null || true
-    for _ in $(seq 1 20); do kill -0 "$(cat "$pidf")" 2>/dev/null || break; sleep 0.2; done
-    kill -9 "$(cat "$pidf")" 2>/dev/null || true
-    rm -f "$pidf"
+  local pidf="$LOCAL/run/$PORT.pid" pid
+  [[ -f "$pidf" ]] || return 0
+  pid="$(cat "$pidf")"
+  # Only the llama-server this script started: a pid the system gave to another program since
+  # is left alone.
+  if [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'llama-server'; then
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$pid" 2>/dev/null || true
   fi
+  rm -f "$pidf"
 }
 
 cmd="${1:-start}"; shift || true

@@ -45,14 +45,28 @@ scripts/vllm-server.sh install
 echo "test.sh: vLLM ready ($((SECONDS - t0)) s)" >&2
 
 # Tests start their own llama-servers on ports 18200-18699 (a template, a slot count or
-# --no-cache-prompt of their own; the stall, agreement and fleet tests) and a Prometheus on
-# 186xx. One left over from an earlier run, maybe of another checkout, would be reused with
-# the wrong flags and its log elsewhere: end those first.
+# --no-cache-prompt of their own; the stall, agreement and fleet tests), a vLLM on 18400 and a
+# Prometheus on 186xx, each with a pid file under .golive-local/. One an interrupted earlier
+# run of this checkout left would be reused with the wrong flags: end those first, by their
+# pid files only (a process is ended only while it still runs the program that wrote the
+# file), never a server this checkout did not start.
 stop_test_servers() {
-  pkill -f -- 'llama-server .*--port 18[2-6][0-9][0-9]( |$)' 2>/dev/null || true
-  pkill -f -- 'prometheus .*--web.listen-address=127.0.0.1:186[0-9][0-9]' 2>/dev/null || true
-  scripts/vllm-server.sh stop --port 18400 2>/dev/null || true
-  pkill -f -- 'vllm serve .*--port 184[0-9][0-9]( |$)' 2>/dev/null || true
+  local f pid
+  for f in .golive-local/run/*.pid; do
+    if [[ -f "$f" ]]; then scripts/local-server.sh stop --port "$(basename "$f" .pid)"; fi
+  done
+  for f in .golive-local/vllm-run/*.pid; do
+    if [[ -f "$f" ]]; then scripts/vllm-server.sh stop --port "$(basename "$f" .pid)" 2>/dev/null || true; fi
+  done
+  for f in .golive-local/test-run/*.pid; do
+    [[ -f "$f" ]] || continue
+    pid="$(cat "$f")"
+    if [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q "$(basename "$f" .pid | cut -d- -f1)"; then
+      kill "$pid" 2>/dev/null || true
+    fi
+    rm -f "$f"
+  done
+  return 0
 }
 stop_test_servers
 

@@ -20,7 +20,9 @@ const PROMETHEUS: u16 = 18640;
 const WINDOW: &str = "10s";
 
 /// Kills the Prometheus this test started (by its own handle).
-struct PrometheusGuard(Child);
+/// Ends Prometheus when dropped; its pid file lets `scripts/test.sh` end it after a run that
+/// was killed before the drop.
+struct PrometheusGuard(Child, common::PidFile);
 impl Drop for PrometheusGuard {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -129,19 +131,19 @@ fn fleet_quiet_then_imbalance_and_absent() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = write_config(dir.path());
     let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = PrometheusGuard(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", cfg.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("data").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{PROMETHEUS}"))
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
+    let child = Command::new("prometheus")
+        .arg(format!("--config.file={}", cfg.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{PROMETHEUS}"))
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let pid_file = common::PidFile::new(&format!("prometheus-{PROMETHEUS}"), child.id());
+    let _prometheus = PrometheusGuard(child, pid_file);
     wait_for("Prometheus ready", Duration::from_secs(30), || {
         prometheus_get("/-/ready").is_some()
     });

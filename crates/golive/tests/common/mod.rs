@@ -204,6 +204,25 @@ fn local_dir() -> PathBuf {
         .unwrap_or_else(|| repo_root().join(".golive-local"))
 }
 
+/// A pid file under `.golive-local/test-run/` for a server a test started itself (named
+/// `<program>-<port>`), removed when dropped: `scripts/test.sh` ends the process it names
+/// after an interrupted run, and only while that pid still runs that program.
+pub struct PidFile(PathBuf);
+impl PidFile {
+    pub fn new(name: &str, pid: u32) -> Self {
+        let dir = local_dir().join("test-run");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.pid"));
+        std::fs::write(&path, pid.to_string()).unwrap();
+        PidFile(path)
+    }
+}
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Where `scripts/local-server.sh` writes the log of the server on `port`.
 pub fn local_server_log(port: u16) -> PathBuf {
     local_dir().join(format!("run/{port}.log"))
