@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::rules::{RuleKind, RuleSet};
-use super::scan::{strip_pid, RawFinding};
+use super::scan::{is_worker_label, strip_pid, RawFinding};
 use super::Class;
 
 /// Distinct process labels whose loading progress is kept (a hostile log cannot grow it).
@@ -33,6 +33,10 @@ pub struct Lifecycle {
     /// The last line per process label (pid stripped; `""`: no label) that showed that
     /// process going on: loading progress, a request it answered 2xx.
     pub went_on: BTreeMap<String, u64>,
+    /// The last loading progress of any process: the processes that are not workers (an API
+    /// server, a launcher, an engine core) start the others and wait for them, so the others
+    /// loading on shows they got past their own earlier errors.
+    pub last_loading: u64,
     /// The first orderly stop since the last start.
     pub stopped: Option<u64>,
 }
@@ -42,8 +46,10 @@ pub struct Lifecycle {
 pub enum Progress {
     /// Nothing about work done (a request received, an idle throughput line, a control call).
     None,
-    /// The process that logged it went on (loading, a request it answered).
-    Process,
+    /// The process that logged it answered a request.
+    Request,
+    /// The process that logged it went on loading.
+    Loading,
     /// The whole server works (ready to serve, tokens generated).
     All,
 }
@@ -60,7 +66,10 @@ impl Lifecycle {
         match progress {
             Progress::None => {}
             Progress::All => self.last_progress = self.last_progress.max(line),
-            Progress::Process => {
+            Progress::Request | Progress::Loading => {
+                if progress == Progress::Loading {
+                    self.last_loading = self.last_loading.max(line);
+                }
                 let label = strip_pid(rank.unwrap_or(""));
                 if let Some(l) = self.went_on.get_mut(label) {
                     *l = (*l).max(line);
@@ -84,13 +93,13 @@ impl Lifecycle {
     }
 
     /// Whether the process labelled `rank` went on after `line`: the whole server worked
-    /// later, or that process went on.
+    /// later, that process went on, or (a process that is not a worker) any process went on
+    /// loading.
     pub fn went_on_after(&self, rank: Option<&str>, line: u64) -> bool {
+        let label = strip_pid(rank.unwrap_or(""));
         self.last_progress > line
-            || self
-                .went_on
-                .get(strip_pid(rank.unwrap_or("")))
-                .is_some_and(|&l| l > line)
+            || self.went_on.get(label).is_some_and(|&l| l > line)
+            || (!is_worker_label(label) && self.last_loading > line)
     }
 }
 
@@ -132,7 +141,7 @@ pub fn progress_of(msg: &str) -> Progress {
     if control {
         Progress::None
     } else {
-        Progress::Process
+        Progress::Request
     }
 }
 
@@ -285,12 +294,17 @@ mod tests {
     #[test]
     fn a_process_going_on_counts_for_itself_and_the_server_working_for_all() {
         let mut life = Lifecycle::default();
-        life.went_on(Some("EngineCore_DP0 pid=2"), 50, Progress::Process);
-        assert!(life.went_on_after(Some("EngineCore_DP0 pid=7"), 40));
+        life.went_on(Some("Worker_TP0 pid=2"), 50, Progress::Loading);
+        assert!(life.went_on_after(Some("Worker_TP0 pid=7"), 40));
+        // Another worker's loading says nothing of this one; the parents wait for them.
         assert!(!life.went_on_after(Some("Worker_TP1 pid=3"), 40));
-        assert!(!life.went_on_after(None, 40));
-        assert!(!life.went_on_after(Some("EngineCore_DP0 pid=2"), 50));
-        life.served(Some("APIServer pid=1"), 80, Progress::Process);
+        assert!(life.went_on_after(None, 40));
+        assert!(life.went_on_after(Some("EngineCore_DP0 pid=1"), 40));
+        assert!(!life.went_on_after(Some("Worker_TP0 pid=2"), 50));
+        // A request answered is progress of the process that answered it only.
+        life.served(Some("APIServer pid=1"), 80, Progress::Request);
+        assert!(life.went_on_after(Some("APIServer pid=1"), 60));
+        assert!(!life.went_on_after(Some("EngineCore_DP0 pid=1"), 60));
         assert!(!life.went_on_after(Some("Worker_TP1 pid=3"), 60));
         life.served(Some("APIServer pid=1"), 90, Progress::All);
         assert!(life.went_on_after(Some("Worker_TP1 pid=3"), 60));
@@ -307,7 +321,7 @@ mod tests {
         );
         assert_eq!(
             progress_of("INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK"),
-            Progress::Process
+            Progress::Request
         );
         assert_eq!(
             progress_of("INFO:     10.0.0.1:5 - \"POST /sleep HTTP/1.1\" 200 OK"),
@@ -319,7 +333,7 @@ mod tests {
         );
         assert_eq!(
             progress_of("srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200"),
-            Progress::Process
+            Progress::Request
         );
         assert_eq!(progress_of("Application startup complete."), Progress::All);
         let mut life = Lifecycle::default();
@@ -335,7 +349,7 @@ mod tests {
             life.went_on(
                 Some(&format!("Worker_TP{i} pid=1")),
                 i + 1,
-                Progress::Process,
+                Progress::Loading,
             );
         }
         assert_eq!(life.went_on.len(), MAX_LABELS);

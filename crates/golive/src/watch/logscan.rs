@@ -149,9 +149,16 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
             })
         })
         .collect();
+    // Outcome first, as triage: an error the process went on after within the chunk (it
+    // loaded on, the server generated) feeds no trigger.
+    let survived: Vec<u64> = report
+        .survived
+        .iter()
+        .map(|f| chunk.first_line + f.line.saturating_sub(1))
+        .collect();
     let mut all = engine;
     for h in hits {
-        if !all.iter().any(|x| x.line == h.line) {
+        if !all.iter().any(|x| x.line == h.line) && !survived.contains(&h.line) {
             all.push(h);
         }
     }
@@ -452,6 +459,18 @@ mod tests {
                 (4, LogKind::ToolSchema)
             ]
         );
+    }
+
+    /// Outcome first: an NCCL warning the engine went on after (tokens generated later in the
+    /// chunk) feeds no trigger; the same warning at the end of the chunk does.
+    #[test]
+    fn an_error_the_server_went_on_after_feeds_no_trigger() {
+        let nccl = "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:02 [pynccl.py:100] RuntimeError: NCCL error: unhandled system error";
+        let later = "(APIServer pid=1) INFO 12-01 10:00:12 [loggers.py:271] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 12.5 tokens/s, Running: 1 reqs";
+        let hits = hits_in_chunk(&chunk(&[nccl, later]), 0.0);
+        assert_eq!(kinds(&hits), vec![]);
+        let hits = hits_in_chunk(&chunk(&[later, nccl]), 0.0);
+        assert_eq!(kinds(&hits), vec![(2, LogKind::DriverNccl)]);
     }
 
     #[test]

@@ -522,7 +522,7 @@ impl Scanner<'_> {
                 self.want_progress &= progress != Progress::All;
             }
             RuleKind::Progress => {
-                self.res.life.went_on(pl.rank(), line_no, Progress::Process);
+                self.res.life.went_on(pl.rank(), line_no, Progress::Loading);
             }
             RuleKind::Shutdown => {
                 if !self.shutdown {
