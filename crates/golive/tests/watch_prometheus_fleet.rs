@@ -22,11 +22,14 @@ const WINDOW: &str = "10s";
 /// Kills the Prometheus this test started (by its own handle).
 /// Ends Prometheus when dropped; its pid file lets `scripts/test.sh` end it after a run that
 /// was killed before the drop.
-struct PrometheusGuard(Child, common::PidFile);
+struct PrometheusGuard {
+    child: Child,
+    _pid_file: common::PidFile,
+}
 impl Drop for PrometheusGuard {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -143,7 +146,10 @@ fn fleet_quiet_then_imbalance_and_absent() {
         .spawn()
         .unwrap();
     let pid_file = common::PidFile::new(&format!("prometheus-{PROMETHEUS}"), child.id());
-    let _prometheus = PrometheusGuard(child, pid_file);
+    let _prometheus = PrometheusGuard {
+        child,
+        _pid_file: pid_file,
+    };
     wait_for("Prometheus ready", Duration::from_secs(30), || {
         prometheus_get("/-/ready").is_some()
     });
