@@ -207,8 +207,10 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// Whether the finding's process went on after it (the last occurrence, in a crash loop).
 /// A tool-call parser failure is never survived: the server goes on, but it answers the
 /// request (2xx) without the tool call, so the agent interface is what failed.
-pub fn survived(life: &Lifecycle, f: &RawFinding) -> bool {
-    f.class != Class::ToolParser && life.went_on_after(f.rank.as_deref(), f.last_line)
+/// A line that ends its process (an abort: `fatal` in `rules.toml`) is never survived either.
+pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
+    let fatal = rules.rules.get(f.rule).is_some_and(|r| r.fatal);
+    !fatal && f.class != Class::ToolParser && life.went_on_after(f.rank.as_deref(), f.last_line)
 }
 
 /// The outcome of each process of one input, the processes with a failure first.
@@ -221,7 +223,7 @@ pub fn outcomes(
     let mut first_fail: BTreeMap<String, &RawFinding> = BTreeMap::new();
     for f in findings
         .iter()
-        .filter(|f| ends_process(f) && !survived(life, f))
+        .filter(|f| ends_process(f) && !survived(rules, life, f))
     {
         let label = strip_pid(f.rank.as_deref().unwrap_or("")).to_string();
         first_fail.entry(label).or_insert(f);

@@ -410,7 +410,8 @@ fn decide(
     // Outcome first: an error its process went on after (it loaded on, the server served) was
     // survived. It is the cause only when the log ended badly and no failure that was not got
     // past is found; a log with no such failure is healthy, whatever it survived.
-    let went_on = |(fi, f): &(usize, &RawFinding)| lifecycle::survived(&results[*fi].1.life, f);
+    let went_on =
+        |(fi, f): &(usize, &RawFinding)| lifecycle::survived(rules, &results[*fi].1.life, f);
     let bad_end = all
         .iter()
         .any(|x| lifecycle::ends_process(x.1) && !went_on(x));

@@ -56,6 +56,8 @@ struct RuleDef {
     #[serde(default)]
     on_info: bool,
     #[serde(default)]
+    fatal: bool,
+    #[serde(default)]
     fact: Option<String>,
     #[serde(default)]
     when: Option<String>,
@@ -124,6 +126,9 @@ pub struct Rule {
     /// Also a cause on INFO/DEBUG lines: the message states a state the server cannot run in,
     /// whatever level it is logged at (vLLM logs "No platform detected" at INFO).
     pub on_info: bool,
+    /// The line ends its process (an abort, a segfault): never survived, whatever follows
+    /// (the server's own last lines, a flushed request log).
+    pub fatal: bool,
     pub fact: Option<String>,
     pub when: Option<String>,
     /// A fact that, once seen in any input, makes this rule's findings harmless (e.g. a
@@ -367,6 +372,7 @@ impl RuleSet {
                 alone: d.alone,
                 on_warning: d.on_warning,
                 on_info: d.on_info,
+                fatal: d.fatal,
                 fact: d.fact,
                 when: d.when,
                 unless: d.unless,
@@ -402,6 +408,7 @@ impl RuleSet {
                 alone: false,
                 on_warning: false,
                 on_info: false,
+                fatal: false,
                 fact: None,
                 when: None,
                 unless: None,

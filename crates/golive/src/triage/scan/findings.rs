@@ -125,6 +125,7 @@ impl Scanner<'_> {
         f.kind = recorded_kind(&f);
         // The next progress marker says whether this error was survived.
         self.want_progress = true;
+        self.last_error_ts = self.last_error_ts.max(f.last_ts);
         self.settle(line_no);
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
             f.evidence = f.evidence.or(Evidence::of(&f.text));

@@ -29,6 +29,10 @@ const MAX_SHOWN: usize = 2000;
 const LOOKAHEAD: u64 = 15;
 /// A traceback with no new frame for this many lines is considered cut off.
 const TB_STALE: u64 = 40;
+/// Lines between an exception and Python's chain words that still join them.
+const CHAIN_GAP: u64 = 3;
+/// Streams whose last exception is remembered (a hostile log cannot grow the map).
+const MAX_STREAMS: usize = 4096;
 /// Frames text kept per traceback.
 const MAX_FRAMES_TEXT: usize = 64 << 10;
 
@@ -78,6 +82,12 @@ struct Scanner<'a> {
     /// An error was recorded since the last progress marker: the next serving marker is read
     /// even after the server serves (it shows the error was survived).
     want_progress: bool,
+    /// The latest timestamp of a recorded error.
+    last_error_ts: Option<u64>,
+    /// Per stream: the last exception line and the line of its finding.
+    last_exc: FxHashMap<String, (u64, u64)>,
+    /// Per stream: the finding line of the exception the next one wraps (a chain).
+    chain: FxHashMap<String, u64>,
     /// Lines judged without a parse ([`Scanner::traceback_body_line`],
     /// [`Scanner::inert_line`]); off only to check them against the full line handler.
     fast_paths: bool,
@@ -151,6 +161,9 @@ fn scan<F: fill::Fill>(
         frames_memo: Default::default(),
         deferred: Vec::new(),
         want_progress: false,
+        last_error_ts: None,
+        last_exc: FxHashMap::default(),
+        chain: FxHashMap::default(),
         fast_paths,
     };
     // The text scanned is buf[base..len] (positions below are relative to `base`): the text
@@ -210,7 +223,7 @@ fn scan<F: fill::Fill>(
         let read_before = sc.res.bytes as usize - new;
         if read_before < PROBE {
             let probe = &text[text.len() - new..][..new.min(PROBE - read_before)];
-            if memchr::memchr(0, probe).is_some() {
+            if looks_binary(probe) {
                 sc.res.binary = true;
                 return Ok(sc.res);
             }
@@ -284,6 +297,45 @@ fn cut(s: &str) -> String {
 }
 
 impl Scanner<'_> {
+    /// A line stamped before the latest error was printed late (Ray's `[repeated Nx across
+    /// cluster]` summaries, buffered output flushed at exit): it shows no progress after it.
+    fn stale(&self, ts: Option<u64>) -> bool {
+        matches!((ts, self.last_error_ts), (Some(t), Some(e)) if t < e)
+    }
+
+    /// An exception that wraps an earlier one of its stream (Python's chain): the first of the
+    /// chain is the cause line, the wrapper a consequence. The root takes the wrapper's class
+    /// and rule when it has none of its own (an exception no rule knows, the engine's code).
+    fn join_chain(&mut self, stream: &str, f: &mut RawFinding) {
+        let Some(root_line) = self.chain.remove(stream) else {
+            return;
+        };
+        let Some(root) = self
+            .res
+            .findings
+            .iter_mut()
+            .rev()
+            .find(|r| r.line == root_line && !r.merged && r.kind == RuleKind::Cause)
+        else {
+            return;
+        };
+        if f.kind != RuleKind::Cause {
+            return;
+        }
+        // The more specific class names the chain: a deployment class over the engine's own
+        // code, the engine's code over an exception no rule knows.
+        let rank = |c: Class| match c {
+            Class::Unknown => 0,
+            Class::Engine => 1,
+            _ => 2,
+        };
+        if rank(root.class) < 2 && rank(f.class) > rank(root.class) {
+            root.class = f.class;
+            root.rule = f.rule;
+        }
+        f.kind = RuleKind::Consequence;
+    }
+
     /// Serving markers are passed over: the server serves and no error waits for progress.
     fn skip_serving(&self) -> bool {
         self.res.serving_line.is_some() && !self.want_progress
@@ -495,9 +547,28 @@ impl Scanner<'_> {
                     f.evidence = self.frames_memo.phase(slot, &tb.frames);
                     f.evidence_len = tb.frames.len();
                 }
+                self.join_chain(pl.stream.as_str(), &mut f);
+                if self.last_exc.len() < MAX_STREAMS
+                    || self.last_exc.contains_key(pl.stream.as_str())
+                {
+                    self.last_exc
+                        .insert(pl.stream.as_str().to_string(), (line_no, f.line));
+                }
                 self.record(f, line_no);
             }
             return;
+        }
+
+        // Python's words between chained exceptions: the next exception of this stream wraps
+        // the one just before (`raise RuntimeError(msg) from exc`).
+        if msg.contains("The above exception was the direct cause of the following exception")
+            || msg.contains("During handling of the above exception, another exception occurred")
+        {
+            if let Some(&(exc_line, root)) = self.last_exc.get(pl.stream.as_str()) {
+                if line_no <= exc_line + CHAIN_GAP {
+                    self.chain.insert(pl.stream.as_str().to_string(), root);
+                }
+            }
         }
 
         // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
@@ -516,14 +587,19 @@ impl Scanner<'_> {
                 if self.res.serving_line.is_none() {
                     self.res.serving_line = Some(line_no);
                 }
-                let progress = super::lifecycle::progress_of(msg);
+                let progress = if self.stale(pl.ts) {
+                    Progress::None
+                } else {
+                    super::lifecycle::progress_of(msg)
+                };
                 self.res.life.served(pl.rank(), line_no, progress);
                 // Serving markers are passed over again once the whole server worked.
                 self.want_progress &= progress != Progress::All;
             }
-            RuleKind::Progress => {
+            RuleKind::Progress if !self.stale(pl.ts) => {
                 self.res.life.went_on(pl.rank(), line_no, Progress::Loading);
             }
+            RuleKind::Progress => {}
             RuleKind::Shutdown => {
                 if !self.shutdown {
                     self.res.life.stopped(line_no);
@@ -562,6 +638,23 @@ impl Scanner<'_> {
     }
 }
 
+/// Whether the first bytes of an input are binary data: control bytes (other than tabs,
+/// newlines, `\r`, escapes) or bytes UTF-8 never holds, among the bytes that are not NUL. NUL
+/// runs alone are a log truncated while it was written (`copytruncate`, a preallocated file),
+/// and are read past.
+fn looks_binary(probe: &[u8]) -> bool {
+    let mut text = 0usize;
+    let mut odd = 0usize;
+    for &b in probe {
+        match b {
+            0 => {}
+            1..=8 | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xf8..=0xff => odd += 1,
+            _ => text += 1,
+        }
+    }
+    odd > 0 && odd * 32 > text
+}
+
 /// Words one of which every worker label holds ([`is_worker_label`] is true only with one of
 /// them in the label): a line without any has no label to note.
 const WORKER_LABEL_WORDS: [&str; 5] = ["rank", "TP", "_PP", "RayWorkerWrapper", "VllmWorker"];
@@ -580,6 +673,19 @@ pub fn is_worker_label(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nul_padding_is_not_binary_but_control_bytes_are() {
+        assert!(!looks_binary(&[0u8; 8192]));
+        let mut padded = vec![0u8; 4000];
+        padded.extend_from_slice(b"INFO 03-07 00:38:27 [backends.py:351] Cache the graph\n");
+        assert!(!looks_binary(&padded));
+        assert!(looks_binary(&[0u8, 1, 2, 0, 255, 254, 0, 0]));
+        assert!(looks_binary(b"\x89PNG\r\n\x1a\n\0\0"));
+        assert!(!looks_binary(
+            "ERROR ü ✓ \x1b[31mred\x1b[0m\r\n\t".as_bytes()
+        ));
+    }
 
     #[test]
     fn every_worker_label_holds_a_worker_label_word() {
