@@ -58,6 +58,8 @@ struct RuleDef {
     #[serde(default)]
     fatal: bool,
     #[serde(default)]
+    chain: bool,
+    #[serde(default)]
     fact: Option<String>,
     #[serde(default)]
     when: Option<String>,
@@ -129,6 +131,8 @@ pub struct Rule {
     /// The line ends its process (an abort, a segfault): never survived, whatever follows
     /// (the server's own last lines, a flushed request log).
     pub fatal: bool,
+    /// Python's words between chained exceptions: the next exception wraps the one before.
+    pub chain: bool,
     pub fact: Option<String>,
     pub when: Option<String>,
     /// A fact that, once seen in any input, makes this rule's findings harmless (e.g. a
@@ -373,6 +377,7 @@ impl RuleSet {
                 on_warning: d.on_warning,
                 on_info: d.on_info,
                 fatal: d.fatal,
+                chain: d.chain,
                 fact: d.fact,
                 when: d.when,
                 unless: d.unless,
@@ -409,6 +414,7 @@ impl RuleSet {
                 on_warning: false,
                 on_info: false,
                 fatal: false,
+                chain: false,
                 fact: None,
                 when: None,
                 unless: None,

@@ -82,6 +82,9 @@ fn recorded_kind(f: &RawFinding) -> RuleKind {
     }
 }
 
+/// Processes whose errors wait for progress, at most (more labels: the first ones wait).
+const MAX_PENDING: usize = 256;
+
 /// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
 pub(crate) fn strip_pid(label: &str) -> &str {
     label.split(" pid=").next().unwrap_or(label)
@@ -126,6 +129,10 @@ impl Scanner<'_> {
         // The next progress marker says whether this error was survived.
         self.want_progress = true;
         self.last_error_ts = self.last_error_ts.max(f.last_ts);
+        let label = strip_pid(f.rank.as_deref().unwrap_or(""));
+        if !self.pending.contains(label) && self.pending.len() < MAX_PENDING {
+            self.pending.insert(label.to_string());
+        }
         self.settle(line_no);
         if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
             f.evidence = f.evidence.or(Evidence::of(&f.text));

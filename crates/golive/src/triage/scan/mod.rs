@@ -29,6 +29,8 @@ const MAX_SHOWN: usize = 2000;
 const LOOKAHEAD: u64 = 15;
 /// A traceback with no new frame for this many lines is considered cut off.
 const TB_STALE: u64 = 40;
+/// How much older than the latest error a progress line must be stamped to be a late print.
+const STALE_MS: u64 = 60_000;
 /// Lines between an exception and Python's chain words that still join them.
 const CHAIN_GAP: u64 = 3;
 /// Streams whose last exception is remembered (a hostile log cannot grow the map).
@@ -84,6 +86,8 @@ struct Scanner<'a> {
     want_progress: bool,
     /// The latest timestamp of a recorded error.
     last_error_ts: Option<u64>,
+    /// The processes (labels, pid stripped) with an error no progress has covered yet.
+    pending: FxHashSet<String>,
     /// Per stream: the last exception line and the line of its finding.
     last_exc: FxHashMap<String, (u64, u64)>,
     /// Per stream: the finding line of the exception the next one wraps (a chain).
@@ -162,6 +166,7 @@ fn scan<F: fill::Fill>(
         deferred: Vec::new(),
         want_progress: false,
         last_error_ts: None,
+        pending: FxHashSet::default(),
         last_exc: FxHashMap::default(),
         chain: FxHashMap::default(),
         fast_paths,
@@ -297,10 +302,13 @@ fn cut(s: &str) -> String {
 }
 
 impl Scanner<'_> {
-    /// A line stamped before the latest error was printed late (Ray's `[repeated Nx across
-    /// cluster]` summaries, buffered output flushed at exit): it shows no progress after it.
-    fn stale(&self, ts: Option<u64>) -> bool {
-        matches!((ts, self.last_error_ts), (Some(t), Some(e)) if t < e)
+    /// A line printed late shows no progress after the errors before it: Ray's deduplicated
+    /// summary of older lines (`... [repeated 3x across cluster]`, often flushed at exit), or a
+    /// line stamped more than [`STALE_MS`] before the latest error (clocks of nodes merged into
+    /// one log may differ by less).
+    fn stale(&self, msg: &str, ts: Option<u64>) -> bool {
+        msg.contains("x across cluster]")
+            || matches!((ts, self.last_error_ts), (Some(t), Some(e)) if t + STALE_MS < e)
     }
 
     /// An exception that wraps an earlier one of its stream (Python's chain): the first of the
@@ -334,6 +342,23 @@ impl Scanner<'_> {
             root.rule = f.rule;
         }
         f.kind = RuleKind::Consequence;
+    }
+
+    /// Progress of `rank` covers the errors that wait for it ([`Lifecycle::went_on_after`]'s
+    /// rules): serving markers are passed over again once no error waits.
+    fn covered(&mut self, rank: Option<&str>, progress: Progress) {
+        match progress {
+            Progress::None => return,
+            Progress::All => self.pending.clear(),
+            Progress::Request => {
+                self.pending.remove(strip_pid(rank.unwrap_or("")));
+            }
+            Progress::Loading => {
+                let label = strip_pid(rank.unwrap_or(""));
+                self.pending.retain(|l| l != label && is_worker_label(l));
+            }
+        }
+        self.want_progress = !self.pending.is_empty();
     }
 
     /// Serving markers are passed over: the server serves and no error waits for progress.
@@ -559,18 +584,6 @@ impl Scanner<'_> {
             return;
         }
 
-        // Python's words between chained exceptions: the next exception of this stream wraps
-        // the one just before (`raise RuntimeError(msg) from exc`).
-        if msg.contains("The above exception was the direct cause of the following exception")
-            || msg.contains("During handling of the above exception, another exception occurred")
-        {
-            if let Some(&(exc_line, root)) = self.last_exc.get(pl.stream.as_str()) {
-                if line_no <= exc_line + CHAIN_GAP {
-                    self.chain.insert(pl.stream.as_str().to_string(), root);
-                }
-            }
-        }
-
         // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
         if msg.starts_with("Exception ignored in") {
             self.ignore_next_tb.insert(pl.stream.as_str().to_string());
@@ -587,17 +600,17 @@ impl Scanner<'_> {
                 if self.res.serving_line.is_none() {
                     self.res.serving_line = Some(line_no);
                 }
-                let progress = if self.stale(pl.ts) {
+                let progress = if self.stale(msg, pl.ts) {
                     Progress::None
                 } else {
                     super::lifecycle::progress_of(msg)
                 };
                 self.res.life.served(pl.rank(), line_no, progress);
-                // Serving markers are passed over again once the whole server worked.
-                self.want_progress &= progress != Progress::All;
+                self.covered(pl.rank(), progress);
             }
-            RuleKind::Progress if !self.stale(pl.ts) => {
+            RuleKind::Progress if !self.stale(msg, pl.ts) => {
                 self.res.life.went_on(pl.rank(), line_no, Progress::Loading);
+                self.covered(pl.rank(), Progress::Loading);
             }
             RuleKind::Progress => {}
             RuleKind::Shutdown => {
@@ -611,6 +624,15 @@ impl Scanner<'_> {
                 self.res.serving_line = None;
                 self.shutdown = false;
                 self.res.life.started(line_no);
+            }
+            // Python's words between chained exceptions: the next exception of this stream
+            // wraps the one just before (`raise RuntimeError(msg) from exc`).
+            RuleKind::Benign if self.rules.rules[ri].chain => {
+                if let Some(&(exc_line, root)) = self.last_exc.get(pl.stream.as_str()) {
+                    if line_no <= exc_line + CHAIN_GAP {
+                        self.chain.insert(pl.stream.as_str().to_string(), root);
+                    }
+                }
             }
             RuleKind::Benign => {}
             RuleKind::Fact => {
