@@ -259,3 +259,55 @@ fn a_fatal_error_beside_any_quieting_rule_is_still_found() {
     }
     assert!(checked > 60, "only {checked} quieting literals checked");
 }
+
+/// Messages that say who is to blame name the class of what they blame; native aborts and
+/// llama.cpp's argument errors are causes at their own line.
+#[test]
+fn messages_that_name_the_blame_give_its_class() {
+    let cases: &[(&str, Class, &str)] = &[
+        (
+            "ERROR 12-01 10:00:01 [core.py:700] AssertionError: Error in memory profiling. Initial free memory 70.1 GiB, current free memory 75.3 GiB. This happens when other processes sharing the same container release GPU memory while vLLM is profiling during initialization.",
+            Class::OomStartup,
+            "oom-other-process",
+        ),
+        (
+            "ninja: build stopped: subcommand failed.",
+            Class::Dependency,
+            "dep-jit-build",
+        ),
+        (
+            "INFO 12-01 10:00:01 [__init__.py:250] No platform detected, vLLM is running on UnspecifiedPlatform",
+            Class::Container,
+            "container-no-platform",
+        ),
+        (
+            "/app/src/llama-graph.cpp:185: GGML_ASSERT(seq_id < n_tokens) failed",
+            Class::Engine,
+            "native-abort",
+        ),
+        (
+            "error while handling argument \"--flash-attn\": error: unknown value for --flash-attn: '--parallel'",
+            Class::Config,
+            "config-llamacpp-argument",
+        ),
+        (
+            "ERROR 12-01 10:00:01 [core.py:700] RuntimeError: CUDA error: invalid device ordinal",
+            Class::Config,
+            "config-device-ordinal",
+        ),
+    ];
+    for (line, class, rule) in cases {
+        let text = log(&[
+            "INFO 12-01 10:00:00 [api_server.py:1] vLLM API server version 0.11.0",
+            line,
+        ]);
+        let p = triage(&text)
+            .primary
+            .unwrap_or_else(|| panic!("{rule}: nothing found"));
+        assert_eq!(
+            (p.class, p.line, p.rule.as_str()),
+            (*class, 2, *rule),
+            "{line}"
+        );
+    }
+}
