@@ -28,22 +28,37 @@ fn write_outcome(out: &mut impl Write, report: &TriageReport) -> io::Result<()> 
     Ok(())
 }
 
-/// The errors the processes went on after.
-fn write_survived(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
-    if report.survived.is_empty() {
+/// A titled list of findings, one line each (location, kind when asked, class, text).
+fn write_list(
+    out: &mut impl Write,
+    title: &str,
+    items: &[Finding],
+    with_kind: bool,
+) -> io::Result<()> {
+    if items.is_empty() {
         return Ok(());
     }
     writeln!(out)?;
-    writeln!(
-        out,
-        "Errors survived ({}): the process went on after them (loading, serving):",
-        report.survived.len()
-    )?;
-    for s in &report.survived {
+    writeln!(out, "{title}")?;
+    for s in items {
         let text: String = s.text.chars().take(160).collect();
-        writeln!(out, "  {} [{}] {}", location(s), s.class.as_str(), text)?;
+        let tag = if with_kind {
+            format!("{} {}", s.kind, s.class.as_str())
+        } else {
+            s.class.as_str().to_string()
+        };
+        writeln!(out, "  {} [{tag}] {text}", location(s))?;
     }
     Ok(())
+}
+
+/// The errors the processes went on after.
+fn write_survived(out: &mut impl Write, report: &TriageReport) -> io::Result<()> {
+    let title = format!(
+        "Errors survived ({}): the process went on after them (loading, serving):",
+        report.survived.len()
+    );
+    write_list(out, &title, &report.survived, false)
 }
 
 /// The report for people.
@@ -81,24 +96,10 @@ pub fn write_text(out: &mut impl Write, report: &TriageReport) -> io::Result<()>
     }
     writeln!(out, "why:       {}", p.why)?;
     writeln!(out, "next step: {}", p.next_step)?;
-    if !report.secondary.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "Other errors in the logs ({}), explained by or after the cause:",
-            report.secondary.len()
-        )?;
-        for s in &report.secondary {
-            let text: String = s.text.chars().take(160).collect();
-            writeln!(
-                out,
-                "  {} [{} {}] {}",
-                location(s),
-                s.kind,
-                s.class.as_str(),
-                text
-            )?;
-        }
-    }
+    let title = format!(
+        "Other errors in the logs ({}), explained by or after the cause:",
+        report.secondary.len()
+    );
+    write_list(out, &title, &report.secondary, true)?;
     write_survived(out, report)
 }
