@@ -485,6 +485,7 @@ fn decide(
                     && f.kind == RuleKind::Cause
                     && f.class == pf.class
                     && f.class.explains()
+                    && !is_generic(f)
                     && f.line < pf.line
             })
             .min_by_key(|(_, f)| f.line)
