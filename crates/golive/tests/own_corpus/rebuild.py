@@ -1,34 +1,69 @@
 #!/usr/bin/env python3
-"""Rebuilds the own triage corpus (labels.tsv) from bare git mirrors.
+"""Rebuild the own triage corpus (labels.tsv) byte for byte from bare git mirrors and verify sha256.
 
-usage: build.py LABELS.tsv MIRRORS_DIR OUT_DIR
-A mirror of owner/name is looked for as MIRRORS_DIR/owner+name/repo, MIRRORS_DIR/owner+name or
-MIRRORS_DIR/owner/name(.git). Prints a summary and the ids missing or mismatched."""
-import hashlib, json, os, re, subprocess, sys
+usage: rebuild.py [--labels LABELS.tsv] [--mirrors DIR] [--out DIR]
+       rebuild.py LABELS.tsv MIRRORS_DIR OUT_DIR        (positional form, same meaning)
 
-labels, mirrors, out = sys.argv[1:4]
-os.makedirs(out, exist_ok=True)
+--labels   labels.tsv (default: the labels.tsv next to this script)
+--mirrors  a folder of bare clones (default /work/.mirror). A clone of owner/name is looked for as
+           DIR/owner+name or DIR/owner/name (also name.git), each possibly holding the git dir one
+           level down: .../repo (bare, the layout the `fetch` tool produces) or .../repo/.git (a
+           clone with a work tree) or .../.git.
+--out      where <id>.log files are written (default /work/owncorpus/logs).
+
+Sources (see README.md): `owner/repo:path@commit` is `git show commit:path`, bytes as they are;
+`owner/repo#N body code block K (...); via V:PATH@COMMIT` is the entry with number N in the issues
+JSON list V:PATH@COMMIT, field body, CRLF->LF, re.findall(r'```[^\\n]*\\n(.*?)```', body, re.S)[K],
+written as UTF-8. Every file is checked against the sha256 column; prints a summary (built OK / sha
+mismatch / source missing, by source kind) and the ids that failed with the reason. Exit code 1 if
+any log is missing or mismatched."""
+import argparse, hashlib, json, os, re, subprocess, sys
+
+ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+ap.add_argument('pos', nargs='*', help='LABELS MIRRORS OUT (optional positional form)')
+ap.add_argument('--labels', default=os.path.join(os.path.dirname(os.path.abspath(__file__)), 'labels.tsv'))
+ap.add_argument('--mirrors', default='/work/.mirror')
+ap.add_argument('--out', default='/work/owncorpus/logs')
+a = ap.parse_args()
+if a.pos:
+    if len(a.pos) != 3:
+        ap.error('positional form needs LABELS MIRRORS OUT')
+    a.labels, a.mirrors, a.out = a.pos
+if not os.path.isfile(a.labels):  # build.py copy outside the repo: fall back to the repo's labels
+    alt = '/work/main/crates/golive/tests/own_corpus/labels.tsv'
+    if os.path.isfile(alt):
+        a.labels = alt
+os.makedirs(a.out, exist_ok=True)
+
+
+def is_gitdir(p):
+    return os.path.isfile(os.path.join(p, 'HEAD')) and os.path.isdir(os.path.join(p, 'objects'))
+
 
 def gitdir(repo):
     o, n = repo.split('/', 1)
-    for c in (f"{o}+{n}/repo", f"{o}+{n}", f"{o}/{n}", f"{o}/{n}.git"):
-        p = os.path.join(mirrors, c)
-        if os.path.isdir(p):
-            return p
+    for base in (f"{o}+{n}", f"{o}+{n}.git", f"{o}/{n}", f"{o}/{n}.git"):
+        for sub in ('', 'repo', 'repo/.git', '.git'):
+            p = os.path.join(a.mirrors, base, sub)
+            if is_gitdir(p):
+                return p
     return None
+
 
 def show(repo, commit, path):
     g = gitdir(repo)
     if not g:
-        return None, "no mirror"
+        return None, "no mirror of " + repo
     r = subprocess.run(["git", "--git-dir", g, "show", f"{commit}:{path}"], capture_output=True)
     if r.returncode:
-        return None, "git show failed: " + r.stderr.decode()[:100]
+        return None, "git show failed: " + r.stderr.decode(errors='replace').strip()[:120]
     return r.stdout, None
 
+
 issues_cache = {}
-ok, bad, miss = [], [], []
-rows = [l.rstrip('\n').split('\t') for l in open(labels)][1:]
+res = {}  # kind -> {'ok': [], 'bad': [], 'miss': []}
+fails = []
+rows = [l.rstrip('\n').split('\t') for l in open(a.labels, encoding='utf-8')][1:]
 for c in rows:
     if len(c) < 10:
         continue
@@ -36,38 +71,48 @@ for c in rows:
     data, err = None, None
     m = re.match(r'(\S+?)#(\d+) body code block (\d+).*via (\S+?):(\S+)@([0-9a-f]{40})', src)
     if m:
-        repo_i, num, k, via, path, commit = m.groups()
+        kind = 'issue-body'
+        _, num, k, via, path, commit = m.groups()
         key = (via, path, commit)
         if key not in issues_cache:
-            raw, err = show(via, commit, path)
-            issues_cache[key] = json.loads(raw) if raw else None
-        issues = issues_cache[key]
+            raw, e = show(via, commit, path)
+            issues_cache[key] = (json.loads(raw) if raw else None, e)
+        issues, err = issues_cache[key]
         if issues is not None:
             ent = [i for i in issues if i.get('number') == int(num)]
             if not ent:
-                err = "issue not in dump"
+                err = f"issue {num} not in dump"
             else:
                 body = (ent[0].get('body') or '').replace('\r\n', '\n')
                 blocks = re.findall(r'```[^\n]*\n(.*?)```', body, re.S)
                 if int(k) < len(blocks):
                     data = blocks[int(k)].encode('utf-8')
                 else:
-                    err = "no such block"
+                    err = f"no code block {k} (body has {len(blocks)})"
     else:
+        kind = 'committed-file'
         m = re.match(r'(\S+?/[^:]+):(.+)@([0-9a-f]{40})$', src)
         if not m:
             err = "unparsed source"
         else:
             data, err = show(m.group(1), m.group(3), m.group(2))
+    r = res.setdefault(kind, {'ok': [], 'bad': [], 'miss': []})
     if data is None:
-        miss.append((rid, err, src.split(':')[0].split('#')[0]))
+        r['miss'].append(rid)
+        fails.append((rid, 'missing', err))
         continue
-    open(os.path.join(out, f"{rid}.log"), 'wb').write(data)
+    with open(os.path.join(a.out, f"{rid}.log"), 'wb') as f:
+        f.write(data)
     if hashlib.sha256(data).hexdigest() == sha:
-        ok.append(rid)
+        r['ok'].append(rid)
     else:
-        bad.append(rid)
-print(f"ok {len(ok)}  sha mismatch {len(bad)}  missing {len(miss)}")
-print("mismatch:", " ".join(bad))
-for rid, err, repo in miss:
-    print("missing", rid, repo, err)
+        r['bad'].append(rid)
+        fails.append((rid, 'sha mismatch', src))
+
+tot = {k: sum(len(r[k]) for r in res.values()) for k in ('ok', 'bad', 'miss')}
+for kind, r in sorted(res.items()):
+    print(f"{kind:15s} built OK {len(r['ok']):4d}  sha mismatch {len(r['bad']):3d}  source missing {len(r['miss']):3d}")
+print(f"{'all':15s} built OK {tot['ok']:4d}  sha mismatch {tot['bad']:3d}  source missing {tot['miss']:3d}  -> {a.out}")
+for rid, what, why in fails:
+    print(f"{rid}\t{what}\t{why}")
+sys.exit(1 if fails else 0)
