@@ -232,6 +232,60 @@ fn engine_class_for_the_engines_own_code() {
             ),
             Some((Class::Nccl, "frames-nccl")),
         ),
+        // Python's own words for an unexpected value ("expected", "must match") are not a
+        // configuration refusal: the engine's frames name the layer.
+        (
+            tb(
+                &with(("vllm/v1/worker/gpu_model_runner.py", "_prepare_inputs")),
+                "ValueError: too many values to unpack (expected 12)",
+            ),
+            Some((Class::Engine, "frames-engine-vllm")),
+        ),
+        (
+            tb(
+                &with(("vllm/v1/worker/gpu_model_runner.py", "execute_model")),
+                "RuntimeError: The size of tensor a (1280) must match the size of tensor b (2560) at non-singleton dimension 1",
+            ),
+            Some((Class::Engine, "frames-engine-vllm")),
+        ),
+        (
+            tb(
+                &with(("vllm/v1/worker/gpu_model_runner.py", "execute_model")),
+                "AttributeError: 'NoneType' object has no attribute 'shape'",
+            ),
+            Some((Class::Engine, "frames-engine-vllm")),
+        ),
+        // A class of another package missing an attribute is still a version mismatch.
+        (
+            tb(
+                &with(("vllm/tokenizers/hf.py", "get_tokenizer")),
+                "AttributeError: Qwen2Tokenizer has no attribute all_special_tokens_extended",
+            ),
+            Some((Class::Dependency, "dep-attribute-error")),
+        ),
+        // A call whose arguments do not fit its callee: two packages of versions that differ.
+        (
+            tb(
+                &with(("vllm/v1/attention/backends/flashinfer.py", "build")),
+                "TypeError: BatchDecodeWithPagedKVCacheWrapper.plan() got an unexpected keyword argument 'kv_data_type'",
+            ),
+            Some((Class::Dependency, "dep-signature-mismatch")),
+        ),
+        (
+            tb(
+                &with(("vllm/v1/attention/backends/flash_attn.py", "forward")),
+                "TypeError: varlen_fwd() takes 14 positional arguments but 15 were given",
+            ),
+            Some((Class::Dependency, "dep-signature-mismatch")),
+        ),
+        // ZeroMQ's IPC socket on a filesystem without Unix sockets.
+        (
+            tb(
+                &[("vllm/engine/multiprocessing/engine.py", "run_mp_engine")],
+                "zmq.error.ZMQError: Operation not supported",
+            ),
+            Some((Class::Container, "container-ipc-socket")),
+        ),
         // A ValueError of the engine's own code is the configuration it refuses.
         (
             tb(
