@@ -302,9 +302,11 @@ fn engine_class_for_the_engines_own_code() {
             "(APIServer pid=4100) ERROR 12-01 10:00:09 [api_router.py:88] Error in /cohere/v2/chat: boom\n".into(),
             Some((Class::Engine, "error-log-line")),
         ),
+        // `utils.py` names no layer; the engine's logger wrote the line, so it falls to the
+        // engine by default (see `triage_never_silent` for the text that says so).
         (
             "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [utils.py:56] Failed to join microbatch threads\n".into(),
-            Some((Class::Unknown, "error-log-line")),
+            Some((Class::Engine, "error-log-line")),
         ),
         // SGLang prints no level word: its API server's internal-error line is still found.
         (

@@ -105,7 +105,8 @@ fn error_lines_panics_and_cuda_errors_no_rule_knows_are_still_found() {
     // An ERROR logger line that states an exception, without a traceback.
     let log = format!("{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:00:30 [core.py:712] ZeroDivisionError: integer division or modulo by zero
 ");
-    assert_eq!(primary(&log).0, Class::Unknown);
+    // No rule names its layer, and the engine started: the engine's own failure.
+    assert_eq!(primary(&log).0, Class::Engine);
     assert_eq!(primary(&log).1, 3);
     // A Rust router's panic (TGI, mistral.rs).
     let log = "2024-07-17T09:01:02.123456Z  INFO text_generation_router: router/src/main.rs:317: Warming up model
@@ -391,13 +392,19 @@ fn bare_error_lines_are_a_last_resort_with_the_class_of_their_logger() {
     // The API server's own module: the engine's code (class engine).
     let api = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [api_router.py:88] Failed to abort requests\n");
     assert_eq!(primary(&api), (Class::Engine, 3, "error-log-line".into()));
-    // A module with no class of its own (a name shared across layers): still reported, as
-    // unknown.
+    // A module with no class of its own (a name shared across layers): still reported; the
+    // engine started, so it is the engine's own failure, and said so.
     let plain = format!("{V1_START}(APIServer pid=700) ERROR 05-02 10:02:00 [utils.py:88] Failed to abort requests\n");
-    assert_eq!(
-        primary(&plain),
-        (Class::Unknown, 3, "error-log-line".into())
+    assert_eq!(primary(&plain), (Class::Engine, 3, "error-log-line".into()));
+    let p = triage_text(&plain).primary.unwrap();
+    assert!(
+        p.why.contains("No rule names a deployment cause"),
+        "{}",
+        p.why
     );
+    // The engine's own logger wrote it: the engine ran, even in a fragment with no start.
+    let alone = "(APIServer pid=700) ERROR 05-02 10:02:00 [utils.py:88] Failed to abort requests\n";
+    assert_eq!(primary(alone), (Class::Engine, 1, "error-log-line".into()));
     // A Rust router's tracing line at ERROR.
     let tgi =
         "2023-08-17T10:23:27.032737Z ERROR text_generation_launcher: Shard 0 failed to start\n";
@@ -457,7 +464,10 @@ fn a_quantization_method_above_the_gpus_capability_is_config() {
 fn families_of_other_runtimes_and_libraries() {
     let cases: &[(&str, Class, u64)] = &[
         ("main: loading model\nllama_model_load: error loading model: error loading model architecture: unknown model architecture: 'qwen3next'\nllama_model_load_from_file_impl: failed to load model\n", Class::Dependency, 2),
-        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete\n", Class::Unknown, 1),
+        ("llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is not within the file bounds, model is corrupted or incomplete\n", Class::Config, 1),
+        // A load error no rule names the reason of: llama.cpp's own failure.
+        ("llama_model_load: error loading model: error loading model vocabulary: _Map_base::at\n", Class::Engine, 1),
+        ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer\n", Class::Config, 1),
         ("ValueError: Loading Qwen/Qwen-7B-Chat requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.\n", Class::Config, 1),
         ("[2025-05-01 12:00:00 TP1] Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n", Class::Nccl, 1),
         ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::GpuFault, 1),

@@ -55,6 +55,14 @@ pub enum Progress {
 }
 
 impl Lifecycle {
+    /// Whether the log shows a serving engine at work: a start, loading or serving marker.
+    pub fn engine_ran(&self) -> bool {
+        self.started.is_some()
+            || self.first_served.is_some()
+            || self.last_loading > 0
+            || !self.went_on.is_empty()
+    }
+
     /// A serving marker at `line`.
     pub fn served(&mut self, rank: Option<&str>, line: u64, progress: Progress) {
         self.first_served.get_or_insert(line);

@@ -54,6 +54,9 @@ pub enum Class {
     Unknown,
 }
 
+/// What to do about a failure of the engine's own code.
+const ENGINE_NEXT_STEP: &str = "Note the engine's version (`vllm --version`, `llama-server --version`) and search the message in its issues; retry with the feature the lines before it name turned off, or pin the previous release or image.";
+
 impl Class {
     /// Runbook order: earlier layers explain failures of later ones.
     fn runbook_rank(self) -> u8 {
@@ -561,6 +564,26 @@ fn decide(
                     p.next_step = r.next_step.clone();
                 }
             }
+        }
+    }
+    // A failure that no rule ties to a deployment layer (driver, container, dependency,
+    // configuration, memory, network, parser) happened in the engine's own code or in code it
+    // runs: the engine is where to look first, and its next step (version, issues, pin or
+    // turn the feature off) is the one that helps. Only where the log shows an engine
+    // starting or loading: a user's own script that fails says nothing about an engine.
+    // The engine ran: the log shows it starting or loading, or an engine's logger (vLLM's
+    // `[core.py:712]` header) wrote the line itself.
+    let engine_ran = primary.is_some_and(|(fi, f)| {
+        results[fi].1.life.engine_ran() || line::logger_file(&f.text).is_some()
+    });
+    if let Some(p) = primary_finding.as_mut() {
+        if p.class == Class::Unknown && engine_ran {
+            p.class = Class::Engine;
+            p.why = format!(
+                "{} No rule names a deployment cause (driver, container, dependency, configuration, memory, network, parser) for it, so it is taken as the engine's own failure.",
+                p.why
+            );
+            p.next_step = format!("{} {}", p.next_step, ENGINE_NEXT_STEP);
         }
     }
     // Hints refine the next step of a primary of their class (e.g. the DMA-BUF errno 524
