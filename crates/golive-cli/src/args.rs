@@ -98,6 +98,23 @@ pub fn duration(s: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// A parser of `--max-input`: a size (`64MiB`, `1GB`, `500000`) within
+/// [`golive::input::MAX_INPUT_RANGE`], with an error that names the range.
+pub fn input_size(s: &str) -> Result<u64, String> {
+    let range = golive::input::MAX_INPUT_RANGE;
+    let size: bytesize::ByteSize = s.trim().parse().map_err(|e: String| e)?;
+    let bytes = size.as_u64();
+    if range.contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(format!(
+            "{s} is outside {} to {}",
+            bytesize::ByteSize(*range.start()).display().iec(),
+            bytesize::ByteSize(*range.end()).display().iec()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,11 @@ use crate::commands;
     after_help = crate::exit::TABLE,
 )]
 pub struct Cli {
+    /// Largest input file golive reads (profiles, cases, tools, reports, bundles, shard and
+    /// rules files), e.g. `64MiB`; 4 KiB to 4 GiB. Logs given to `triage` are streamed and
+    /// have no cap.
+    #[arg(long, global = true, env = "GOLIVE_MAX_INPUT", default_value = "32MiB", value_parser = crate::args::input_size)]
+    pub max_input: u64,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -14,6 +14,7 @@ use cli::{Cli, Command};
 
 /// Runs the subcommand; returns its exit code.
 fn dispatch(cli: Cli) -> anyhow::Result<u8> {
+    golive::input::set_max_input(cli.max_input);
     match cli.command {
         Command::Triage(a) => commands::triage::run(a),
         Command::Collect(a) => commands::collect::run(a),

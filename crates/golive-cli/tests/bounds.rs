@@ -401,3 +401,40 @@ fn a_shard_file_claiming_four_billion_shards_is_refused() {
         "{peak_kb} kB {took:?}"
     );
 }
+
+#[test]
+fn max_input_sets_the_cap_of_every_input_file_within_its_range() {
+    let dir = tempfile::tempdir().unwrap();
+    // 64 KiB of a shard file: under the default cap, over a cap of 8 KiB.
+    let big = temp_file(
+        &dir,
+        "shard.json",
+        &format!("{{\"pad\": \"{}\"}}", "x".repeat(64 << 10)),
+    );
+    let capped = run(&["--max-input", "8KiB", "load", "merge", &big]);
+    let e = stderr(&capped);
+    assert!(!capped.status.success(), "{e}");
+    assert!(e.contains("8192 bytes") && e.contains("--max-input"), "{e}");
+    // The default cap reads it (it then fails as a shard file, for its content).
+    let default = run(&["load", "merge", &big]);
+    let e = stderr(&default);
+    assert!(!e.contains("--max-input"), "{e}");
+    // The environment sets it too.
+    let by_env = golive()
+        .env("GOLIVE_MAX_INPUT", "8KiB")
+        .args(["load", "merge", &big])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&by_env).contains("--max-input"),
+        "{}",
+        stderr(&by_env)
+    );
+    // Out of range or not a size: a usage error that names the range.
+    for bad in ["5GiB", "1KiB", "lots"] {
+        let o = run(&["--max-input", bad, "load", "merge", &big]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stderr(&o));
+    }
+    let o = run(&["--max-input", "5GiB", "load", "merge", &big]);
+    assert!(stderr(&o).contains("4.0 KiB to 4.0 GiB"), "{}", stderr(&o));
+}

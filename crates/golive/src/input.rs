@@ -5,12 +5,33 @@
 
 use std::io::Read;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
 
 /// Default cap of one input file: far above any profile, case or report golive writes.
 pub const MAX_INPUT: u64 = 32 << 20;
+
+/// The range [`set_max_input`] accepts: a few KiB (a profile) to 4 GiB.
+pub const MAX_INPUT_RANGE: std::ops::RangeInclusive<u64> = (4 << 10)..=(4 << 30);
+
+static CAP: AtomicU64 = AtomicU64::new(MAX_INPUT);
+
+/// Sets the cap of every input file read from now on (the binary's `--max-input`, for a
+/// user whose cases, bundles or reports are larger than the default), kept within
+/// [`MAX_INPUT_RANGE`]. Process-wide, like the allocator: set once at start.
+pub fn set_max_input(bytes: u64) {
+    CAP.store(
+        bytes.clamp(*MAX_INPUT_RANGE.start(), *MAX_INPUT_RANGE.end()),
+        Ordering::Relaxed,
+    );
+}
+
+/// The cap of one input file: [`MAX_INPUT`] unless [`set_max_input`] changed it.
+pub fn max_input() -> u64 {
+    CAP.load(Ordering::Relaxed)
+}
 
 /// How long a non-regular file (FIFO, device, pipe) may take to be read to its end.
 pub const READ_DEADLINE: Duration = Duration::from_secs(10);
@@ -23,7 +44,7 @@ pub fn read_capped(path: &Path, max: u64) -> anyhow::Result<Vec<u8>> {
     if meta.is_file() {
         anyhow::ensure!(
             meta.len() <= max,
-            "{} is {} bytes, more than the {max} bytes this input may have",
+            "{} is {} bytes, more than the {max} bytes this input may have (--max-input raises the cap)",
             path.display(),
             meta.len()
         );
@@ -60,9 +81,9 @@ pub fn read_text_capped(path: &Path, max: u64) -> anyhow::Result<String> {
     String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("{} is not UTF-8 text", path.display()))
 }
 
-/// [`read_text_capped`] with the default cap, [`MAX_INPUT`].
+/// [`read_text_capped`] with the cap of [`max_input`].
 pub fn read_text(path: impl AsRef<Path>) -> anyhow::Result<String> {
-    read_text_capped(path.as_ref(), MAX_INPUT)
+    read_text_capped(path.as_ref(), max_input())
 }
 
 /// How much of a file to read: at most `max` bytes; more is an error unless `cut_ok`.
@@ -83,7 +104,7 @@ impl Head {
         if buf.len() as u64 > self.max {
             anyhow::ensure!(
                 self.cut_ok,
-                "{} has more than the {} bytes this input may have",
+                "{} has more than the {} bytes this input may have (--max-input raises the cap)",
                 path.display(),
                 self.max
             );

@@ -110,7 +110,7 @@ impl Collector {
     /// Reads a file probe (`/proc/modules`).
     pub(super) fn file(&mut self, name: &str, path: &Path, file: &str) -> Option<String> {
         let start = Instant::now();
-        let read = crate::input::read_capped(path, crate::input::MAX_INPUT);
+        let read = crate::input::read_capped(path, crate::input::max_input());
         let mut rec = ProbeRecord {
             name: name.to_string(),
             command: format!("read {}", path.display()),

@@ -56,7 +56,7 @@ pub struct Bundle {
 }
 
 fn read_opt(dir: &Path, name: &str) -> Option<String> {
-    let bytes = crate::input::read_head(&dir.join(name), crate::input::MAX_INPUT).ok()?;
+    let bytes = crate::input::read_head(&dir.join(name), crate::input::max_input()).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
