@@ -167,7 +167,10 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
 }
 
 /// A log file read like `tail -F`: new complete lines in bounded reads; a file that
-/// shrank (rotated or truncated) is read again from its start.
+/// shrank (rotated or truncated) is read again from its start. A path that is not a
+/// regular file (a FIFO a server's stderr is piped into, a character device) has no length
+/// and cannot seek: it is read as a stream, kept open, and opened again when its writer
+/// closes it.
 pub struct LogReader {
     pub path: PathBuf,
     offset: u64,
@@ -175,6 +178,8 @@ pub struct LogReader {
     partial: Vec<u8>,
     /// Inside a line longer than [`MAX_LINE`]: bytes are dropped up to its newline.
     skipping: bool,
+    /// The open stream of a path that is not a regular file.
+    stream: Option<std::fs::File>,
 }
 
 impl LogReader {
@@ -192,30 +197,63 @@ impl LogReader {
             next_line: 1,
             partial: Vec::new(),
             skipping: false,
+            stream: None,
         }
     }
 
-    /// The next complete lines (at most about [`READ_CHUNK`] bytes); `None` when nothing
-    /// new is complete yet.
-    pub fn read_chunk(&mut self) -> anyhow::Result<Option<LogChunk>> {
+    /// Appends the file's new bytes (at most [`READ_CHUNK`]) to `buf`; false when there
+    /// are none yet.
+    fn read_new(&mut self, buf: &mut Vec<u8>) -> anyhow::Result<bool> {
+        if self.stream.is_none() {
+            let Ok(meta) = std::fs::metadata(&self.path) else {
+                return Ok(false);
+            };
+            if !meta.is_file() {
+                // Blocks until a writer opens a FIFO: this runs on the follower's thread.
+                self.stream = Some(std::fs::File::open(&self.path)?);
+            }
+        }
+        if let Some(f) = self.stream.as_mut() {
+            let old = buf.len();
+            buf.resize(old + READ_CHUNK, 0);
+            let n = f.read(&mut buf[old..])?;
+            buf.truncate(old + n);
+            if n == 0 {
+                // The writer closed it: the next read waits for the next writer.
+                self.stream = None;
+            }
+            self.offset += n as u64;
+            return Ok(n > 0);
+        }
         let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return Ok(None);
+            return Ok(false);
         };
         let len = f.metadata()?.len();
         if len < self.offset {
             self.offset = 0;
             self.partial.clear();
+            buf.clear();
             self.skipping = false;
         }
         if len == self.offset {
-            return Ok(None);
+            return Ok(false);
         }
         f.seek(SeekFrom::Start(self.offset))?;
         let want = (len - self.offset).min(READ_CHUNK as u64);
-        let mut buf = std::mem::take(&mut self.partial);
         let old = buf.len();
-        f.take(want).read_to_end(&mut buf)?;
+        f.take(want).read_to_end(buf)?;
         self.offset += (buf.len() - old) as u64;
+        Ok(true)
+    }
+
+    /// The next complete lines (at most about [`READ_CHUNK`] bytes); `None` when nothing
+    /// new is complete yet.
+    pub fn read_chunk(&mut self) -> anyhow::Result<Option<LogChunk>> {
+        let mut buf = std::mem::take(&mut self.partial);
+        if !self.read_new(&mut buf)? {
+            self.partial = buf;
+            return Ok(None);
+        }
         if self.skipping {
             match memchr::memchr(b'\n', &buf) {
                 Some(p) => {
@@ -584,5 +622,36 @@ mod tests {
         }
         assert_eq!(kinds(&hits), vec![(2001, LogKind::DriverNccl)]);
         assert_eq!(hits[0].t, 3.0);
+    }
+
+    /// A FIFO that a server's stderr is piped into: read as a stream, its lines numbered
+    /// across writers, and opened again after a writer closes it.
+    #[test]
+    fn follower_reads_a_fifo_as_a_stream_across_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("server.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&p)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let mut f = LogFollower::open(&p, false);
+        let write = |text: &str| {
+            use std::io::Write;
+            // Opening for writing blocks until the follower has it open for reading.
+            let mut w = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+            w.write_all(text.as_bytes()).unwrap();
+        };
+        write(
+            "INFO 12-01 10:00:00 [loggers.py:1] Engine 000: Avg prompt throughput: 1.0 tokens/s\n",
+        );
+        write("RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let mut hits = Vec::new();
+        while hits.is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            hits.extend(f.poll_hits(1.0).unwrap());
+        }
+        assert_eq!(kinds(&hits), vec![(2, LogKind::DriverNccl)]);
     }
 }
