@@ -186,6 +186,7 @@ fn scan<F: fill::Fill>(
     // mid-line).
     let mut buf_at_line_start = true;
     let mut read_err: Option<io::Error> = None;
+    let mut probe = BinaryProbe::default();
     while !eof {
         // The next buffer, with the history kept for context and the unscanned rest of this
         // one moved in front of its new bytes.
@@ -224,11 +225,13 @@ fn scan<F: fill::Fill>(
             }
         };
         let text = &buf[base..len];
-        // A NUL among the input's first bytes (whatever buffers they came in): binary data.
+        // Control bytes among the input's first PROBE bytes: binary data. Counted across
+        // the buffers they came in and judged once, so buffer sizes never change the answer.
         let read_before = sc.res.bytes as usize - new;
         if read_before < PROBE {
-            let probe = &text[text.len() - new..][..new.min(PROBE - read_before)];
-            if looks_binary(probe) {
+            let piece = &text[text.len() - new..][..new.min(PROBE - read_before)];
+            probe.add(piece);
+            if (read_before + piece.len() >= PROBE || eof) && probe.is_binary() {
                 sc.res.binary = true;
                 return Ok(sc.res);
             }
@@ -660,21 +663,37 @@ impl Scanner<'_> {
     }
 }
 
-/// Whether the first bytes of an input are binary data: control bytes (other than tabs,
-/// newlines, `\r`, escapes) or bytes UTF-8 never holds, among the bytes that are not NUL. NUL
-/// runs alone are a log truncated while it was written (`copytruncate`, a preallocated file),
-/// and are read past.
-fn looks_binary(probe: &[u8]) -> bool {
-    let mut text = 0usize;
-    let mut odd = 0usize;
-    for &b in probe {
-        match b {
-            0 => {}
-            1..=8 | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xf8..=0xff => odd += 1,
-            _ => text += 1,
+/// Counts of the bytes that text has and binary data has: NUL padding (a log preallocated
+/// or cut by a crash) counts as neither; other control bytes and bytes no UTF-8 text has
+/// are binary's.
+#[derive(Default)]
+struct BinaryProbe {
+    text: usize,
+    odd: usize,
+}
+
+impl BinaryProbe {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            match b {
+                0 => {}
+                1..=8 | 0x0e..=0x1a | 0x1c..=0x1f | 0x7f | 0xf8..=0xff => self.odd += 1,
+                _ => self.text += 1,
+            }
         }
     }
-    odd > 0 && odd * 32 > text
+
+    /// More than one binary byte in 33.
+    fn is_binary(&self) -> bool {
+        self.odd > 0 && self.odd * 32 > self.text
+    }
+}
+
+#[cfg(test)]
+fn looks_binary(probe: &[u8]) -> bool {
+    let mut p = BinaryProbe::default();
+    p.add(probe);
+    p.is_binary()
 }
 
 /// Words one of which every worker label holds ([`is_worker_label`] is true only with one of
@@ -707,6 +726,25 @@ mod tests {
         assert!(!looks_binary(
             "ERROR ü ✓ \x1b[31mred\x1b[0m\r\n\t".as_bytes()
         ));
+    }
+
+    /// Found by the fuzzer: the probe's bytes judged per buffer made the last byte alone
+    /// (one DEL) binary in 4 KiB buffers, but not in one.
+    #[test]
+    fn binary_is_judged_on_the_whole_probe_whatever_the_buffers() {
+        let mut data = Vec::new();
+        while data.len() < 4096 - 64 {
+            data.extend_from_slice(
+                b"\t\x7fdriver on you RuntimeError: NCCL error: unhandled system error\n",
+            );
+        }
+        data.truncate(4096);
+        data.push(0x7f);
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let whole = scan_slice(&rules, &data, 3).unwrap();
+        let chunked = scan_slice_in_chunks(&rules, &data, 3, 4096).unwrap();
+        assert!(!whole.binary);
+        assert!(whole == chunked, "{whole:#?}\n{chunked:#?}");
     }
 
     #[test]
