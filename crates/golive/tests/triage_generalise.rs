@@ -348,3 +348,43 @@ fn engine_class_for_the_engines_own_code() {
     let rep = analyze_text(&rules, "msg.log", &text);
     assert!(rep.primary.is_none(), "{:?}", rep.primary);
 }
+
+/// OpenVINO and TPU builds ship no `vllm._C`, and source installs no `vllm.commit_id`: both
+/// import messages are quiet there, and the fatal error after them is still found.
+#[test]
+fn platform_builds_without_vllm_c_and_source_installs_are_quiet_but_the_fatal_error_is_found() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let log = "WARNING 07-16 19:48:08 _custom_ops.py:14] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")
+/opt/venv/lib/python3.10/site-packages/vllm/usage/usage_lib.py:19: RuntimeWarning: Failed to read commit hash:
+No module named 'vllm.commit_id'
+INFO 07-16 19:48:11 api_server.py:212] vLLM API server version 0.5.2
+INFO 07-16 19:48:14 selector.py:69] Using OpenVINO Attention backend.
+[rank0]: ValueError: `use_cache` was set to `True` but the loaded model only supports `use_cache=False`.
+";
+    let names = |r: &golive::triage::TriageReport| -> Vec<String> {
+        r.secondary
+            .iter()
+            .chain(&r.survived)
+            .map(|f| f.rule.clone())
+            .collect()
+    };
+    let rep = analyze_text(&rules, "ov.log", log);
+    let p = rep.primary.as_ref().unwrap();
+    assert_eq!((p.class, p.line), (Class::Config, 6), "{p:?}");
+    assert!(names(&rep).is_empty(), "{:?}", names(&rep));
+    // On a CUDA build the missing extension is an error too, which the server went past.
+    let cuda = log.replace(
+        "Using OpenVINO Attention backend.",
+        "Using Flash Attention backend.",
+    );
+    let rep = analyze_text(&rules, "cuda.log", &cuda);
+    let p = rep.primary.as_ref().unwrap();
+    assert_eq!((p.class, p.line), (Class::Config, 6), "{p:?}");
+    assert_eq!(names(&rep), vec!["dep-vllm-ext-import".to_string()]);
+    // A package missing for real is still a dependency.
+    let missing = "INFO 07-16 19:48:11 api_server.py:212] vLLM API server version 0.5.2\nModuleNotFoundError: No module named 'vllm.commit'\n";
+    let p = analyze_text(&rules, "m.log", missing).primary.unwrap();
+    assert_eq!(p.class, Class::Dependency);
+}
