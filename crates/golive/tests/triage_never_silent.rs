@@ -474,6 +474,9 @@ fn families_of_other_runtimes_and_libraries() {
         ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::GpuFault, 1),
         ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa1b2c3/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/tmpa1b2c3/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.\n", Class::Dependency, 1),
         ("/tmp/tmpa1b2c3/main.c:5:10: fatal error: Python.h: No such file or directory\n", Class::Dependency, 1),
+        // The compiler's own headers missing (a gcc without its include directory): the same
+        // broken toolchain, named on the first line, before the build's traceback.
+        ("In file included from /opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/include/cuda.h:56,\n                 from /tmp/tmp23j1qrsv/main.c:1:\n/usr/include/stdlib.h:31:10: fatal error: stddef.h: No such file or directory\ntorch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmp23j1qrsv/main.c', '-O3', '-shared']' returned non-zero exit status 1.\n", Class::Dependency, 3),
         ("ERROR 06-24 15:31:46 engine.py:389] Cache directory not found: /models/hub. Please use `cache_dir` argument or set `HF_HUB_CACHE` environment variable.\n", Class::Config, 1),
     ];
     for (log, class, line) in cases {
