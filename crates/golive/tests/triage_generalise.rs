@@ -388,3 +388,32 @@ INFO 07-16 19:48:14 selector.py:69] Using OpenVINO Attention backend.
     let p = analyze_text(&rules, "m.log", missing).primary.unwrap();
     assert_eq!(p.class, Class::Dependency);
 }
+
+/// Ray's wrapper line names the exception it carries; the wrapped exception's own line, at
+/// the end of the remote traceback that follows, states the cause.
+#[test]
+fn the_exception_ray_wraps_is_stated_on_its_own_line() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let h = "ERROR 05-09 03:01:59 [core.py:402] ";
+    let log = format!(
+        "INFO 05-09 03:00:00 [api_server.py:1] vLLM API server version 0.8.5
+{h}EngineCore encountered a fatal error.
+{h}Traceback (most recent call last):
+{h}  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/ray_distributed_executor.py\", line 300, in _init_workers_ray
+{h}    ray.get(refs)
+{h}ray.exceptions.RayTaskError(ModuleNotFoundError): ray::RayWorkerWrapper.__ray_call__() (pid=324, ip=10.0.0.2)
+{h}  File \"/usr/local/lib/python3.12/dist-packages/vllm/distributed/device_communicators/pynccl_wrapper.py\", line 683, in _do_get_unique_nccl_id
+{h}    from cupy.cuda import nccl
+{h}ModuleNotFoundError: No module named 'cupy'
+"
+    );
+    let p = analyze_text(&rules, "ray.log", &log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 9), "{p:?}");
+    assert!(p.text.contains("No module named 'cupy'"), "{}", p.text);
+    // Without the wrapped line, the wrapper states it.
+    let cut: String = log.lines().take(6).map(|l| format!("{l}\n")).collect();
+    let p = analyze_text(&rules, "ray.log", &cut).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
+}

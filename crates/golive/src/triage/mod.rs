@@ -54,6 +54,31 @@ pub enum Class {
     Unknown,
 }
 
+/// How far after Ray's wrapper line the wrapped exception's own line may come (its
+/// traceback, with the remote worker's frames).
+const RAY_WRAPPED_WITHIN: u64 = 400;
+
+/// The finding that states the exception a `RayTaskError(X)` line wraps: the next finding
+/// of the same input whose message starts with `X:`.
+fn wrapped_by_ray<'a>(
+    all: &[(usize, &'a RawFinding)],
+    pfi: usize,
+    pf: &RawFinding,
+) -> Option<(usize, &'a RawFinding)> {
+    static R: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = R.get_or_init(|| regex::Regex::new(r"RayTaskError\((\w+)\)").unwrap());
+    let wrapped = re.captures(&pf.text)?.get(1)?.as_str();
+    all.iter().copied().find(|(fi, f)| {
+        *fi == pfi
+            && f.line > pf.line
+            && f.line <= pf.line + RAY_WRAPPED_WITHIN
+            && line::parse(f.text.as_bytes())
+                .msg()
+                .strip_prefix(wrapped)
+                .is_some_and(|rest| rest.starts_with(':'))
+    })
+}
+
 /// What to do about a failure of the engine's own code.
 const ENGINE_NEXT_STEP: &str = "Note the engine's version (`vllm --version`, `llama-server --version`) and search the message in its issues; retry with the feature the lines before it name turned off, or pin the previous release or image.";
 
@@ -494,6 +519,9 @@ fn decide(
             .min_by_key(|(_, f)| f.line)
             .unwrap_or((pfi, pf))
     });
+    // Ray's wrapper (`RayTaskError(ModuleNotFoundError): ray::..`) carries an exception whose
+    // own traceback follows and ends with the message: that line states the cause.
+    let primary = primary.map(|(pfi, pf)| wrapped_by_ray(&all, pfi, pf).unwrap_or((pfi, pf)));
     let make = |fi: usize, f: &RawFinding, with_context: bool| -> Finding {
         let (rule, mut why, mut next_step) = if f.rule == usize::MAX {
             (
