@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use golive::accept::{self, AcceptEnd, AcceptOptions, SkippableStage};
 use golive::agent::AgentOptions;
-use golive::events::{Event, Events, Reporter};
+use golive::events::{Event, Events, ReportError, Reporter};
 use golive::report::{Stage, Status};
 
 use crate::args::TargetArgs;
@@ -254,7 +254,8 @@ fn stage_name(stage: Stage) -> &'static str {
 }
 
 impl Reporter for Terminal {
-    fn report(&self, event: &Event) {
+    /// Notes on stderr, which golive never fails on (a closed stderr loses them only).
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
         match event {
             Event::StageStarted(stage) => {
                 out::note("accept", format!("stage {}", stage_name(*stage)))
@@ -292,6 +293,7 @@ impl Reporter for Terminal {
             }
             _ => {}
         }
+        Ok(())
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use golive::events::{Event, Events, Reporter, Tee};
+use golive::events::{Event, Events, ReportError, Reporter, Tee};
 use golive::watch::fleet::FleetOptions;
 use golive::watch::triggers::Limits;
 use golive::watch::{self, WatchEnd, WatchOptions};
@@ -154,12 +154,11 @@ struct Terminal {
     ended: Mutex<Sender<Ended>>,
 }
 
-/// What ends `golive watch`: the library's run returned, stdout was closed, or stdout
-/// could not be written (its exit code, 4).
+/// What ends `golive watch`: the library's run returned (also with the error of a
+/// reporter: stdout that could not be written), or stdout was closed.
 enum Ended {
     Run(anyhow::Result<WatchEnd>),
     StdoutClosed,
-    OutputFailed(u8),
 }
 
 impl Terminal {
@@ -197,13 +196,9 @@ impl Terminal {
 }
 
 impl Reporter for Terminal {
-    fn report(&self, event: &Event) {
-        if let Err(e) = self.show(event) {
-            // stdout cannot be written (`> /dev/full`): said, and exit 4.
-            out::error(&e);
-            self.end(Ended::OutputFailed(exit::code_for(&e)));
-            return;
-        }
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
+        // stdout cannot be written (`> /dev/full`): the watch ends with the error, exit 4.
+        self.show(event)?;
         // stdout closed (`golive watch | head -1`): a continuous watch has no one left
         // to tell and ends quiet (exit 0); a fired trigger or a --once window goes on to
         // the watch's own end and exit code. With --listen the endpoint goes on serving.
@@ -211,6 +206,7 @@ impl Reporter for Terminal {
         if judged && out::stdout_closed() && !self.serving && !self.once && !fired(event) {
             self.end(Ended::StdoutClosed);
         }
+        Ok(())
     }
 }
 
@@ -286,7 +282,6 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     });
     Ok(match rx.recv()? {
         Ended::StdoutClosed => exit::OK,
-        Ended::OutputFailed(code) => code,
         Ended::Run(end) => match end? {
             WatchEnd::Quiet => exit::OK,
             WatchEnd::Fired => exit::FOUND,

@@ -2,20 +2,18 @@
 //! logs to failed server-side checks.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::events::{Event, Events, Reporter};
+use crate::events::{Event, Events, ReportError, Reporter};
 use crate::report::exporters::{self, Exporter};
 use crate::report::{write_atomic, Report, Stage, Status};
 
 /// The report files in one folder, written from the event stream: the intermediate
 /// ones (report.json) at every [`Event::ReportUpdated`], all of them at
-/// [`Event::ReportFinished`]. A reporter cannot return an error, so the first write
-/// that failed is kept until [`ReportFiles::take_error`] collects it.
+/// [`Event::ReportFinished`]. A write that fails is returned to the run, which stops.
 pub struct ReportFiles {
     dir: PathBuf,
     exporters: Vec<Box<dyn Exporter>>,
-    failed: Mutex<Option<anyhow::Error>>,
 }
 
 impl ReportFiles {
@@ -24,13 +22,7 @@ impl ReportFiles {
         ReportFiles {
             dir: dir.to_path_buf(),
             exporters: exporters::standard(),
-            failed: Mutex::new(None),
         }
-    }
-
-    /// The first write that failed since the last call, if any.
-    pub fn take_error(&self) -> Option<anyhow::Error> {
-        self.failed.lock().ok()?.take()
     }
 
     fn write(&self, report: &Report, last: bool) -> anyhow::Result<()> {
@@ -43,34 +35,27 @@ impl ReportFiles {
 }
 
 impl Reporter for ReportFiles {
-    fn report(&self, event: &Event) {
-        let written = match event {
-            Event::ReportUpdated(report) => self.write(report, false),
-            Event::ReportFinished(report) => self.write(report, true),
-            _ => return,
-        };
-        if let Err(e) = written {
-            if let Ok(mut failed) = self.failed.lock() {
-                failed.get_or_insert(e);
-            }
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
+        match event {
+            Event::ReportUpdated(report) => self.write(report, false)?,
+            Event::ReportFinished(report) => self.write(report, true)?,
+            _ => {}
         }
+        Ok(())
     }
 }
 
-/// Hands the report as it stands to the reporters, and stops the run when one of its
-/// files could not be written (the CLI exits 4 for that).
+/// Hands the report as it stands to the reporters, and stops the run when one of them
+/// failed (a report file that could not be written: the CLI exits 4 for that).
 pub(super) struct Publisher {
     pub(super) events: Events,
-    files: Arc<ReportFiles>,
 }
 
 impl Publisher {
     /// `events` with the report files of `out` first among their reporters.
     pub(super) fn new(events: &Events, out: &Path) -> Self {
-        let files = Arc::new(ReportFiles::standard(out));
         Publisher {
-            events: events.and_first(files.clone()),
-            files,
+            events: events.and_first(Arc::new(ReportFiles::standard(out))),
         }
     }
 
@@ -78,14 +63,14 @@ impl Publisher {
     pub(super) fn update(&self, report: &Report) -> anyhow::Result<()> {
         self.events
             .emit(Event::ReportUpdated(Arc::new(redacted(report))));
-        self.files.take_error().map_or(Ok(()), Err)
+        self.events.check()
     }
 
     /// The final report: every file is written.
     pub(super) fn finish(&self, report: &Report) -> anyhow::Result<()> {
         self.events
             .emit(Event::ReportFinished(Arc::new(redacted(report))));
-        self.files.take_error().map_or(Ok(()), Err)
+        self.events.check()
     }
 }
 
@@ -194,7 +179,7 @@ mod tests {
         report.complete = true;
         events.emit(Event::ReportFinished(Arc::new(report.clone())));
         assert_eq!(written(), [true; 4]);
-        assert!(files.take_error().is_none());
+        assert!(events.check().is_ok());
         // The same bytes as each exporter renders, and report.json as save_json writes it.
         for e in exporters::standard() {
             let on_disk = std::fs::read(dir.path().join(e.file_name())).unwrap();
@@ -215,17 +200,30 @@ mod tests {
         let blocked = dir.path().join("out");
         std::fs::write(&blocked, "").unwrap();
         let files = Arc::new(ReportFiles::standard(&blocked));
-        let events = Events::default().and_first(files.clone());
+        let run = Events::default();
+        let events = run.and_first(files.clone());
         events.emit(Event::Notice("ignored".into()));
-        assert!(files.take_error().is_none());
+        assert!(events.check().is_ok());
+        // The reporter itself returns the error ...
         let report = Arc::new(Report::new(vec![]));
+        let direct = files
+            .report(&Event::ReportUpdated(report.clone()))
+            .expect_err("the failed write");
+        assert!(
+            direct
+                .into_inner()
+                .chain()
+                .any(|c| c.is::<crate::report::WriteFailed>()),
+            "the cause chain is kept"
+        );
+        // ... and the run's handle keeps the first one, for both handles of the run.
         events.emit(Event::ReportUpdated(report.clone()));
         events.emit(Event::ReportFinished(report));
-        let e = files.take_error().expect("the failed write");
+        let e = run.check().expect_err("the failed write");
         assert!(
             e.chain().any(|c| c.is::<crate::report::WriteFailed>()),
             "{e:#}"
         );
-        assert!(files.take_error().is_none(), "taken once");
+        assert!(events.check().is_ok(), "taken once");
     }
 }

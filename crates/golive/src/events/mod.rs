@@ -6,7 +6,7 @@
 //! Markdown, JUnit, HTML: `accept::ReportFiles`, fed by [`Event::ReportUpdated`] and
 //! [`Event::ReportFinished`]) and tests are reporters.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 pub mod watch;
 
@@ -57,36 +57,74 @@ pub enum Event {
 }
 
 /// A consumer of the event stream. Called from the run's tasks, so it must be cheap
-/// and must not block for long.
+/// and must not block for long. A reporter that cannot do its part (a report file or
+/// stdout that cannot be written) returns the error: the run stops with it at its next
+/// step ([`Events::check`]), and the CLI exits with the code the error calls for.
 pub trait Reporter: Send + Sync {
-    fn report(&self, event: &Event);
+    fn report(&self, event: &Event) -> Result<(), ReportError>;
+}
+
+/// Why a reporter could not report an event; its cause chain is kept whole, so the CLI
+/// can tell an output that could not be written (exit 4) from other failures.
+#[derive(Debug)]
+pub struct ReportError(anyhow::Error);
+
+impl ReportError {
+    /// The error, with its cause chain.
+    pub fn into_inner(self) -> anyhow::Error {
+        self.0
+    }
+}
+
+impl From<anyhow::Error> for ReportError {
+    fn from(e: anyhow::Error) -> Self {
+        ReportError(e)
+    }
+}
+
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.0)
+    }
 }
 
 /// A reporter that ignores everything (library callers that only want the result).
 pub struct Silent;
 
 impl Reporter for Silent {
-    fn report(&self, _: &Event) {}
-}
-
-/// Sends every event to each of several reporters, in order.
-pub struct Tee(pub Vec<Arc<dyn Reporter>>);
-
-impl Reporter for Tee {
-    fn report(&self, event: &Event) {
-        for r in &self.0 {
-            r.report(event);
-        }
+    fn report(&self, _: &Event) -> Result<(), ReportError> {
+        Ok(())
     }
 }
 
-/// The handle a run carries: cheap to clone, shared by its tasks.
+/// Sends every event to each of several reporters, in order; every one of them gets it,
+/// and the first error is returned.
+pub struct Tee(pub Vec<Arc<dyn Reporter>>);
+
+impl Reporter for Tee {
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
+        let mut first = Ok(());
+        for r in &self.0 {
+            let done = r.report(event);
+            if first.is_ok() {
+                first = done;
+            }
+        }
+        first
+    }
+}
+
+/// The handle a run carries: cheap to clone, shared by its tasks. It keeps the first
+/// error a reporter returned until the run collects it ([`Events::check`]).
 #[derive(Clone)]
-pub struct Events(Arc<dyn Reporter>);
+pub struct Events {
+    reporter: Arc<dyn Reporter>,
+    failed: Arc<Mutex<Option<anyhow::Error>>>,
+}
 
 impl Default for Events {
     fn default() -> Self {
-        Events(Arc::new(Silent))
+        Events::new(Arc::new(Silent))
     }
 }
 
@@ -98,16 +136,35 @@ impl std::fmt::Debug for Events {
 
 impl Events {
     pub fn new(reporter: Arc<dyn Reporter>) -> Self {
-        Events(reporter)
+        Events {
+            reporter,
+            failed: Arc::default(),
+        }
     }
 
-    /// The same events, sent to `first` before the reporters they go to now.
+    /// The same events, sent to `first` before the reporters they go to now (one run:
+    /// the first error of any of them is kept for both handles).
     pub fn and_first(&self, first: Arc<dyn Reporter>) -> Events {
-        Events(Arc::new(Tee(vec![first, self.0.clone()])))
+        Events {
+            reporter: Arc::new(Tee(vec![first, self.reporter.clone()])),
+            failed: self.failed.clone(),
+        }
     }
 
+    /// Sends `event` to the reporters; an error one of them returns is kept for
+    /// [`Events::check`] (the run's tasks go on until their next step).
     pub fn emit(&self, event: Event) {
-        self.0.report(&event);
+        if let Err(e) = self.reporter.report(&event) {
+            if let Ok(mut failed) = self.failed.lock() {
+                failed.get_or_insert(e.into_inner());
+            }
+        }
+    }
+
+    /// The first error a reporter returned since the last call: the run stops with it.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let failed = self.failed.lock().ok().and_then(|mut f| f.take());
+        failed.map_or(Ok(()), Err)
     }
 
     pub fn notice(&self, text: impl Into<String>) {

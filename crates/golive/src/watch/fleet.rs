@@ -120,6 +120,8 @@ pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
                 last_status = t;
                 events.emit(Event::FleetEvaluated(Box::new(ev)));
             }
+            // A reporter that could not report (stdout on a full disk) ends the watch.
+            events.check()?;
             if fired {
                 return Ok(WatchEnd::Fired);
             }

@@ -144,14 +144,17 @@ pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    rt.block_on(watch_loop(
+    let end = rt.block_on(watch_loop(
         args,
         events,
         &baseline,
         &client,
         &metrics_url,
         &prober,
-    ))
+    ))?;
+    // A reporter that failed on the last window (stdout on a full disk) ends the watch.
+    events.check()?;
+    Ok(end)
 }
 
 /// The probe requests of `--probe-every-s`.
@@ -341,6 +344,8 @@ async fn watch_loop(
                 last_status = t;
             }
         }
+        // A reporter that could not report (stdout on a full disk) ends the watch.
+        events.check()?;
         if args.duration.is_some_and(|d| start.elapsed() >= d) {
             return Ok(finish(events, &state, baseline, &limits, true));
         }

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context;
-use golive::events::{Event, Reporter};
+use golive::events::{Event, ReportError, Reporter};
 use golive::watch::triggers::Trigger;
 
 /// What the events said so far.
@@ -34,8 +34,10 @@ pub struct Endpoint {
 }
 
 impl Reporter for Endpoint {
-    fn report(&self, event: &Event) {
-        let Ok(mut s) = self.seen.lock() else { return };
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
+        let Ok(mut s) = self.seen.lock() else {
+            return Ok(());
+        };
         match event {
             Event::Scraped { t } => {
                 s.scrapes += 1;
@@ -51,6 +53,7 @@ impl Reporter for Endpoint {
             Event::Unreachable(_) => s.unreachable = true,
             _ => {}
         }
+        Ok(())
     }
 }
 
