@@ -417,3 +417,30 @@ fn the_exception_ray_wraps_is_stated_on_its_own_line() {
     let p = analyze_text(&rules, "ray.log", &cut).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
 }
+
+/// The requests a server makes (urllib3's log of its Hugging Face lookups) are not requests it
+/// served: an out-of-memory while it loads is still a startup one.
+#[test]
+fn requests_the_server_made_do_not_make_it_serving() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let log = "[2025-04-20 14:03:03] https://huggingface.co:443 \"HEAD /org/model/resolve/main/config.json HTTP/1.1\" 200 0
+[2025-04-20 14:03:06 TP0] https://huggingface.co:443 \"HEAD /org/model/resolve/main/tokenizer_config.json HTTP/1.1\" 200 0
+[2025-04-20 14:03:12 TP0] Load weight begin. avail mem=15.27 GB
+[2025-04-20 14:03:13 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/sgl-workspace/sglang/python/sglang/srt/layers/quantization/fp8.py\", line 259, in create_weights
+    data=torch.empty(
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB. GPU 0 has a total capacity of 15.58 GiB of which 54.38 MiB is free.
+";
+    let rep = analyze_text(&rules, "s.log", log);
+    let p = rep.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 7), "{p:?}");
+    // The same lines as a server's access log: it served, so the OOM is a runtime one.
+    let served = log.replace(
+        "https://huggingface.co:443 \"HEAD",
+        "INFO:     127.0.0.1:40000 - \"POST",
+    );
+    let p = analyze_text(&rules, "s.log", &served).primary.unwrap();
+    assert_eq!(p.class, Class::OomRuntime, "{p:?}");
+}

@@ -304,6 +304,7 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         ("benign-vllm-client-error", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] vllm.exceptions.VLLMValidationError: Stream options can only be defined when `stream=True`.\n", oom),
         ("benign-model-not-served", "(APIServer pid=1) ERROR 08-01 10:01:00 [serving_chat.py:200] Error with model error=ErrorInfo(message='The model `gpt-4` does not exist.', type='NotFoundError', param=None, code=404)\n", "(APIServer pid=1) ERROR 08-01 10:02:00 [core.py:700] ValueError: The model `Qwen/Qwen3-8B` has no generation config and --generation-config is required\n"),
         ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
+        ("benign-optional-import", "[2025-04-20 14:03:12 TP0] Skipping import of cpp extensions: /usr/local/lib/python3.10/dist-packages/torchao/_C.abi3.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE\n", oom),
         ("benign-vllm-commit-id", "No module named 'vllm.commit_id'\n", "ModuleNotFoundError: No module named 'vllm._C'\n"),
         ("benign-vllm-request-log", "(APIServer pid=1) ERROR 08-01 10:01:00 [validation.py:152] RequestValidationError caught. Request id: chatcmpl-1\n", oom),
         ("benign-traceback-chain", "(APIServer pid=1) ERROR 08-01 10:01:00 [api_server.py:1] The above exception was the direct cause of the following exception:\n", oom),

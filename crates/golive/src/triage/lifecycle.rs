@@ -153,6 +153,18 @@ pub fn progress_of(msg: &str) -> Progress {
     }
 }
 
+/// Whether a line with an HTTP status logs a request the process made, not one it answered:
+/// an HTTP client's log names the server's URL before the request line (urllib3's
+/// `https://huggingface.co:443 "HEAD /config.json HTTP/1.1" 200 0`), where a server's access
+/// log names the client's address (`127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK`).
+pub fn is_outgoing_request(msg: &str) -> bool {
+    msg.find(" \"").is_some_and(|q| {
+        let before = &msg[..q];
+        let url = before.rsplit(' ').next().unwrap_or(before);
+        url.starts_with("https://") || url.starts_with("http://")
+    })
+}
+
 /// How far a process got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -300,6 +312,22 @@ pub fn describe(o: &Outcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requests_a_process_made_are_not_requests_it_served() {
+        assert!(is_outgoing_request(
+            "https://huggingface.co:443 \"HEAD /google/gemma-3-12b-it/resolve/main/config.json HTTP/1.1\" 200 0"
+        ));
+        assert!(is_outgoing_request(
+            "http://10.0.0.2:8000 \"GET /health HTTP/1.1\" 200 None"
+        ));
+        assert!(!is_outgoing_request(
+            "INFO:     127.0.0.1:40000 - \"POST /generate HTTP/1.1\" 200 OK"
+        ));
+        assert!(!is_outgoing_request(
+            "10.1.2.3:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200"
+        ));
+    }
 
     #[test]
     fn a_process_going_on_counts_for_itself_and_the_server_working_for_all() {

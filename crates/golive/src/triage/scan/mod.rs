@@ -599,6 +599,9 @@ impl Scanner<'_> {
         };
         let kind = self.rules.rules[ri].kind;
         match kind {
+            // A request the process made (urllib3's `https://huggingface.co:443 "HEAD /x
+            // HTTP/1.1" 200 0`) is no request it served.
+            RuleKind::Serving if super::lifecycle::is_outgoing_request(msg) => {}
             RuleKind::Serving => {
                 if self.res.serving_line.is_none() {
                     self.res.serving_line = Some(line_no);
