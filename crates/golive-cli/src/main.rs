@@ -7,6 +7,7 @@ mod commands;
 mod exit;
 mod out;
 mod progress;
+mod runtime;
 
 use std::process::ExitCode;
 

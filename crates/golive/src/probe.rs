@@ -80,8 +80,8 @@ impl ProbeOutcome {
     }
 }
 
-/// Runs one probe on its own runtime.
-pub fn run(opts: &ProbeOptions) -> anyhow::Result<ProbeOutcome> {
+/// Runs one probe.
+pub async fn run(opts: &ProbeOptions) -> anyhow::Result<ProbeOutcome> {
     anyhow::ensure!(
         (1..=4).contains(&opts.max_tokens),
         "--max-tokens must be 1 to 4: the probe asks for the smallest generation"
@@ -89,15 +89,13 @@ pub fn run(opts: &ProbeOptions) -> anyhow::Result<ProbeOutcome> {
     anyhow::ensure!(!opts.deadline.is_zero(), "--deadline-s must be above zero");
     let target = Target::new(&opts.url, &opts.target)?;
     let client = OpenAiClient::new(&target)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    Ok(rt.block_on(probe(
+    Ok(probe(
         &client,
         target.model.as_deref(),
         opts.deadline,
         opts.max_tokens,
-    )))
+    )
+    .await)
 }
 
 /// One probe with `client`: resolves the model from `/v1/models` when `model` is not

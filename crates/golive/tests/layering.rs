@@ -68,3 +68,33 @@ fn the_library_does_not_depend_on_clap_or_indicatif() {
         );
     }
 }
+
+/// The library's network entry points are `async` and build no runtime: the binary owns the
+/// one runtime, and an async caller can call the library (issue 25). A file's unit tests (after
+/// its `#[cfg(test)]`) may build their own.
+#[test]
+fn the_library_builds_no_async_runtime() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let mut hits = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if !line.starts_with("//")
+                && ["runtime::Builder", "Runtime::new(", "block_on("]
+                    .iter()
+                    .any(|w| line.contains(w))
+            {
+                hits.push(format!("{}:{}: {line}", f.display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        hits.is_empty(),
+        "the library builds a runtime:\n{}",
+        hits.join("\n")
+    );
+}

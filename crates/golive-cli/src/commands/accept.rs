@@ -300,7 +300,7 @@ impl Reporter for Terminal {
 pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     let opts = AcceptOptions::from(args);
     let events = Events::new(Arc::new(Terminal::default()));
-    let outcome = accept::run(&opts, &events)?;
+    let outcome = crate::runtime::block_on(accept::run(&opts, &events))??;
     let report = &outcome.report;
     let out_dir = opts.out.display();
     match outcome.end {

@@ -89,7 +89,7 @@ fn print_summary(dir: &Path, m: &Manifest) {
 /// Prints each bundle's directory on stdout; exit 1 when a host could not be collected.
 pub fn run(args: CollectArgs) -> anyhow::Result<u8> {
     let mut failed = 0;
-    for c in collect::collect(&CollectOptions::from(args))? {
+    for c in crate::runtime::block_on(collect::collect(&CollectOptions::from(args)))?? {
         match c.result {
             Ok((dir, manifest)) => {
                 if let Some(m) = &manifest {

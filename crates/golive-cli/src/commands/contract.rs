@@ -41,7 +41,7 @@ pub fn run(args: ContractArgs) -> anyhow::Result<u8> {
         timeout: Duration::from_secs(args.timeout_s),
     };
     let started = Instant::now();
-    let (checks, requests) = run::run_blocking(&opts)?;
+    let (checks, requests) = crate::runtime::block_on(run::run(&opts))??;
     let failed = checks.iter().any(|c| c.verdict.status == Status::Fail);
     match args.format {
         OutputFormat::Json => out::json_pretty(&checks)?,

@@ -141,7 +141,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     }
     let opts = LoadOptions::from(&args);
     let live = Live::start("load", None, opts.planned_requests());
-    let outcome = load::load(&opts, live.as_ref().map(Live::on_record));
+    let outcome = crate::runtime::block_on(load::load(&opts, live.as_ref().map(Live::on_record)))?;
     if let Some(l) = &live {
         l.finish();
     }

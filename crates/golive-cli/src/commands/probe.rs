@@ -50,7 +50,7 @@ pub fn run(args: ProbeArgs) -> anyhow::Result<u8> {
         max_tokens: args.max_tokens,
         target: args.target.clone().into(),
     };
-    let outcome = probe::run(&opts)?;
+    let outcome = crate::runtime::block_on(probe::run(&opts))??;
     match args.format {
         OutputFormat::Json => out::json_pretty(&outcome)?,
         OutputFormat::Text => {

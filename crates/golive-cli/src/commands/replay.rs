@@ -36,7 +36,8 @@ impl From<&ReplayArgs> for ReplayOptions {
 }
 
 pub fn run(args: ReplayArgs) -> anyhow::Result<u8> {
-    let result = agent::replay(&ReplayOptions::from(&args))?;
+    let opts = ReplayOptions::from(&args);
+    let result = crate::runtime::block_on(agent::replay(&opts))??;
     match args.format {
         OutputFormat::Json => out::json_pretty(&result.to_json())?,
         OutputFormat::Text => out::text(&result.render_text())?,

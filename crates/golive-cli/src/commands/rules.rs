@@ -92,10 +92,11 @@ fn run_lint(args: &RulesArgs) -> anyhow::Result<u8> {
             ),
         }
     }
-    let report = lint::lint(&LintOptions {
+    let opts = LintOptions {
         files: args.lint.clone(),
         exported,
-    })?;
+    };
+    let report = crate::runtime::block_on(lint::lint(&opts))??;
     match args.format {
         OutputFormat::Json => out::json_pretty(&report)?,
         OutputFormat::Text => out::text(&lint_text(&report))?,

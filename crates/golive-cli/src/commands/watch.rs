@@ -250,6 +250,10 @@ fn fleet_options(a: &WatchArgs, prometheus: &str) -> FleetOptions {
     }
 }
 
+/// The watch to run, single-server or fleet, with its events.
+type WatchRun =
+    std::pin::Pin<Box<dyn std::future::Future<Output = anyhow::Result<WatchEnd>> + Send>>;
+
 pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     let (tx, rx) = channel();
     let terminal = |url: &str| Terminal {
@@ -261,11 +265,11 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
         ended: Mutex::new(tx.clone()),
     };
     let events;
-    let watch_run: Box<dyn FnOnce(Events) -> anyhow::Result<WatchEnd> + Send>;
+    let watch_run: WatchRun;
     if let Some(prometheus) = &args.prometheus {
         events = Events::new(Arc::new(terminal(prometheus)));
         let opts = fleet_options(&args, prometheus);
-        watch_run = Box::new(move |events| watch::fleet::run(&opts, &events));
+        watch_run = Box::pin(async move { watch::fleet::run(&opts, &events).await });
     } else {
         let opts = WatchOptions::try_from(&args)?;
         let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
@@ -273,12 +277,12 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
             reporters.push(listen::serve(addr)?);
         }
         events = Events::new(Arc::new(Tee(reporters)));
-        watch_run = Box::new(move |events| watch::run(&opts, &events));
+        watch_run = Box::pin(async move { watch::run(&opts, &events).await });
     }
-    // The watch runs on its own thread, so that a closed stdout (`golive watch | head`)
+    // The watch runs as a task of its own, so that a closed stdout (`golive watch | head`)
     // ends the command here, as every command ends, and main returns its exit code.
-    std::thread::spawn(move || {
-        let _ = tx.send(Ended::Run(watch_run(events)));
+    crate::runtime::get()?.spawn(async move {
+        let _ = tx.send(Ended::Run(watch_run.await));
     });
     Ok(match rx.recv()? {
         Ended::StdoutClosed => exit::OK,

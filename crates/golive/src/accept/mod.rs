@@ -24,8 +24,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
-
 use crate::client::OpenAiClient;
 use crate::events::{Event, Events};
 use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
@@ -126,7 +124,7 @@ pub struct AcceptOutcome {
 
 /// Runs the stages against the `url`s; progress goes to `events`, and to the report
 /// files in `args.out` (report.json after each stage, all of them at the end).
-pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
+pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
     anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
     anyhow::ensure!(
         args.output_tokens >= 1,
@@ -169,27 +167,21 @@ pub fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcom
         });
     }
     crate::outfile::create_dirs(&args.out)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let mut report = Report::new(nodes.iter().map(|n| n.target.base_url.clone()).collect());
-        report.profile = args.profile.clone();
-        report.reviewer = args.reviewer.clone();
-        report.operator = args
-            .operator
-            .clone()
-            .or_else(|| std::env::var("USER").ok())
-            .or_else(|| std::env::var("LOGNAME").ok());
-        publisher.update(&report)?;
-        let outcome = tokio::select! {
-            r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
-            () = interrupted() => None,
-        };
-        let end = finish(args, &publisher, &mut report, outcome).await?;
-        Ok(AcceptOutcome { end, report })
-    })
+    let mut report = Report::new(nodes.iter().map(|n| n.target.base_url.clone()).collect());
+    report.profile = args.profile.clone();
+    report.reviewer = args.reviewer.clone();
+    report.operator = args
+        .operator
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok());
+    publisher.update(&report)?;
+    let outcome = tokio::select! {
+        r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
+        () = interrupted() => None,
+    };
+    let end = finish(args, &publisher, &mut report, outcome).await?;
+    Ok(AcceptOutcome { end, report })
 }
 
 /// Ctrl-C or SIGTERM (`kill`, `docker stop`, systemd) arrived: the run stops and

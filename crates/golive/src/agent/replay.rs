@@ -22,7 +22,7 @@ pub struct ReplayOptions {
 }
 
 /// Sends the saved case `repeat` times and judges every answer.
-pub fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
+pub async fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
     let reg = regress::load(&args.file)?;
     anyhow::ensure!(
         !reg.content_withheld,
@@ -31,50 +31,45 @@ pub fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
         args.file.display()
     );
     let mut target = Target::new(&args.url, &args.target)?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async move {
-        let client = crate::client::OpenAiClient::new(&target)?;
-        let saved_model = reg
-            .request
-            .get("model")
-            .and_then(Value::as_str)
-            .map(str::to_string);
-        // --model wins; else what the server serves; else the saved name.
-        let model = match target.resolve_model(&client.http).await {
-            Ok(m) => m,
-            Err(e) => match saved_model {
-                Some(m) => m,
-                None => return Err(e),
-            },
-        };
-        let mut body = reg.request.clone();
-        body["model"] = json!(model);
-        let endpoint = target.url("/v1/chat/completions");
-        let mut attempts = Vec::new();
-        let mut unreachable = false;
-        for _ in 0..args.repeat.max(1) {
-            let sent = send(&client, &endpoint, &body, target.request_timeout).await;
-            if matches!(sent.outcome, Outcome::Transport { connect: true, .. }) {
-                unreachable = true;
-            }
-            let problems = judge(&body, &reg.expect, &sent.outcome);
-            attempts.push((sent, problems));
+    let client = crate::client::OpenAiClient::new(&target)?;
+    let saved_model = reg
+        .request
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    // --model wins; else what the server serves; else the saved name.
+    let model = match target.resolve_model(&client.http).await {
+        Ok(m) => m,
+        Err(e) => match saved_model {
+            Some(m) => m,
+            None => return Err(e),
+        },
+    };
+    let mut body = reg.request.clone();
+    body["model"] = json!(model);
+    let endpoint = target.url("/v1/chat/completions");
+    let mut attempts = Vec::new();
+    let mut unreachable = false;
+    for _ in 0..args.repeat.max(1) {
+        let sent = send(&client, &endpoint, &body, target.request_timeout).await;
+        if matches!(sent.outcome, Outcome::Transport { connect: true, .. }) {
+            unreachable = true;
         }
-        Ok(ReplayResult {
-            file: args.file.display().to_string(),
-            check: reg.check.clone(),
-            url: target.base_url.clone(),
-            attempts: attempts
-                .into_iter()
-                .map(|(sent, problems)| ReplayAttempt {
-                    duration_ms: sent.duration_ms,
-                    problems,
-                })
-                .collect(),
-            unreachable,
-        })
+        let problems = judge(&body, &reg.expect, &sent.outcome);
+        attempts.push((sent, problems));
+    }
+    Ok(ReplayResult {
+        file: args.file.display().to_string(),
+        check: reg.check.clone(),
+        url: target.base_url.clone(),
+        attempts: attempts
+            .into_iter()
+            .map(|(sent, problems)| ReplayAttempt {
+                duration_ms: sent.duration_ms,
+                problems,
+            })
+            .collect(),
+        unreachable,
     })
 }
 

@@ -437,16 +437,12 @@ pub struct Collected {
 /// at once but at most `ssh_parallel` hosts at a time; results in that order (this
 /// host first). A host that fails is reported in its [`Collected`] and the others'
 /// bundles are kept; only an `out` that cannot be created ends the collection.
-pub fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+pub async fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
     for host in args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty()) {
         remote::check_host(host)?;
     }
     crate::outfile::create_dirs(&args.out)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    Ok(runtime.block_on(collect_all(args)))
+    Ok(collect_all(args).await)
 }
 
 async fn collect_all(args: &CollectOptions) -> Vec<Collected> {

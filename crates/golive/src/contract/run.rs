@@ -33,14 +33,6 @@ pub struct ContractCheck {
     pub verdict: Verdict,
 }
 
-/// [`run`] on a runtime of its own, for callers without one.
-pub fn run_blocking(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, u64)> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?
-        .block_on(run(opts))
-}
-
 /// Runs the params item on every replica and the short greedy request on every path.
 pub async fn run(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, u64)> {
     let http = reqwest::Client::builder().timeout(opts.timeout).build()?;

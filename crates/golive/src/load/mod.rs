@@ -6,8 +6,6 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
 use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
 use crate::target::Target;
 
@@ -486,7 +484,7 @@ pub enum LoadOutcome {
 
 /// Checks the options, resolves the model, calibrates and runs the load; `on_record`
 /// sees every finished request.
-pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<LoadOutcome> {
+pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<LoadOutcome> {
     anyhow::ensure!(
         args.concurrency.is_none_or(|c| c >= 1),
         "--concurrency must be at least 1"
@@ -501,55 +499,49 @@ pub fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<L
     anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
     let (shard, total_concurrency) = shard::shard_and_concurrency(args)?;
     let mut target = Target::new(&args.url, &args.target)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    runtime.block_on(async move {
-        let client = OpenAiClient::new(&target)?;
-        let model = match target.resolve_model(&client.http).await {
-            Ok(m) => m,
-            Err(e) => return Ok(LoadOutcome::Unreachable(e)),
-        };
-        let plan = LoadPlan {
-            api: args.api,
-            model: model.clone(),
-            // Open loop: the concurrency flag is only a cap; by default a generous one.
-            // A shard gets its share of the streams (or of the cap).
-            concurrency: shard.share_of(u64::from(total_concurrency)).max(1) as u32,
-            rate: args.rate,
-            requests: args.planned_requests(),
-            duration: args.duration,
-            think_time: args.think_time,
-            prompt_tokens: args.prompt_tokens,
-            max_tokens: args.max_tokens,
-            shared_prefix_tokens: args.shared_prefix_tokens,
-            ignore_eos: args.ignore_eos,
-            keep_records: args.keep_records,
-            run_tag: run_tag(),
-            tokens_per_word: if args.no_calibrate {
-                1.0
-            } else {
-                calibrate_tokens_per_word(&client, args.api, &model)
-                    .await
-                    .unwrap_or(1.0)
-            },
-            shard,
-            agent_mix: None,
-        };
-        let plan = Arc::new(plan);
-        let result = run_load(
-            Arc::new(client),
-            plan.clone(),
-            Arc::new(LoadCounters::default()),
-            on_record,
-        )
-        .await;
-        let summary = LoadSummary::new(&target.base_url, &plan, &result);
-        Ok(LoadOutcome::Done {
-            summary: Box::new(summary),
-            result: Box::new(result),
-        })
+    let client = OpenAiClient::new(&target)?;
+    let model = match target.resolve_model(&client.http).await {
+        Ok(m) => m,
+        Err(e) => return Ok(LoadOutcome::Unreachable(e)),
+    };
+    let plan = LoadPlan {
+        api: args.api,
+        model: model.clone(),
+        // Open loop: the concurrency flag is only a cap; by default a generous one.
+        // A shard gets its share of the streams (or of the cap).
+        concurrency: shard.share_of(u64::from(total_concurrency)).max(1) as u32,
+        rate: args.rate,
+        requests: args.planned_requests(),
+        duration: args.duration,
+        think_time: args.think_time,
+        prompt_tokens: args.prompt_tokens,
+        max_tokens: args.max_tokens,
+        shared_prefix_tokens: args.shared_prefix_tokens,
+        ignore_eos: args.ignore_eos,
+        keep_records: args.keep_records,
+        run_tag: run_tag(),
+        tokens_per_word: if args.no_calibrate {
+            1.0
+        } else {
+            calibrate_tokens_per_word(&client, args.api, &model)
+                .await
+                .unwrap_or(1.0)
+        },
+        shard,
+        agent_mix: None,
+    };
+    let plan = Arc::new(plan);
+    let result = run_load(
+        Arc::new(client),
+        plan.clone(),
+        Arc::new(LoadCounters::default()),
+        on_record,
+    )
+    .await;
+    let summary = LoadSummary::new(&target.base_url, &plan, &result);
+    Ok(LoadOutcome::Done {
+        summary: Box::new(summary),
+        result: Box::new(result),
     })
 }
 

@@ -62,7 +62,7 @@ fn step_for(window: Duration) -> Duration {
 }
 
 /// Runs the fleet watch until a finding, `once`/`duration`, or a signal.
-pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
+pub async fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
     anyhow::ensure!(!opts.interval.is_zero(), "--interval must be above zero");
     anyhow::ensure!(
         opts.imbalance_factor >= 1.0,
@@ -83,61 +83,56 @@ pub fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
         &opts.prometheus,
         opts.target.request_timeout.min(Duration::from_secs(30)),
     )?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut interrupt = signal(SignalKind::interrupt())?;
-        let mut terminate = signal(SignalKind::terminate())?;
-        let start = Instant::now();
-        let mut last_status = f64::NEG_INFINITY;
-        let mut ever = false;
-        loop {
-            let judged = tokio::select! {
-                r = evaluate_fleet(&api, opts, &matchers, &baseline) => Some(r),
-                _ = interrupt.recv() => None,
-                _ = terminate.recv() => None,
-            };
-            let Some(judged) = judged else {
-                return Ok(if ever {
-                    WatchEnd::Quiet
-                } else {
-                    WatchEnd::Unreachable
-                });
-            };
-            let ev = match judged {
-                Ok(ev) => ev,
-                Err(e) => {
-                    events.emit(Event::Unreachable(format!("Prometheus: {e:#}")));
-                    return Ok(WatchEnd::Unreachable);
-                }
-            };
-            ever = true;
-            let t = start.elapsed().as_secs_f64();
-            let fired = !ev.firing.is_empty();
-            if fired || opts.once || t - last_status >= opts.window.as_secs_f64() {
-                last_status = t;
-                events.emit(Event::FleetEvaluated(Box::new(ev)));
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    let start = Instant::now();
+    let mut last_status = f64::NEG_INFINITY;
+    let mut ever = false;
+    loop {
+        let judged = tokio::select! {
+            r = evaluate_fleet(&api, opts, &matchers, &baseline) => Some(r),
+            _ = interrupt.recv() => None,
+            _ = terminate.recv() => None,
+        };
+        let Some(judged) = judged else {
+            return Ok(if ever {
+                WatchEnd::Quiet
+            } else {
+                WatchEnd::Unreachable
+            });
+        };
+        let ev = match judged {
+            Ok(ev) => ev,
+            Err(e) => {
+                events.emit(Event::Unreachable(format!("Prometheus: {e:#}")));
+                return Ok(WatchEnd::Unreachable);
             }
-            // A reporter that could not report (stdout on a full disk) ends the watch.
-            events.check()?;
-            if fired {
-                return Ok(WatchEnd::Fired);
-            }
-            if opts.once || opts.duration.is_some_and(|d| start.elapsed() >= d) {
-                return Ok(WatchEnd::Quiet);
-            }
-            let stop = tokio::select! {
-                _ = tokio::time::sleep(opts.interval) => false,
-                _ = interrupt.recv() => true,
-                _ = terminate.recv() => true,
-            };
-            if stop {
-                return Ok(WatchEnd::Quiet);
-            }
+        };
+        ever = true;
+        let t = start.elapsed().as_secs_f64();
+        let fired = !ev.firing.is_empty();
+        if fired || opts.once || t - last_status >= opts.window.as_secs_f64() {
+            last_status = t;
+            events.emit(Event::FleetEvaluated(Box::new(ev)));
         }
-    })
+        // A reporter that could not report (stdout on a full disk) ends the watch.
+        events.check()?;
+        if fired {
+            return Ok(WatchEnd::Fired);
+        }
+        if opts.once || opts.duration.is_some_and(|d| start.elapsed() >= d) {
+            return Ok(WatchEnd::Quiet);
+        }
+        let stop = tokio::select! {
+            _ = tokio::time::sleep(opts.interval) => false,
+            _ = interrupt.recv() => true,
+            _ = terminate.recv() => true,
+        };
+        if stop {
+            return Ok(WatchEnd::Quiet);
+        }
+    }
 }
 
 /// The families watch reads: every engine family except bucket and `_created`

@@ -161,7 +161,7 @@ async fn exported_names(
 }
 
 /// Lints the files; errors are bad input (unreadable, not YAML/JSON, no rules).
-pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
+pub async fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     anyhow::ensure!(!opts.files.is_empty(), "no files to lint");
     anyhow::ensure!(
         !opts.exported.is_empty(),
@@ -181,14 +181,11 @@ pub fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let Exports {
         names: exported,
         against,
         notes: page_notes,
-    } = rt.block_on(all_exported(&opts.exported))?;
+    } = all_exported(&opts.exported).await?;
     let other_exporter = |name: &str| {
         OTHER_EXPORTERS.iter().find(|(prefix, _)| {
             name.starts_with(prefix)

@@ -114,7 +114,7 @@ impl State {
 
 /// Watches the target until a trigger fires, `once`/`duration` ends it, or a signal;
 /// every scrape, reset and judged window goes to `events`.
-pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
+pub async fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
     anyhow::ensure!(!args.interval.is_zero(), "--interval must be above zero");
     anyhow::ensure!(
         args.window >= args.interval,
@@ -141,17 +141,7 @@ pub fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
         deadline: args.probe_deadline,
     };
     let metrics_url = target.url("/metrics");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let end = rt.block_on(watch_loop(
-        args,
-        events,
-        &baseline,
-        &client,
-        &metrics_url,
-        &prober,
-    ))?;
+    let end = watch_loop(args, events, &baseline, &client, &metrics_url, &prober).await?;
     // A reporter that failed on the last window (stdout on a full disk) ends the watch.
     events.check()?;
     Ok(end)
