@@ -14,11 +14,13 @@ pub mod agent_load;
 pub mod agreement;
 pub mod engine;
 mod outputs;
+mod plan;
 pub mod prefix_cache;
 pub mod ramp;
 pub mod service;
 pub mod silence;
 pub mod soak;
+mod stage;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,6 +30,9 @@ use crate::client::OpenAiClient;
 use crate::events::{Event, Events};
 use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
 use crate::target::Target;
+use engine::ServerInfo;
+use plan::AcceptPlan;
+use stage::{StageCtx, StageResult, StageTracker};
 
 pub use outputs::ReportFiles;
 use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
@@ -294,11 +299,14 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
     }
 }
 
-fn skipped(id: CheckId, stage: Stage, why: &str) -> Check {
-    let mut c = Check::new(id, stage, Status::Skip, format!("{id} stage"));
-    c.measurement = format!("not run: {why}");
-    c
-}
+/// The stages after basic, in order; each runs, or is skipped by the plan's one rule.
+const PLANNED: [Stage; 5] = [
+    Stage::PrefixCache,
+    Stage::Agreement,
+    Stage::Agent,
+    Stage::Ramp,
+    Stage::Soak,
+];
 
 async fn run_stages(
     args: &AcceptOptions,
@@ -306,37 +314,96 @@ async fn run_stages(
     nodes: &mut [Node],
     report: &mut Report,
 ) -> anyhow::Result<StagesEnd> {
-    let out = args.out.as_path();
-    let events = &publisher.events;
-    let mut stage = StageTracker::new(events);
+    let ctx = StageCtx::new(publisher, report);
+    let mut tracker = StageTracker::new();
     if !args.bundle.is_empty() {
-        report.checks.extend(environment_checks(args));
-        publisher.update(report)?;
+        ctx.keep(StageResult::of_checks(environment_checks(args)))?;
     }
+    tracker.enter(Stage::Service, &ctx);
+    let Some(infos) = service(nodes, &ctx).await? else {
+        tracker.end(&ctx);
+        return Ok(StagesEnd::Unreachable);
+    };
+    let Some(model) = resolve_model(&mut nodes[0], &ctx).await? else {
+        tracker.end(&ctx);
+        return Ok(StagesEnd::Done);
+    };
+    tracker.enter(Stage::Basic, &ctx);
+    let basic_ok = basic(nodes, &model, &ctx).await?;
+    let (plan, mix_error) = AcceptPlan::resolve(args, nodes, infos, model, basic_ok, &ctx).await;
+    ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
+    for stage in PLANNED {
+        tracker.enter(stage, &ctx);
+        let result = match plan.skip_reason(stage, &ctx) {
+            Some(why) => AcceptPlan::skipped(stage, &why),
+            None => run_stage(stage, &plan, &ctx).await?,
+        };
+        ctx.keep(result)?;
+    }
+    ctx.keep(closing_checks(&plan, &ctx))?;
+    tracker.end(&ctx);
+    Ok(StagesEnd::Done)
+}
 
-    // service, per node
-    stage.enter(Stage::Service, report);
+/// One planned stage.
+async fn run_stage(
+    stage: Stage,
+    plan: &AcceptPlan<'_>,
+    ctx: &StageCtx<'_>,
+) -> anyhow::Result<StageResult> {
+    Ok(match stage {
+        Stage::PrefixCache => prefix_cache::stage(plan).await,
+        Stage::Agreement => agreement::stage(plan).await?,
+        Stage::Agent => {
+            let (node, args) = (plan.node(), plan.args);
+            StageResult::of_checks(
+                crate::agent::run_stage(
+                    &node.target,
+                    &node.client,
+                    &plan.model,
+                    &args.agent,
+                    &args.out,
+                )
+                .await,
+            )
+        }
+        Stage::Ramp => ramp::stage(plan, ctx).await,
+        Stage::Soak => soak::stage(plan, ctx).await,
+        other => unreachable!("{other:?} is not a planned stage"),
+    })
+}
+
+/// The service stage on every node; `None` when no node answered at all.
+async fn service(nodes: &[Node], ctx: &StageCtx<'_>) -> anyhow::Result<Option<Vec<ServerInfo>>> {
     let mut infos = Vec::new();
     let mut all_unreachable = true;
     for (i, node) in nodes.iter().enumerate() {
         let o = service::service_stage(node, i).await;
         all_unreachable &= o.unreachable;
-        report.checks.extend(o.checks);
+        ctx.apply(StageResult::of_checks(o.checks));
         infos.push(o.info);
     }
-    report.engine = infos.first().map(|i| i.engine_name().to_string());
-    publisher.update(report)?;
+    let urls = ctx.edit(|r| {
+        r.engine = infos.first().map(|i| i.engine_name().to_string());
+        r.urls.join(", ")
+    });
+    ctx.publish()?;
     if all_unreachable {
-        stage.end(report);
-        events.emit(Event::Unreachable(format!(
-            "no server answered at {}",
-            report.urls.join(", ")
-        )));
-        return Ok(StagesEnd::Unreachable);
+        ctx.events()
+            .emit(Event::Unreachable(format!("no server answered at {urls}")));
+        return Ok(None);
     }
+    Ok(Some(infos))
+}
 
-    let model = match nodes[0].target.resolve_model(&nodes[0].client.http).await {
-        Ok(m) => m,
+/// The model under test (`--model`, else what the first node serves); `None`, with a failed
+/// check, when neither is known.
+async fn resolve_model(node: &mut Node, ctx: &StageCtx<'_>) -> anyhow::Result<Option<String>> {
+    match node.target.resolve_model(&node.client.http).await {
+        Ok(model) => {
+            ctx.edit(|r| r.model = Some(model.clone()));
+            Ok(Some(model))
+        }
         Err(e) => {
             let mut c = Check::new(
                 CheckId::ServiceModelResolved,
@@ -347,252 +414,37 @@ async fn run_stages(
             c.measurement = "no model".into();
             c.evidence = format!("{e:#}");
             c.impact = Impact::Environment;
-            report.checks.push(c);
-            publisher.update(report)?;
-            stage.end(report);
-            return Ok(StagesEnd::Done);
+            ctx.keep(StageResult::of_checks(vec![c]))?;
+            Ok(None)
         }
-    };
-    report.model = Some(model.clone());
+    }
+}
 
-    // basic, per node
-    stage.enter(Stage::Basic, report);
-    let mut basic_ok = true;
+/// The basic stage on every node; whether the first node passed it.
+async fn basic(nodes: &[Node], model: &str, ctx: &StageCtx<'_>) -> anyhow::Result<bool> {
+    let mut first_ok = true;
     for (i, node) in nodes.iter().enumerate() {
-        let checks = service::basic_stage(node, i, &model).await;
-        basic_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
-        report.checks.extend(checks);
+        let checks = service::basic_stage(node, i, model).await;
+        first_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
+        ctx.apply(StageResult::of_checks(checks));
     }
-    publisher.update(report)?;
-    let node = &nodes[0];
-    let info = &infos[0];
-    // Prompt lengths of ramp and soak in the server's tokens.
-    let tokens_per_word = if basic_ok {
-        crate::load::calibrate_tokens_per_word(&node.client, crate::client::Api::Chat, &model)
-            .await
-            .unwrap_or(1.0)
-    } else {
-        1.0
-    };
-    let skip = |s: SkippableStage| args.skip.contains(&s);
-    let not_served = "the basic request failed on the first node";
+    ctx.publish()?;
+    Ok(first_ok)
+}
 
-    // prefix cache
-    stage.enter(Stage::PrefixCache, report);
-    if skip(SkippableStage::PrefixCache) {
-        report.checks.push(skipped(
-            CheckId::PrefixCache,
-            Stage::PrefixCache,
-            "--skip prefix-cache",
-        ));
-    } else if !basic_ok {
-        report.checks.push(skipped(
-            CheckId::PrefixCache,
-            Stage::PrefixCache,
-            not_served,
-        ));
-    } else {
-        let (check, samples) = prefix_cache::run(node, info, &model, args.prefix_words).await;
-        report.measurements.prefix_cache = samples;
-        report.baseline.prefill_warm_ms = check.data["warm_prefill_ms"].as_f64();
-        report.checks.push(check);
-    }
-    publisher.update(report)?;
-
-    // agreement: cold against cached, replicas against the first or the reference
-    stage.enter(Stage::Agreement, report);
-    if skip(SkippableStage::Agreement) {
-        report.checks.push(skipped(
-            CheckId::Agreement,
-            Stage::Agreement,
-            "--skip agreement",
-        ));
-    } else if !basic_ok {
-        report
-            .checks
-            .push(skipped(CheckId::Agreement, Stage::Agreement, not_served));
-    } else {
-        let checks = agreement::stage(args, nodes, &infos, &model).await?;
-        report.checks.extend(checks);
-    }
-    publisher.update(report)?;
-
-    // agent
-    stage.enter(Stage::Agent, report);
-    if !skip(SkippableStage::Agent) && !args.agent.skip_agent && basic_ok {
-        let checks =
-            crate::agent::run_stage(&node.target, &node.client, &model, &args.agent, out).await;
-        report.checks.extend(checks);
-        publisher.update(report)?;
-    }
-
-    // agent cases mixed into ramp and soak
-    let (agent_mix, mix_error) = agent_load::mix(
-        args.agent_mix,
-        &args.agent,
-        &model,
-        node.target.request_timeout,
-    );
-    report.checks.extend(mix_error);
-
-    // ramp
-    stage.enter(Stage::Ramp, report);
-    let expected_concurrency = args.expected_concurrency.unwrap_or(args.concurrency);
-    let server_max = info
-        .max_model_len
-        .map(|v| v.min(u64::from(u32::MAX)) as u32);
-    let mut max_context = args.max_context.or(server_max).unwrap_or(4096);
-    if let Some(limit) = server_max.filter(|l| *l < max_context) {
-        // Longer requests would only be refused (HTTP 400): a setting, not a capacity limit.
-        events.notice(format!("--max-context {max_context} is above the server's max model length {limit}; using {limit}"));
-        max_context = limit;
-    }
-    let mut accepted: Option<(u32, Option<f64>)> = None;
-    let mut gap_rows: Vec<silence::GapRow> = Vec::new();
-    if skip(SkippableStage::Ramp) {
-        report
-            .checks
-            .push(skipped(CheckId::Ramp, Stage::Ramp, "--skip ramp"));
-    } else if !basic_ok {
-        report
-            .checks
-            .push(skipped(CheckId::Ramp, Stage::Ramp, not_served));
-    } else {
-        let cfg = ramp::RampConfig {
-            concurrency: args.concurrency,
-            expected_concurrency,
-            max_context,
-            expected_context: args.expected_context.unwrap_or(max_context),
-            output_tokens: args.output_tokens,
-            short_prompt: args.short_prompt,
-            requests_per_stream: args.ramp_requests,
-            tokens_per_word,
-            slo_ttft_p95_ms: args.slo_ttft_p95_ms,
-            slo_itl_p95_ms: args.slo_itl_p95_ms,
-            agent_mix: agent_mix.clone(),
-        };
-        let outcome = ramp::run(
-            node,
-            info,
-            &model,
-            &cfg,
-            args.dcgm.as_deref(),
-            |step, check| {
-                report.measurements.ramp.push(step.clone());
-                report.checks.push(check.clone());
-                events.emit(Event::RampStepDone(Box::new(step.clone())));
-                if let Err(e) = publisher.update(report) {
-                    events.warning(format!("cannot save the report: {e:#}"));
-                }
-            },
-        )
-        .await;
-        for c in outcome.checks {
-            if !report.checks.iter().any(|x| x.id == c.id) {
-                report.checks.push(c);
-            }
-        }
-        report.baseline.accepted_concurrency = outcome.accepted_concurrency;
-        accepted = outcome
-            .accepted_concurrency
-            .map(|c| (c, outcome.accepted_rate));
-        let steps = &report.measurements.ramp;
-        gap_rows.extend(steps.iter().map(silence::GapRow::from_step));
-        report.baseline.kv_cache_usage_max = steps
-            .iter()
-            .filter_map(|s| s.kv_cache_usage)
-            .reduce(f64::max);
-        report.baseline.waiting_max = steps.iter().filter_map(|s| s.waiting_max).reduce(f64::max);
-        if let Some(step) = steps
-            .iter()
-            .rev()
-            .find(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0)
-        {
-            report.baseline.ttft_p50_ms = Some(step.ttft_ms.p50);
-            report.baseline.ttft_p95_ms = Some(step.ttft_ms.p95);
-            report.baseline.itl_p95_ms = Some(step.itl_ms.p95);
-            report.baseline.error_rate = Some(0.0);
-        }
-    }
-    publisher.update(report)?;
-
-    // soak
-    stage.enter(Stage::Soak, report);
-    let mut soak_agent = None;
-    if skip(SkippableStage::Soak) {
-        report
-            .checks
-            .push(skipped(CheckId::Soak, Stage::Soak, "--skip soak"));
-    } else if !basic_ok {
-        report
-            .checks
-            .push(skipped(CheckId::Soak, Stage::Soak, not_served));
-    } else if accepted.is_none() && !skip(SkippableStage::Ramp) {
-        report.checks.push(skipped(
-            CheckId::Soak,
-            Stage::Soak,
-            "the ramp accepted no concurrency",
-        ));
-    } else {
-        let (conc, rate) = accepted.unwrap_or((expected_concurrency.min(args.concurrency), None));
-        // A steady rate below what the ramp sustained, so a growing queue means trouble.
-        let rate = rate.map(|r| r * 0.8).filter(|r| *r > 0.0);
-        let o = soak::run(
-            node,
-            info,
-            &model,
-            args.duration,
-            conc,
-            rate,
-            args.short_prompt,
-            args.output_tokens,
-            tokens_per_word,
-            agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
-        )
-        .await;
-        report.measurements.soak = o.samples;
-        gap_rows.push(silence::GapRow::from_stats(Stage::Soak, "soak", &o.stats));
-        soak_agent = o.agent.map(|a| (conc, a));
-        let b = &mut report.baseline;
-        b.cache_hit_ratio = o.cache_hit_ratio;
-        if o.stats.requests > 0 {
-            b.ttft_p50_ms = Some(o.stats.ttft_ms().p50);
-            b.ttft_p95_ms = Some(o.stats.ttft_ms().p95);
-            b.itl_p95_ms = Some(o.stats.itl_ms().p95);
-            b.error_rate = Some(o.stats.error_rate());
-            b.request_rate_rps = Some(o.request_rate);
-        }
-        let soak_kv = report
-            .measurements
-            .soak
-            .iter()
-            .filter_map(|s| s.kv_cache_usage)
-            .reduce(f64::max);
-        let soak_wait = report
-            .measurements
-            .soak
-            .iter()
-            .filter_map(|s| s.waiting)
-            .reduce(f64::max);
-        b.kv_cache_usage_max = max_opt(b.kv_cache_usage_max, soak_kv);
-        b.waiting_max = max_opt(b.waiting_max, soak_wait);
-        if b.accepted_concurrency.is_none() {
-            b.accepted_concurrency = (o.check.status != Status::Fail).then_some(conc);
-        }
-        report.checks.push(o.check);
-    }
-    if let Some(c) = silence::check(&gap_rows, args.max_stream_gap, &node.client.base_url) {
-        report.checks.push(c);
-    }
-    if let Some(c) = agent_load::check(
-        &report.measurements.ramp,
-        soak_agent.as_ref().map(|(c, a)| (*c, a)),
-    ) {
-        report.checks.push(c);
-    }
-    publisher.update(report)?;
-    stage.end(report);
-    Ok(StagesEnd::Done)
+/// The checks over ramp and soak together: stream silences, and the agent cases under load.
+fn closing_checks(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
+    let (soak_gaps, soak_agent) = ctx.carried(|c| (c.soak_gaps.clone(), c.soak_agent.clone()));
+    let (silence, agent) = ctx.edit(|r| {
+        let steps = &r.measurements.ramp;
+        let mut rows: Vec<_> = steps.iter().map(silence::GapRow::from_step).collect();
+        rows.extend(soak_gaps);
+        let url = &plan.node().client.base_url;
+        let silence = silence::check(&rows, plan.args.max_stream_gap, url);
+        let agent = agent_load::check(steps, soak_agent.as_ref().map(|(c, a)| (*c, a)));
+        (silence, agent)
+    });
+    StageResult::of_checks(silence.into_iter().chain(agent).collect())
 }
 
 /// `--no-content`: prompts and answers become hashes and lengths.
@@ -627,48 +479,5 @@ fn strip_content(c: &mut Check) {
     }
     if let Some(answer) = c.evidence.strip_prefix("answer: ") {
         c.evidence = format!("answer: {}", hashed(answer));
-    }
-}
-
-/// Announces stage changes: the previous stage finished, the next one started.
-/// The checks a stage added are reported when it ends.
-struct StageTracker<'a> {
-    events: &'a Events,
-    current: Option<Stage>,
-    /// Checks of the report already reported.
-    seen: usize,
-}
-
-impl<'a> StageTracker<'a> {
-    fn new(events: &'a Events) -> Self {
-        StageTracker {
-            events,
-            current: None,
-            seen: 0,
-        }
-    }
-
-    fn enter(&mut self, next: Stage, report: &Report) {
-        self.end(report);
-        self.events.emit(Event::StageStarted(next));
-        self.current = Some(next);
-    }
-
-    fn end(&mut self, report: &Report) {
-        for c in report.checks.iter().skip(self.seen) {
-            self.events.emit(Event::CheckResult(Box::new(c.clone())));
-        }
-        self.seen = report.checks.len();
-        if let Some(done) = self.current.take() {
-            self.events.emit(Event::StageFinished(done));
-        }
-    }
-}
-
-fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    match (a, b) {
-        (Some(x), Some(y)) => Some(x.max(y)),
-        (x, None) => x,
-        (None, y) => y,
     }
 }

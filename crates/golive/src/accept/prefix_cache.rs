@@ -12,6 +12,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use super::engine::{self, first_delta, ServerInfo};
+use super::plan::AcceptPlan;
+use super::stage::StageResult;
 use super::Node;
 use crate::client::{Api, RequestRecord, RequestSpec};
 use crate::metrics::{Engine, MetricsSnapshot};
@@ -180,13 +182,32 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
-/// Runs the proof; returns the check and the per-request samples.
-pub async fn run(
-    node: &Node,
-    info: &ServerInfo,
-    model: &str,
-    prefix_words: u32,
-) -> (Check, Vec<PrefixCacheSample>) {
+/// What the proof found.
+pub struct Proof {
+    pub check: Check,
+    /// The per-request samples (cold, warm x3, control).
+    pub samples: Vec<PrefixCacheSample>,
+    /// The warm requests' median prefill time, for the baseline (none when requests failed).
+    pub warm_prefill_ms: Option<f64>,
+}
+
+/// The stage as `accept` runs it, on the first node.
+pub(super) async fn stage(plan: &AcceptPlan<'_>) -> StageResult {
+    let proof = run(
+        plan.node(),
+        plan.info(),
+        &plan.model,
+        plan.args.prefix_words,
+    )
+    .await;
+    let mut result = StageResult::of_checks(vec![proof.check]);
+    result.measurements.prefix_cache = proof.samples;
+    result.baseline.prefill_warm_ms = proof.warm_prefill_ms;
+    result
+}
+
+/// Runs the proof.
+pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32) -> Proof {
     let tag = crate::load::run_tag();
     let system = system_prompt(&tag, prefix_words);
     let control_system =
@@ -313,7 +334,11 @@ pub async fn run(
         c.measurement = format!("{} of {} requests failed", failed.len(), samples.len());
         c.evidence = evidence;
         c.data = json!({"cause": "requests_failed"});
-        return (c, out_samples);
+        return Proof {
+            check: c,
+            samples: out_samples,
+            warm_prefill_ms: None,
+        };
     }
 
     let warm_hits: Vec<f64> = warms.iter().filter_map(|s| s.hits()).collect();
@@ -418,7 +443,11 @@ pub async fn run(
             "no cache evidence exposed (no hit counter, no cached_tokens, no timings)".into();
         c.next_step = "expose evidence: vLLM --enable-prompt-tokens-details or /metrics; SGLang --enable-cache-report".into();
         c.data["cause"] = "no_evidence".into();
-        return (c, out_samples);
+        return Proof {
+            check: c,
+            samples: out_samples,
+            warm_prefill_ms: warm_prefill,
+        };
     }
     if broken.is_empty() {
         c.measurement = format!(
@@ -429,7 +458,11 @@ pub async fn run(
             fmt_f(warm_prefill),
             fmt_f(control_hits)
         );
-        return (c, out_samples);
+        return Proof {
+            check: c,
+            samples: out_samples,
+            warm_prefill_ms: warm_prefill,
+        };
     }
 
     // Which of the three causes.
@@ -491,7 +524,11 @@ pub async fn run(
     c.owner = Some(owner);
     c.next_step = next.to_string();
     c.data["cause"] = cause.into();
-    (c, out_samples)
+    Proof {
+        check: c,
+        samples: out_samples,
+        warm_prefill_ms: warm_prefill,
+    }
 }
 
 fn fmt_f(v: Option<f64>) -> String {

@@ -10,11 +10,14 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::engine::{self, first_delta, ServerInfo};
+use super::plan::AcceptPlan;
+use super::stage::{StageCtx, StageResult};
 use super::Node;
 use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, ErrorKind};
+use crate::events::Event;
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
-use crate::report::{Check, CheckId, Impact, Owner, RampStep, Stage, Status};
+use crate::report::{Baseline, Check, CheckId, Impact, Owner, RampStep, Stage, Status};
 
 /// One planned step.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,6 +109,87 @@ fn step_id(p: &StepPlan) -> String {
         "long"
     };
     format!("ramp_c{}_{kind}", p.concurrency)
+}
+
+impl RampConfig {
+    /// The ramp of an acceptance plan.
+    fn of(plan: &AcceptPlan<'_>) -> Self {
+        let args = plan.args;
+        RampConfig {
+            concurrency: args.concurrency,
+            expected_concurrency: plan.expected_concurrency,
+            max_context: plan.max_context,
+            expected_context: args.expected_context.unwrap_or(plan.max_context),
+            output_tokens: args.output_tokens,
+            short_prompt: args.short_prompt,
+            requests_per_stream: args.ramp_requests,
+            tokens_per_word: plan.tokens_per_word,
+            slo_ttft_p95_ms: args.slo_ttft_p95_ms,
+            slo_itl_p95_ms: args.slo_itl_p95_ms,
+            agent_mix: plan.agent_mix.clone(),
+        }
+    }
+}
+
+/// The stage as `accept` runs it, on the first node: each step is kept as it finishes (an
+/// interrupted run keeps it); the result holds the checks the steps did not, the accepted
+/// concurrency and the baseline of the accepted step.
+pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
+    let cfg = RampConfig::of(plan);
+    let mut kept = Vec::new();
+    let on_step = |step: &RampStep, check: &Check| {
+        kept.push(check.id.clone());
+        let mut part = StageResult::of_checks(vec![check.clone()]);
+        part.measurements.ramp.push(step.clone());
+        ctx.apply(part);
+        ctx.events()
+            .emit(Event::RampStepDone(Box::new(step.clone())));
+        if let Err(e) = ctx.publish() {
+            ctx.events()
+                .warning(format!("cannot save the report: {e:#}"));
+        }
+    };
+    let dcgm = plan.args.dcgm.as_deref();
+    let outcome = run(plan.node(), plan.info(), &plan.model, &cfg, dcgm, on_step).await;
+    let mut result = StageResult {
+        baseline: baseline(&outcome),
+        ..StageResult::default()
+    };
+    result.carry.accepted = outcome
+        .accepted_concurrency
+        .map(|c| (c, outcome.accepted_rate));
+    result.checks = outcome
+        .checks
+        .into_iter()
+        .filter(|c| !kept.contains(&c.id))
+        .collect();
+    result
+}
+
+/// The ramp's part of the baseline: the accepted concurrency, the peaks over every step, and
+/// the latencies of the accepted step when it had no error.
+fn baseline(outcome: &RampOutcome) -> Baseline {
+    let steps = &outcome.steps;
+    let mut b = Baseline {
+        accepted_concurrency: outcome.accepted_concurrency,
+        kv_cache_usage_max: steps
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max),
+        waiting_max: steps.iter().filter_map(|s| s.waiting_max).reduce(f64::max),
+        ..Baseline::default()
+    };
+    let accepted = steps
+        .iter()
+        .rev()
+        .find(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0);
+    if let Some(step) = accepted {
+        b.ttft_p50_ms = Some(step.ttft_ms.p50);
+        b.ttft_p95_ms = Some(step.ttft_ms.p95);
+        b.itl_p95_ms = Some(step.itl_ms.p95);
+        b.error_rate = Some(0.0);
+    }
+    b
 }
 
 /// Runs the ramp; `on_step` is called after every step (to save the report).

@@ -9,11 +9,16 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
+use super::plan::AcceptPlan;
+use super::silence::GapRow;
+use super::stage::{StageCtx, StageResult};
 use super::Node;
 use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, LatencyStats};
 use crate::load::{run_load, LoadCounters, LoadPlan};
-use crate::report::{AgentConformance, Check, CheckId, Impact, Owner, SoakSample, Stage, Status};
+use crate::report::{
+    AgentConformance, Baseline, Check, CheckId, Impact, Owner, SoakSample, Stage, Status,
+};
 
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
@@ -26,6 +31,62 @@ pub struct SoakOutcome {
     pub cache_hit_ratio: Option<f64>,
     /// The agent cases mixed into the soak (`--agent-mix`).
     pub agent: Option<AgentConformance>,
+}
+
+/// The stage as `accept` runs it, on the first node: at the ramp's accepted concurrency (else
+/// the expected one), at 80% of the rate the ramp sustained there, so that a growing queue
+/// means trouble.
+pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
+    let args = plan.args;
+    let fallback = (plan.expected_concurrency.min(args.concurrency), None);
+    let (conc, rate) = ctx.carried(|c| c.accepted).unwrap_or(fallback);
+    let rate = rate.map(|r| r * 0.8).filter(|r| *r > 0.0);
+    let o = run(
+        plan.node(),
+        plan.info(),
+        &plan.model,
+        args.duration,
+        conc,
+        rate,
+        args.short_prompt,
+        args.output_tokens,
+        plan.tokens_per_word,
+        plan.agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
+    )
+    .await;
+    let mut result = StageResult {
+        baseline: baseline(&o, conc),
+        ..StageResult::default()
+    };
+    result.carry.soak_gaps = Some(GapRow::from_stats(Stage::Soak, "soak", &o.stats));
+    result.carry.soak_agent = o.agent.map(|a| (conc, a));
+    result.measurements.soak = o.samples;
+    result.checks.push(o.check);
+    result
+}
+
+/// The soak's part of the baseline: its latencies, error share and rate when it completed
+/// requests, its peaks, and its concurrency as accepted when it did not fail.
+fn baseline(o: &SoakOutcome, concurrency: u32) -> Baseline {
+    let mut b = Baseline {
+        cache_hit_ratio: o.cache_hit_ratio,
+        kv_cache_usage_max: o
+            .samples
+            .iter()
+            .filter_map(|s| s.kv_cache_usage)
+            .reduce(f64::max),
+        waiting_max: o.samples.iter().filter_map(|s| s.waiting).reduce(f64::max),
+        accepted_concurrency: (o.check.status != Status::Fail).then_some(concurrency),
+        ..Baseline::default()
+    };
+    if o.stats.requests > 0 {
+        b.ttft_p50_ms = Some(o.stats.ttft_ms().p50);
+        b.ttft_p95_ms = Some(o.stats.ttft_ms().p95);
+        b.itl_p95_ms = Some(o.stats.itl_ms().p95);
+        b.error_rate = Some(o.stats.error_rate());
+        b.request_rate_rps = Some(o.request_rate);
+    }
+    b
 }
 
 #[allow(clippy::too_many_arguments)]

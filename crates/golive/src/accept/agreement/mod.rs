@@ -17,6 +17,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::stage::StageResult;
 use crate::client::OpenAiClient;
 use crate::metrics::Engine;
 use crate::report::{Check, CheckId, Impact, Owner, Stage, Status};
@@ -115,12 +116,8 @@ async fn complete(
 }
 
 /// The stage as `accept` runs it: every node, and `--reference-url` when given.
-pub async fn stage(
-    args: &super::AcceptOptions,
-    nodes: &[super::Node],
-    infos: &[super::engine::ServerInfo],
-    model: &str,
-) -> anyhow::Result<Vec<Check>> {
+pub(super) async fn stage(plan: &super::plan::AcceptPlan<'_>) -> anyhow::Result<StageResult> {
+    let (args, nodes, infos, model) = (plan.args, plan.nodes, &plan.infos, plan.model.as_str());
     let reference = match &args.reference_url {
         None => None,
         Some(url) => {
@@ -145,11 +142,12 @@ pub async fn stage(
             )
         })
         .collect();
-    Ok(run(
+    let checks = run(
         &servers,
         reference.as_ref().map(|(c, m)| (c, None, m.clone())),
     )
-    .await)
+    .await;
+    Ok(StageResult::of_checks(checks))
 }
 
 /// The agreement checks over the servers under test and the optional reference.
