@@ -206,8 +206,65 @@ pub(super) async fn stage(plan: &AcceptPlan<'_>) -> StageResult {
     result
 }
 
-/// Runs the proof.
+/// Runs the proof: the requests, then the judgement.
 pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32) -> Proof {
+    let m = measure(node, info, model, prefix_words).await;
+    let mut c = Check::new(
+        CheckId::PrefixCache,
+        Stage::PrefixCache,
+        Status::Pass,
+        "a shared system prompt and tool schema is served from the prefix cache (cold, warm x3, control)",
+    );
+    c.url = Some(node.client.base_url.clone());
+    c.request = Some(m.samples[1].body.clone());
+    c.duration_ms = m.samples.iter().map(|s| s.rec.e2e_ms() as u64).sum();
+    let evidence = table(&m, info);
+    let samples = samples_out(&m.samples);
+    let failed = m.samples.iter().filter(|s| s.rec.error.is_some()).count();
+    if failed > 0 {
+        c.status = Status::Fail;
+        c.impact = Impact::Environment;
+        c.owner = Some(Owner::Server);
+        c.measurement = format!("{failed} of {} requests failed", m.samples.len());
+        c.evidence = evidence;
+        c.data = json!({"cause": "requests_failed"});
+        return Proof {
+            check: c,
+            samples,
+            warm_prefill_ms: None,
+        };
+    }
+    let f = Figures::of(&m);
+    let rules = rules(&m, &f);
+    c.evidence = format!("{}\n{evidence}", rule_lines(&rules));
+    c.data = data(&m, &f, info);
+    judge(&mut c, &m, &f, &rules, info);
+    Proof {
+        check: c,
+        samples,
+        warm_prefill_ms: f.warm_prefill,
+    }
+}
+
+/// The proof's requests and what the server's tokenizer says of them.
+struct Measured {
+    /// cold, warm x3, control.
+    samples: Vec<Sample>,
+    /// The tokenizer's common prefix of cold and warm, and the shorter prompt's length.
+    tokenized: Option<(usize, usize)>,
+    /// The tokenizer's common prefix of cold and control.
+    control_common: Option<usize>,
+    /// The prompts are not token-identical over the intended shared part.
+    not_identical: bool,
+    /// The shared prefix in tokens.
+    shared_tokens: Option<f64>,
+    /// The server's cache block, in tokens.
+    block: f64,
+    /// Warm hits the proof asks for: the shared prefix, less 10% and a block.
+    required_hits: Option<f64>,
+}
+
+async fn measure(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32) -> Measured {
     let tag = crate::load::run_tag();
     let system = system_prompt(&tag, prefix_words);
     let control_system =
@@ -218,40 +275,16 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
         samples.push(one(node, info, "warm", model, &system, q).await);
     }
     samples.push(one(node, info, "control", model, &control_system, QUESTIONS[4]).await);
-
-    // Token-level comparison where the server can tokenize with its chat template.
-    let engine = info.engine.unwrap_or(Engine::Openai);
-    let toks = |s: &Sample| s.body["messages"].clone();
-    let cold_tokens = engine::tokenize_chat(&node.client, engine, model, &toks(&samples[0])).await;
-    let warm_tokens = engine::tokenize_chat(&node.client, engine, model, &toks(&samples[1])).await;
-    let control_tokens = engine::tokenize_chat(
-        &node.client,
-        engine,
-        model,
-        &toks(&samples[samples.len() - 1]),
-    )
-    .await;
-    let tokenized = match (&cold_tokens, &warm_tokens) {
-        (Some(c), Some(w)) => Some((engine::common_prefix(c, w), c.len().min(w.len()))),
-        _ => None,
-    };
-    let control_common = match (&cold_tokens, &control_tokens) {
-        (Some(c), Some(k)) => Some(engine::common_prefix(c, k)),
-        _ => None,
-    };
-
-    let failed: Vec<&Sample> = samples.iter().filter(|s| s.rec.error.is_some()).collect();
-    let cold = &samples[0];
-    let warms: Vec<&Sample> = samples.iter().filter(|s| s.role == "warm").collect();
-    let control = &samples[samples.len() - 1];
+    let (tokenized, control_common) = tokenize(node, info, model, &samples).await;
 
     // The intended shared prefix in tokens: the shared share of the text applied to the
     // tokenized (else reported) prompt length. The tokenizer's common prefix is the
     // actual one; when it falls short, the prompts are not token-identical.
-    let prompt_len =
-        tokenized
-            .map(|(_, len)| len as f64)
-            .or(cold.rec.usage.prompt_tokens.map(|v| v as f64));
+    let prompt_len = tokenized.map(|(_, len)| len as f64).or(samples[0]
+        .rec
+        .usage
+        .prompt_tokens
+        .map(|v| v as f64));
     let intended = prompt_len.map(|len| {
         let total = system.len() + QUESTIONS[0].len();
         len * system.len() as f64 / total as f64
@@ -270,9 +303,46 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
         .get("block_size")
         .and_then(|v| v.as_str().and_then(|s| s.parse().ok()).or(v.as_f64()))
         .unwrap_or(DEFAULT_BLOCK);
-    let required_hits = shared_tokens.map(|s| (HIT_SHARE * s - block).max(1.0));
+    Measured {
+        samples,
+        tokenized,
+        control_common,
+        not_identical,
+        shared_tokens,
+        block,
+        required_hits: shared_tokens.map(|s| (HIT_SHARE * s - block).max(1.0)),
+    }
+}
 
-    let out_samples: Vec<PrefixCacheSample> = samples
+/// Token-level comparison where the server can tokenize with its chat template: the common
+/// prefix of cold and warm (with the shorter length), and of cold and control.
+async fn tokenize(
+    node: &Node,
+    info: &ServerInfo,
+    model: &str,
+    samples: &[Sample],
+) -> (Option<(usize, usize)>, Option<usize>) {
+    let engine = info.engine.unwrap_or(Engine::Openai);
+    let tokens = |s: &Sample| {
+        let messages = s.body["messages"].clone();
+        async move { engine::tokenize_chat(&node.client, engine, model, &messages).await }
+    };
+    let cold = tokens(&samples[0]).await;
+    let warm = tokens(&samples[1]).await;
+    let control = tokens(&samples[samples.len() - 1]).await;
+    let tokenized = match (&cold, &warm) {
+        (Some(c), Some(w)) => Some((engine::common_prefix(c, w), c.len().min(w.len()))),
+        _ => None,
+    };
+    let control_common = match (&cold, &control) {
+        (Some(c), Some(k)) => Some(engine::common_prefix(c, k)),
+        _ => None,
+    };
+    (tokenized, control_common)
+}
+
+fn samples_out(samples: &[Sample]) -> Vec<PrefixCacheSample> {
+    samples
         .iter()
         .map(|s| PrefixCacheSample {
             role: s.role.to_string(),
@@ -286,19 +356,13 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             hits_delta: s.hits,
             queries_delta: s.queries,
         })
-        .collect();
+        .collect()
+}
 
-    let mut c = Check::new(
-        CheckId::PrefixCache,
-        Stage::PrefixCache,
-        Status::Pass,
-        "a shared system prompt and tool schema is served from the prefix cache (cold, warm x3, control)",
-    );
-    c.url = Some(node.client.base_url.clone());
-    c.request = Some(samples[1].body.clone());
-    c.duration_ms = samples.iter().map(|s| s.rec.e2e_ms() as u64).sum();
-
-    let table: Vec<String> = samples
+/// The evidence table: one row per request, the tokenizer's finding, the cache flag.
+fn table(m: &Measured, info: &ServerInfo) -> String {
+    let rows: Vec<String> = m
+        .samples
         .iter()
         .map(|s| {
             format!(
@@ -316,163 +380,185 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             )
         })
         .collect();
-    let mut evidence = table.join("\n");
-    if let Some((common, len)) = tokenized {
+    let mut evidence = rows.join("\n");
+    if let Some((common, len)) = m.tokenized {
         evidence.push_str(&format!(
             "\n/tokenize: cold and warm share {common} of {len} tokens; control shares {}",
-            fmt_u(control_common.map(|v| v as u64))
+            fmt_u(m.control_common.map(|v| v as u64))
         ));
     }
     if let Some(flag) = &info.prefix_cache_flag {
         evidence.push_str(&format!("\nprefix cache flag: {flag}"));
     }
+    evidence
+}
 
-    if !failed.is_empty() {
-        c.status = Status::Fail;
-        c.impact = Impact::Environment;
-        c.owner = Some(Owner::Server);
-        c.measurement = format!("{} of {} requests failed", failed.len(), samples.len());
-        c.evidence = evidence;
-        c.data = json!({"cause": "requests_failed"});
-        return Proof {
-            check: c,
-            samples: out_samples,
-            warm_prefill_ms: None,
-        };
+/// The figures the rules judge.
+struct Figures {
+    warm_hits: Vec<f64>,
+    min_warm_hits: Option<f64>,
+    warm_prefill: Option<f64>,
+    cold_prefill: Option<f64>,
+    control_hits: Option<f64>,
+}
+
+impl Figures {
+    fn of(m: &Measured) -> Self {
+        let warms = Self::warms(m);
+        let warm_hits: Vec<f64> = warms.clone().filter_map(Sample::hits).collect();
+        Figures {
+            min_warm_hits: warm_hits.iter().copied().reduce(f64::min),
+            warm_hits,
+            warm_prefill: median(warms.filter_map(Sample::prefill_ms).collect()),
+            cold_prefill: m.samples[0].prefill_ms(),
+            control_hits: m.samples[m.samples.len() - 1].hits(),
+        }
     }
 
-    let warm_hits: Vec<f64> = warms.iter().filter_map(|s| s.hits()).collect();
-    let has_evidence = !warm_hits.is_empty();
-    let warm_prefill = median(warms.iter().filter_map(|s| s.prefill_ms()).collect());
-    let cold_prefill = cold.prefill_ms();
-    let control_hits = control.hits();
-    let min_warm_hits = warm_hits.iter().copied().reduce(f64::min);
+    fn warms(m: &Measured) -> impl Iterator<Item = &Sample> + Clone {
+        m.samples.iter().filter(|s| s.role == "warm")
+    }
 
-    let mut rules: Vec<(String, Option<bool>)> = Vec::new();
-    let queries: Vec<f64> = samples.iter().filter_map(|s| s.queries).collect();
-    rules.push((
-        "cache lookups (queries) rise with every request".into(),
-        (queries.len() == samples.len()).then(|| queries.iter().all(|q| *q > 0.0)),
-    ));
-    rules.push((
-        format!(
-            "warm hits >= {} (the shared prefix of {} tokens, less {:.0}% and a {block:.0}-token block): min {}",
-            fmt_f(required_hits),
-            fmt_f(shared_tokens),
-            (1.0 - HIT_SHARE) * 100.0,
-            fmt_f(min_warm_hits)
-        ),
-        match (min_warm_hits, required_hits) {
-            (Some(h), Some(r)) => Some(h >= r),
-            _ => None,
-        },
-    ));
-    let cached_rise: Option<f64> = {
-        let v: Vec<f64> = warms
-            .iter()
-            .filter_map(|s| s.cached_counter.or(s.rec.cached_tokens().map(|x| x as f64)))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum())
-    };
-    rules.push((
-        format!("cached prompt tokens rise: +{}", fmt_f(cached_rise)),
-        cached_rise.map(|v| v > 0.0),
-    ));
-    rules.push((
-        format!(
-            "warm prefill drops: cold {} ms -> warm median {} ms",
-            fmt_f(cold_prefill),
-            fmt_f(warm_prefill)
-        ),
-        match (cold_prefill, warm_prefill) {
-            (Some(c), Some(w)) => Some(w < c),
-            _ => None,
-        },
-    ));
-    rules.push((
-        format!(
-            "control (changed early system text) is not a hit: {} hits",
-            fmt_f(control_hits)
-        ),
-        match (control_hits, shared_tokens) {
-            (Some(h), Some(s)) => Some(h <= CONTROL_SHARE * s),
-            _ => None,
-        },
-    ));
-    let broken: Vec<&str> = rules
-        .iter()
-        .filter(|(_, ok)| *ok == Some(false))
-        .map(|(t, _)| t.as_str())
+    fn mean_hits(&self) -> Option<f64> {
+        (!self.warm_hits.is_empty())
+            .then(|| self.warm_hits.iter().sum::<f64>() / self.warm_hits.len() as f64)
+    }
+}
+
+/// The proof's rules, each with its verdict (`None`: no data).
+fn rules(m: &Measured, f: &Figures) -> Vec<(String, Option<bool>)> {
+    let queries: Vec<f64> = m.samples.iter().filter_map(|s| s.queries).collect();
+    let cached: Vec<f64> = Figures::warms(m)
+        .filter_map(|s| s.cached_counter.or(s.rec.cached_tokens().map(|x| x as f64)))
         .collect();
-    let rule_lines: Vec<String> = rules
-        .iter()
-        .map(|(t, ok)| {
+    let cached_rise = (!cached.is_empty()).then(|| cached.iter().sum::<f64>());
+    vec![
+        (
+            "cache lookups (queries) rise with every request".into(),
+            (queries.len() == m.samples.len()).then(|| queries.iter().all(|q| *q > 0.0)),
+        ),
+        (
             format!(
-                "[{}] {t}",
-                match ok {
-                    Some(true) => "ok",
-                    Some(false) => "FAILED",
-                    None => "no data",
-                }
-            )
-        })
-        .collect();
-    c.evidence = format!("{}\n{}", rule_lines.join("\n"), evidence);
+                "warm hits >= {} (the shared prefix of {} tokens, less {:.0}% and a {:.0}-token block): min {}",
+                fmt_f(m.required_hits),
+                fmt_f(m.shared_tokens),
+                (1.0 - HIT_SHARE) * 100.0,
+                m.block,
+                fmt_f(f.min_warm_hits)
+            ),
+            f.min_warm_hits.zip(m.required_hits).map(|(h, r)| h >= r),
+        ),
+        (
+            format!("cached prompt tokens rise: +{}", fmt_f(cached_rise)),
+            cached_rise.map(|v| v > 0.0),
+        ),
+        (
+            format!(
+                "warm prefill drops: cold {} ms -> warm median {} ms",
+                fmt_f(f.cold_prefill),
+                fmt_f(f.warm_prefill)
+            ),
+            f.cold_prefill.zip(f.warm_prefill).map(|(c, w)| w < c),
+        ),
+        (
+            format!(
+                "control (changed early system text) is not a hit: {} hits",
+                fmt_f(f.control_hits)
+            ),
+            f.control_hits
+                .zip(m.shared_tokens)
+                .map(|(h, s)| h <= CONTROL_SHARE * s),
+        ),
+    ]
+}
 
-    let mean_hits =
-        (!warm_hits.is_empty()).then(|| warm_hits.iter().sum::<f64>() / warm_hits.len() as f64);
-    c.data = json!({
-        "shared_prefix_tokens": shared_tokens,
-        "warm_hits_mean": mean_hits,
-        "cold_prefill_ms": cold_prefill,
-        "warm_prefill_ms": warm_prefill,
-        "control_hits": control_hits,
-        "tokenized_common_prefix": tokenized.map(|t| t.0),
-        "tokenized_prompt_len": tokenized.map(|t| t.1),
-        "required_warm_hits": required_hits,
-        "recomputed_tokens": warms.iter().filter_map(|s| s.recomputed).reduce(|a, b| a + b),
-        "prompt_tokens_counter_delta": samples.iter().filter_map(|s| s.prompt_counter).reduce(|a, b| a + b),
+fn rule_lines(rules: &[(String, Option<bool>)]) -> String {
+    let line = |(t, ok): &(String, Option<bool>)| {
+        let mark = match ok {
+            Some(true) => "ok",
+            Some(false) => "FAILED",
+            None => "no data",
+        };
+        format!("[{mark}] {t}")
+    };
+    rules.iter().map(line).collect::<Vec<_>>().join("\n")
+}
+
+/// The check's data: every figure behind the verdict.
+fn data(m: &Measured, f: &Figures, info: &ServerInfo) -> Value {
+    let warms = Figures::warms(m);
+    json!({
+        "shared_prefix_tokens": m.shared_tokens,
+        "warm_hits_mean": f.mean_hits(),
+        "cold_prefill_ms": f.cold_prefill,
+        "warm_prefill_ms": f.warm_prefill,
+        "control_hits": f.control_hits,
+        "tokenized_common_prefix": m.tokenized.map(|t| t.0),
+        "tokenized_prompt_len": m.tokenized.map(|t| t.1),
+        "required_warm_hits": m.required_hits,
+        "recomputed_tokens": warms.filter_map(|s| s.recomputed).reduce(|a, b| a + b),
+        "prompt_tokens_counter_delta": m.samples.iter().filter_map(|s| s.prompt_counter).reduce(|a, b| a + b),
         "prefix_cache_flag": info.prefix_cache_flag,
         "retention_interval": info.retention_interval,
         "cause": Value::Null,
-    });
+    })
+}
 
-    if !has_evidence {
+/// The verdict: no evidence (warn), every rule kept (pass), or which of the three causes.
+fn judge(
+    c: &mut Check,
+    m: &Measured,
+    f: &Figures,
+    rules: &[(String, Option<bool>)],
+    info: &ServerInfo,
+) {
+    if f.warm_hits.is_empty() {
         c.status = Status::Warn;
         c.measurement =
             "no cache evidence exposed (no hit counter, no cached_tokens, no timings)".into();
         c.next_step = "expose evidence: vLLM --enable-prompt-tokens-details or /metrics; SGLang --enable-cache-report".into();
         c.data["cause"] = "no_evidence".into();
-        return Proof {
-            check: c,
-            samples: out_samples,
-            warm_prefill_ms: warm_prefill,
-        };
+        return;
     }
+    let broken: Vec<&str> = rules
+        .iter()
+        .filter(|(_, ok)| *ok == Some(false))
+        .map(|(t, _)| t.as_str())
+        .collect();
     if broken.is_empty() {
         c.measurement = format!(
             "warm requests reused {} of ~{} shared prefix tokens; prefill {} -> {} ms; control {} hits",
-            fmt_f(mean_hits),
-            fmt_f(shared_tokens),
-            fmt_f(cold_prefill),
-            fmt_f(warm_prefill),
-            fmt_f(control_hits)
+            fmt_f(f.mean_hits()),
+            fmt_f(m.shared_tokens),
+            fmt_f(f.cold_prefill),
+            fmt_f(f.warm_prefill),
+            fmt_f(f.control_hits)
         );
-        return Proof {
-            check: c,
-            samples: out_samples,
-            warm_prefill_ms: warm_prefill,
-        };
+        return;
     }
-
-    // Which of the three causes.
     c.status = Status::Fail;
-    let all_zero = warm_hits.iter().all(|h| *h <= 0.0);
+    let (cause, cause_text, impact, owner, next) = cause(m, f, &broken, info);
+    c.measurement = format!("{cause_text}; failed: {}", broken.join("; "));
+    c.impact = impact;
+    c.owner = Some(owner);
+    c.next_step = next.to_string();
+    c.data["cause"] = cause.into();
+}
+
+/// Which of the three causes broke the rules (else `other`).
+fn cause(
+    m: &Measured,
+    f: &Figures,
+    broken: &[&str],
+    info: &ServerInfo,
+) -> (&'static str, String, Impact, Owner, &'static str) {
+    let all_zero = f.warm_hits.iter().all(|h| *h <= 0.0);
     let flag_off = info
         .prefix_cache_flag
         .as_deref()
         .is_some_and(|f| matches!(f.to_ascii_lowercase().trim_matches('"'), "false" | "0"));
-    let (cause, cause_text, impact, owner, next) = if all_zero && !not_identical {
+    let tokenized = m.tokenized;
+    if all_zero && !m.not_identical {
         (
             "feature_off",
             format!(
@@ -485,7 +571,7 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             Owner::Server,
             "enable prefix caching (vLLM: --enable-prefix-caching, do not pass --no-enable-prefix-caching; llama.cpp: drop --no-cache-prompt; SGLang: drop --disable-radix-cache)",
         )
-    } else if not_identical {
+    } else if m.not_identical {
         (
             "prefix_not_identical",
             format!(
@@ -497,13 +583,16 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             Owner::Gateway,
             "make the prompt prefix byte-identical: no timestamps, request ids or reordered tools before the shared part (chat template, gateway, client)",
         )
-    } else if min_warm_hits.is_some_and(|h| required_hits.is_some_and(|r| h > 0.0 && h < r)) {
+    } else if f
+        .min_warm_hits
+        .is_some_and(|h| m.required_hits.is_some_and(|r| h > 0.0 && h < r))
+    {
         (
             "retention_boundary",
             format!(
                 "retention boundary: warm hits {} of {} shared tokens although the tokens are identical; hybrid/KDA models keep state only at prompt ends and at intervals (VLLM_PREFIX_CACHE_RETENTION_INTERVAL {})",
-                fmt_f(min_warm_hits),
-                fmt_f(shared_tokens),
+                fmt_f(f.min_warm_hits),
+                fmt_f(m.shared_tokens),
                 info.retention_interval.as_deref().unwrap_or("not exposed; VLLM_SERVER_DEV_MODE=1 shows it in /server_info")
             ),
             Impact::Limit,
@@ -518,16 +607,6 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, prefix_words: u32)
             Owner::Server,
             "compare the warm and control requests in the evidence",
         )
-    };
-    c.measurement = format!("{cause_text}; failed: {}", broken.join("; "));
-    c.impact = impact;
-    c.owner = Some(owner);
-    c.next_step = next.to_string();
-    c.data["cause"] = cause.into();
-    Proof {
-        check: c,
-        samples: out_samples,
-        warm_prefill_ms: warm_prefill,
     }
 }
 
