@@ -4,6 +4,7 @@
 //! requests, preemptions. The first failing step is the boundary, recorded with what
 //! the runbook asks of every OOM.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,7 +193,8 @@ fn baseline(outcome: &RampOutcome) -> Baseline {
     b
 }
 
-/// Runs the ramp; `on_step` is called after every step (to save the report).
+/// Runs the ramp; `on_step` is called after every step (to save the report). The ramp stops
+/// at the first failed step; the steps after it are listed as skipped.
 pub async fn run(
     node: &Node,
     info: &ServerInfo,
@@ -202,10 +204,6 @@ pub async fn run(
     mut on_step: impl FnMut(&RampStep, &Check),
 ) -> RampOutcome {
     let plans = plan_steps(cfg);
-    let names = info.names();
-    let metrics_url = info
-        .metrics_available
-        .then(|| format!("{}/metrics", node.client.base_url));
     let mut outcome = RampOutcome {
         checks: Vec::new(),
         steps: Vec::new(),
@@ -213,256 +211,356 @@ pub async fn run(
         accepted_rate: None,
         boundary: None,
     };
-    let mut level_ok: std::collections::BTreeMap<u32, (bool, Option<f64>)> = Default::default();
+    let mut level_ok: BTreeMap<u32, (bool, Option<f64>)> = BTreeMap::new();
     let mut transport = TransportTally::default();
-    let mut stopped_at: Option<usize> = None;
     for (i, p) in plans.iter().enumerate() {
-        let mut plan = LoadPlan::new(model);
-        plan.concurrency = p.concurrency;
-        plan.requests = Some(u64::from(p.concurrency * cfg.requests_per_stream.max(1)));
-        plan.prompt_tokens = p.prompt_tokens;
-        plan.max_tokens = p.max_tokens;
-        // Fixed output lengths where the engine takes `ignore_eos`; a plain OpenAI
-        // gateway may reject unknown fields.
-        plan.ignore_eos = info.ignores_eos();
-        plan.tokens_per_word = cfg.tokens_per_word;
-        plan.agent_mix = cfg.agent_mix.as_ref().map(|m| Arc::new(m.fresh()));
-        let plan = Arc::new(plan);
-        let before = match &metrics_url {
-            Some(u) => engine::scrape(&node.client.http, u).await,
-            None => None,
-        };
-        let load_label = format!("ramp {}", p.label);
-        let bar = node.events.load_started(&load_label, plan.requests);
-        let (result, peaks): (LoadResult, _) = engine::with_peaks(
-            &node.client.http,
-            metrics_url.as_deref(),
-            dcgm,
-            names,
-            Duration::from_millis(500),
-            run_load(
-                node.client.clone(),
-                plan.clone(),
-                Arc::new(LoadCounters::default()),
-                bar.clone(),
-            ),
-        )
-        .await;
-        node.events.load_finished(&load_label);
-        let after = match &metrics_url {
-            Some(u) => engine::scrape(&node.client.http, u).await,
-            None => None,
-        };
-        let preemptions = match (&before, &after) {
-            (Some(b), Some(a)) => first_delta(b, a, names.preemptions),
-            _ => None,
-        };
-        let s = &result.stats;
-        let beyond_expected =
-            p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context;
-        let mut status = Status::Pass;
-        let mut why = Vec::new();
-        // Only evidence of capacity fails a step on capacity: timeouts and 429/503/504,
-        // a preemption storm, the latency objectives. Error answers fail it on the
-        // server; a lost connection is a transport finding of its own (below).
-        let mut capacity_evidence = false;
-        let (capacity_errors, server_errors, transport_errors) = (
-            s.errors_of(ErrorClass::Capacity),
-            s.errors_of(ErrorClass::Server),
-            s.errors_of(ErrorClass::Transport),
-        );
-        if capacity_errors > 0 {
-            status = Status::Fail;
-            capacity_evidence = true;
-            why.push(format!(
-                "{capacity_errors} of {} requests failed under load (timeouts, 429/503/504)",
-                s.requests
-            ));
-        }
-        if server_errors > 0 {
-            status = Status::Fail;
-            why.push(format!(
-                "{server_errors} of {} requests got an error answer or a malformed stream",
-                s.requests
-            ));
-        }
-        if transport_errors > 0 {
-            if status == Status::Pass {
-                status = Status::Warn;
-            }
-            why.push(format!(
-                "{transport_errors} of {} requests lost to the connection (not capacity)",
-                s.requests
-            ));
-        }
-        if let Some(pre) = preemptions.filter(|v| *v > 0.0) {
-            if pre >= s.requests as f64 {
-                status = Status::Fail;
-                capacity_evidence = true;
-                why.push(format!(
-                    "preemption storm: {pre:.0} preemptions for {} requests",
-                    s.requests
-                ));
-            } else if status == Status::Pass {
-                status = Status::Warn;
-                why.push(format!("{pre:.0} preemptions"));
-            }
-        }
-        let (ttft, itl) = (s.ttft_ms(), s.itl_ms());
-        if let Some(slo) = cfg
-            .slo_ttft_p95_ms
-            .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
-        {
-            status = Status::Fail;
-            capacity_evidence = true;
-            why.push(format!(
-                "TTFT p95 {:.0} ms above the SLO {slo:.0} ms",
-                ttft.p95
-            ));
-        }
-        if let Some(slo) = cfg
-            .slo_itl_p95_ms
-            .filter(|slo| itl.count > 0 && itl.p95 > *slo)
-        {
-            status = Status::Fail;
-            capacity_evidence = true;
-            why.push(format!(
-                "ITL p95 {:.1} ms above the SLO {slo:.1} ms",
-                itl.p95
-            ));
-        }
-        let step = RampStep {
-            label: p.label.clone(),
-            concurrency: p.concurrency,
-            prompt_tokens: p.prompt_tokens,
-            max_tokens: p.max_tokens,
-            requests: s.requests,
-            errors: s.errors,
-            errors_by_kind: s.errors_by_kind.clone(),
-            errors_by_class: s.errors_by_class.clone(),
-            reconnects: s.reconnects,
-            ttft_ms: ttft,
-            itl_ms: itl,
-            tpot_ms: s.tpot_ms(),
-            e2e_ms: s.e2e_ms(),
-            kv_cache_usage: peaks.kv_usage_max,
-            waiting_max: peaks.waiting_max,
-            running_max: peaks.running_max,
-            preemptions,
-            gpu_memory_used_mib: peaks.gpu_memory_used_mib_max,
-            last_success_at: s.last_success_at,
-            status: Some(status),
-            stream_gap_ms: s.stream_gap_ms(),
-            tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
-            first_tool_call_ms: s.first_tool_call_ms(),
-            agent: plan.agent_mix.as_ref().map(|m| m.conformance()),
-        };
-        let mut c = Check::new(
-            step_id(p),
-            Stage::Ramp,
-            status,
-            format!(
-                "{}: {} requests, {} in parallel, prompt ~{} tokens, output limit {}",
-                p.label, s.requests, p.concurrency, p.prompt_tokens, p.max_tokens
-            ),
-        );
-        c.url = Some(node.client.base_url.clone());
-        c.duration_ms = result.elapsed.as_millis() as u64;
-        c.request = Some(json!({
-            "endpoint": "/v1/chat/completions", "model": model, "concurrency": p.concurrency,
-            "prompt_tokens": p.prompt_tokens, "max_tokens": p.max_tokens, "stream": true, "ignore_eos": true,
-            "requests": s.requests,
-        }));
-        c.measurement = format!(
-            "TTFT p50 {:.0} ms p95 {:.0} ms, ITL p95 {:.1} ms, E2E p95 {:.0} ms, {:.2} req/s, errors {}{}{}{}",
-            step.ttft_ms.p50,
-            step.ttft_ms.p95,
-            step.itl_ms.p95,
-            step.e2e_ms.p95,
-            result.request_rate(),
-            s.errors,
-            step.kv_cache_usage.map(|v| format!(", KV {:.0}%", v * 100.0)).unwrap_or_default(),
-            step.waiting_max.map(|v| format!(", waiting max {v:.0}")).unwrap_or_default(),
-            if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
-        );
-        if let Some(a) = &step.agent {
-            c.measurement
-                .push_str(&format!(", agent conformance {}", a.rate_text()));
-        }
-        c.evidence = s
-            .error_examples
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join("\n");
-        c.data = serde_json::to_value(&step).unwrap_or_default();
-        if status == Status::Fail && !capacity_evidence {
-            // Error answers without any sign of load: the server or its parser is wrong,
-            // and more GPUs would not help.
-            c.impact = Impact::Info;
-            c.owner = Some(Owner::Server);
-            c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
-        } else if status == Status::Fail {
-            c.impact = if beyond_expected {
-                Impact::Limit
-            } else {
-                Impact::Capacity
-            };
-            c.owner = Some(Owner::Server);
-            c.next_step = if beyond_expected {
-                "beyond the expected load: record this step as the deployment's limit".into()
-            } else {
-                "fails at the expected load: more GPUs, other parallelism, or lower max-model-len / max-num-seqs".into()
-            };
-            // The OOM record of the runbook.
-            let history: Vec<_> = outcome
-                .steps
-                .iter()
-                .chain(std::iter::once(&step))
-                .map(|st| json!({
-                    "label": st.label, "kv_cache_usage": st.kv_cache_usage,
-                    "gpu_memory_used_mib": st.gpu_memory_used_mib, "waiting_max": st.waiting_max,
-                    "preemptions": st.preemptions,
-                }))
-                .collect();
-            c.data["boundary"] = json!({
-                "step": p.label,
-                "concurrency": p.concurrency,
-                "input_tokens": p.prompt_tokens,
-                "output_limit": p.max_tokens,
-                "context": p.context,
-                "max_model_len": info.max_model_len,
-                "cache_settings": info.cache_settings,
-                "prefix_cache_flag": info.prefix_cache_flag,
-                "last_success_at": s.last_success_at.or_else(|| outcome.steps.iter().rev().find_map(|x| x.last_success_at)),
-                "waiting_max": peaks.waiting_max,
-                "running_max": peaks.running_max,
-                "preemptions": preemptions,
-                "over_steps": history,
-                "beyond_expected_load": beyond_expected,
-            });
+        let m = measure_step(node, info, model, cfg, dcgm, p).await;
+        let judged = judge_step(&m, cfg);
+        let step = step_record(p, &m, judged.status);
+        let mut c = step_check(node, model, p, &m, &step, &judged);
+        if judged.status == Status::Fail {
+            mark_failure(&mut c, p, info, cfg, &m, &judged, &outcome.steps, &step);
             outcome.boundary = Some(format!(
                 "{} (concurrency {}, context {})",
                 p.label, p.concurrency, p.context
             ));
         }
         let entry = level_ok.entry(p.concurrency).or_insert((true, None));
-        entry.0 &= status != Status::Fail;
+        entry.0 &= judged.status != Status::Fail;
         if p.label.contains("short") {
-            entry.1 = Some(result.request_rate());
+            entry.1 = Some(m.result.request_rate());
         }
-        transport.add(s);
+        transport.add(&m.result.stats);
         on_step(&step, &c);
         outcome.steps.push(step);
         outcome.checks.push(c);
-        if status == Status::Fail {
-            stopped_at = Some(i);
+        if judged.status == Status::Fail {
+            let boundary = outcome.boundary.clone().unwrap_or_default();
+            outcome.checks.extend(not_run(&plans[i + 1..], &boundary));
             break;
         }
     }
-    if let Some(i) = stopped_at {
-        let boundary = outcome.boundary.clone().unwrap_or_default();
-        for p in &plans[i + 1..] {
+    outcome
+        .checks
+        .extend(transport.check(&node.client.base_url));
+    (outcome.accepted_concurrency, outcome.accepted_rate) =
+        accepted(&level_ok, &plans, &outcome.steps, cfg);
+    outcome
+}
+
+/// One step's load and what the server's metrics said during it.
+struct StepMeasured {
+    result: LoadResult,
+    peaks: engine::Peaks,
+    /// Preemptions during the step (counter delta).
+    preemptions: Option<f64>,
+    /// How the agent cases mixed into the step fared.
+    agent: Option<crate::report::AgentConformance>,
+}
+
+async fn measure_step(
+    node: &Node,
+    info: &ServerInfo,
+    model: &str,
+    cfg: &RampConfig,
+    dcgm: Option<&str>,
+    p: &StepPlan,
+) -> StepMeasured {
+    let names = info.names();
+    let metrics_url = info
+        .metrics_available
+        .then(|| format!("{}/metrics", node.client.base_url));
+    let scrape = || async {
+        match &metrics_url {
+            Some(u) => engine::scrape(&node.client.http, u).await,
+            None => None,
+        }
+    };
+    let plan = Arc::new(step_load(model, info, cfg, p));
+    let before = scrape().await;
+    let load_label = format!("ramp {}", p.label);
+    let bar = node.events.load_started(&load_label, plan.requests);
+    let load = run_load(
+        node.client.clone(),
+        plan.clone(),
+        Arc::new(LoadCounters::default()),
+        bar.clone(),
+    );
+    let every = Duration::from_millis(500);
+    let (result, peaks) = engine::with_peaks(
+        &node.client.http,
+        metrics_url.as_deref(),
+        dcgm,
+        names,
+        every,
+        load,
+    )
+    .await;
+    node.events.load_finished(&load_label);
+    let after = scrape().await;
+    let preemptions = match (&before, &after) {
+        (Some(b), Some(a)) => first_delta(b, a, names.preemptions),
+        _ => None,
+    };
+    StepMeasured {
+        result,
+        peaks,
+        preemptions,
+        agent: plan.agent_mix.as_ref().map(|m| m.conformance()),
+    }
+}
+
+/// The load of one step.
+fn step_load(model: &str, info: &ServerInfo, cfg: &RampConfig, p: &StepPlan) -> LoadPlan {
+    let mut plan = LoadPlan::new(model);
+    plan.concurrency = p.concurrency;
+    plan.requests = Some(u64::from(p.concurrency * cfg.requests_per_stream.max(1)));
+    plan.prompt_tokens = p.prompt_tokens;
+    plan.max_tokens = p.max_tokens;
+    // Fixed output lengths where the engine takes `ignore_eos`; a plain OpenAI
+    // gateway may reject unknown fields.
+    plan.ignore_eos = info.ignores_eos();
+    plan.tokens_per_word = cfg.tokens_per_word;
+    plan.agent_mix = cfg.agent_mix.as_ref().map(|m| Arc::new(m.fresh()));
+    plan
+}
+
+/// A step's verdict and its reasons.
+struct StepJudged {
+    status: Status,
+    why: Vec<String>,
+    /// The failure shows load (timeouts, 429/503/504, a preemption storm, an objective
+    /// missed); without it, a failure is the server's, not capacity.
+    capacity_evidence: bool,
+}
+
+impl StepJudged {
+    fn fail(&mut self, capacity: bool, why: String) {
+        self.status = Status::Fail;
+        self.capacity_evidence |= capacity;
+        self.why.push(why);
+    }
+
+    fn warn(&mut self, why: String) {
+        if self.status == Status::Pass {
+            self.status = Status::Warn;
+        }
+        self.why.push(why);
+    }
+}
+
+/// Only evidence of capacity fails a step on capacity: timeouts and 429/503/504, a
+/// preemption storm, the latency objectives. Error answers fail it on the server; a lost
+/// connection is a transport finding of its own.
+fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
+    let s = &m.result.stats;
+    let n = s.requests;
+    let mut j = StepJudged {
+        status: Status::Pass,
+        why: Vec::new(),
+        capacity_evidence: false,
+    };
+    let capacity_errors = s.errors_of(ErrorClass::Capacity);
+    if capacity_errors > 0 {
+        j.fail(
+            true,
+            format!("{capacity_errors} of {n} requests failed under load (timeouts, 429/503/504)"),
+        );
+    }
+    let server_errors = s.errors_of(ErrorClass::Server);
+    if server_errors > 0 {
+        j.fail(
+            false,
+            format!("{server_errors} of {n} requests got an error answer or a malformed stream"),
+        );
+    }
+    let transport_errors = s.errors_of(ErrorClass::Transport);
+    if transport_errors > 0 {
+        j.warn(format!(
+            "{transport_errors} of {n} requests lost to the connection (not capacity)"
+        ));
+    }
+    if let Some(pre) = m.preemptions.filter(|v| *v > 0.0) {
+        if pre >= n as f64 {
+            j.fail(
+                true,
+                format!("preemption storm: {pre:.0} preemptions for {n} requests"),
+            );
+        } else if j.status == Status::Pass {
+            j.warn(format!("{pre:.0} preemptions"));
+        }
+    }
+    let (ttft, itl) = (s.ttft_ms(), s.itl_ms());
+    if let Some(slo) = cfg
+        .slo_ttft_p95_ms
+        .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
+    {
+        j.fail(
+            true,
+            format!("TTFT p95 {:.0} ms above the SLO {slo:.0} ms", ttft.p95),
+        );
+    }
+    if let Some(slo) = cfg
+        .slo_itl_p95_ms
+        .filter(|slo| itl.count > 0 && itl.p95 > *slo)
+    {
+        j.fail(
+            true,
+            format!("ITL p95 {:.1} ms above the SLO {slo:.1} ms", itl.p95),
+        );
+    }
+    j
+}
+
+fn step_record(p: &StepPlan, m: &StepMeasured, status: Status) -> RampStep {
+    let s = &m.result.stats;
+    RampStep {
+        label: p.label.clone(),
+        concurrency: p.concurrency,
+        prompt_tokens: p.prompt_tokens,
+        max_tokens: p.max_tokens,
+        requests: s.requests,
+        errors: s.errors,
+        errors_by_kind: s.errors_by_kind.clone(),
+        errors_by_class: s.errors_by_class.clone(),
+        reconnects: s.reconnects,
+        ttft_ms: s.ttft_ms(),
+        itl_ms: s.itl_ms(),
+        tpot_ms: s.tpot_ms(),
+        e2e_ms: s.e2e_ms(),
+        kv_cache_usage: m.peaks.kv_usage_max,
+        waiting_max: m.peaks.waiting_max,
+        running_max: m.peaks.running_max,
+        preemptions: m.preemptions,
+        gpu_memory_used_mib: m.peaks.gpu_memory_used_mib_max,
+        last_success_at: s.last_success_at,
+        status: Some(status),
+        stream_gap_ms: s.stream_gap_ms(),
+        tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
+        first_tool_call_ms: s.first_tool_call_ms(),
+        agent: m.agent.clone(),
+    }
+}
+
+fn step_check(
+    node: &Node,
+    model: &str,
+    p: &StepPlan,
+    m: &StepMeasured,
+    step: &RampStep,
+    judged: &StepJudged,
+) -> Check {
+    let s = &m.result.stats;
+    let mut c = Check::new(
+        step_id(p),
+        Stage::Ramp,
+        judged.status,
+        format!(
+            "{}: {} requests, {} in parallel, prompt ~{} tokens, output limit {}",
+            p.label, s.requests, p.concurrency, p.prompt_tokens, p.max_tokens
+        ),
+    );
+    c.url = Some(node.client.base_url.clone());
+    c.duration_ms = m.result.elapsed.as_millis() as u64;
+    c.request = Some(json!({
+        "endpoint": "/v1/chat/completions", "model": model, "concurrency": p.concurrency,
+        "prompt_tokens": p.prompt_tokens, "max_tokens": p.max_tokens, "stream": true, "ignore_eos": true,
+        "requests": s.requests,
+    }));
+    let why = &judged.why;
+    c.measurement = format!(
+        "TTFT p50 {:.0} ms p95 {:.0} ms, ITL p95 {:.1} ms, E2E p95 {:.0} ms, {:.2} req/s, errors {}{}{}{}",
+        step.ttft_ms.p50,
+        step.ttft_ms.p95,
+        step.itl_ms.p95,
+        step.e2e_ms.p95,
+        m.result.request_rate(),
+        s.errors,
+        step.kv_cache_usage.map(|v| format!(", KV {:.0}%", v * 100.0)).unwrap_or_default(),
+        step.waiting_max.map(|v| format!(", waiting max {v:.0}")).unwrap_or_default(),
+        if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
+    );
+    if let Some(a) = &step.agent {
+        c.measurement
+            .push_str(&format!(", agent conformance {}", a.rate_text()));
+    }
+    c.evidence = s
+        .error_examples
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    c.data = serde_json::to_value(step).unwrap_or_default();
+    c
+}
+
+/// A failed step: error answers without load are the server's; a failure with load is
+/// capacity at the expected load, a limit beyond it, with the runbook's OOM record.
+#[allow(clippy::too_many_arguments)]
+fn mark_failure(
+    c: &mut Check,
+    p: &StepPlan,
+    info: &ServerInfo,
+    cfg: &RampConfig,
+    m: &StepMeasured,
+    judged: &StepJudged,
+    earlier: &[RampStep],
+    step: &RampStep,
+) {
+    c.owner = Some(Owner::Server);
+    if !judged.capacity_evidence {
+        // Error answers without any sign of load: the server or its parser is wrong,
+        // and more GPUs would not help.
+        c.impact = Impact::Info;
+        c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
+        return;
+    }
+    let beyond_expected =
+        p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context;
+    c.impact = if beyond_expected {
+        Impact::Limit
+    } else {
+        Impact::Capacity
+    };
+    c.next_step = if beyond_expected {
+        "beyond the expected load: record this step as the deployment's limit".into()
+    } else {
+        "fails at the expected load: more GPUs, other parallelism, or lower max-model-len / max-num-seqs".into()
+    };
+    let history: Vec<_> = earlier
+        .iter()
+        .chain(std::iter::once(step))
+        .map(|st| {
+            json!({
+                "label": st.label, "kv_cache_usage": st.kv_cache_usage,
+                "gpu_memory_used_mib": st.gpu_memory_used_mib, "waiting_max": st.waiting_max,
+                "preemptions": st.preemptions,
+            })
+        })
+        .collect();
+    let last_success = m.result.stats.last_success_at;
+    c.data["boundary"] = json!({
+        "step": p.label,
+        "concurrency": p.concurrency,
+        "input_tokens": p.prompt_tokens,
+        "output_limit": p.max_tokens,
+        "context": p.context,
+        "max_model_len": info.max_model_len,
+        "cache_settings": info.cache_settings,
+        "prefix_cache_flag": info.prefix_cache_flag,
+        "last_success_at": last_success.or_else(|| earlier.iter().rev().find_map(|x| x.last_success_at)),
+        "waiting_max": m.peaks.waiting_max,
+        "running_max": m.peaks.running_max,
+        "preemptions": m.preemptions,
+        "over_steps": history,
+        "beyond_expected_load": beyond_expected,
+    });
+}
+
+/// The steps after the boundary, listed as not run.
+fn not_run(rest: &[StepPlan], boundary: &str) -> Vec<Check> {
+    rest.iter()
+        .map(|p| {
             let mut c = Check::new(
                 step_id(p),
                 Stage::Ramp,
@@ -470,26 +568,31 @@ pub async fn run(
                 format!("{}: not run", p.label),
             );
             c.measurement = format!("not run: the ramp stopped at its boundary, {boundary}");
-            outcome.checks.push(c);
-        }
-    }
-    if let Some(c) = transport.check(&node.client.base_url) {
-        outcome.checks.push(c);
-    }
-    // Accepted: the highest level (within the expected load) whose steps all passed,
-    // with every lower level passing too.
-    for (c, (ok, rate)) in &level_ok {
+            c
+        })
+        .collect()
+}
+
+/// Accepted: the highest level (within the expected load) whose steps all ran and passed,
+/// with every lower level passing too; and its short step's request rate.
+fn accepted(
+    level_ok: &BTreeMap<u32, (bool, Option<f64>)>,
+    plans: &[StepPlan],
+    steps: &[RampStep],
+    cfg: &RampConfig,
+) -> (Option<u32>, Option<f64>) {
+    let mut found = (None, None);
+    for (c, (ok, rate)) in level_ok {
         if !ok {
             break;
         }
         let level_steps = plans.iter().filter(|p| p.concurrency == *c).count();
-        let ran = outcome.steps.iter().filter(|s| s.concurrency == *c).count();
+        let ran = steps.iter().filter(|s| s.concurrency == *c).count();
         if ran == level_steps && *c <= cfg.expected_concurrency {
-            outcome.accepted_concurrency = Some(*c);
-            outcome.accepted_rate = *rate;
+            found = (Some(*c), *rate);
         }
     }
-    outcome
+    found
 }
 
 /// Connections lost over the whole ramp: one finding of their own, never capacity.

@@ -8,14 +8,15 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::engine::{self, first_delta, first_max, first_sum, ServerInfo};
+use super::engine::{self, first_delta, first_max, first_sum, EngineMetrics, ServerInfo};
 use super::plan::AcceptPlan;
 use super::silence::GapRow;
 use super::stage::{StageCtx, StageResult};
 use super::Node;
 use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, LatencyStats};
-use crate::load::{run_load, LoadCounters, LoadPlan};
+use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
+use crate::metrics::MetricsSnapshot;
 use crate::report::{
     AgentConformance, Baseline, Check, CheckId, Impact, Owner, SoakSample, Stage, Status,
 };
@@ -41,19 +42,16 @@ pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageRes
     let fallback = (plan.expected_concurrency.min(args.concurrency), None);
     let (conc, rate) = ctx.carried(|c| c.accepted).unwrap_or(fallback);
     let rate = rate.map(|r| r * 0.8).filter(|r| *r > 0.0);
-    let o = run(
-        plan.node(),
-        plan.info(),
-        &plan.model,
-        args.duration,
-        conc,
+    let load = SoakLoad {
+        duration: args.duration,
+        concurrency: conc,
         rate,
-        args.short_prompt,
-        args.output_tokens,
-        plan.tokens_per_word,
-        plan.agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
-    )
-    .await;
+        prompt_tokens: args.short_prompt,
+        output_tokens: args.output_tokens,
+        tokens_per_word: plan.tokens_per_word,
+        agent_mix: plan.agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
+    };
+    let o = run(plan.node(), plan.info(), &plan.model, &load).await;
     let mut result = StageResult {
         baseline: baseline(&o, conc),
         ..StageResult::default()
@@ -89,48 +87,125 @@ fn baseline(o: &SoakOutcome, concurrency: u32) -> Baseline {
     b
 }
 
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
+/// The soak's load.
+pub struct SoakLoad {
+    pub duration: Duration,
+    pub concurrency: u32,
+    /// Open loop at this request rate; `None`: closed loop at `concurrency`.
+    pub rate: Option<f64>,
+    pub prompt_tokens: u32,
+    pub output_tokens: u32,
+    /// Server tokens per prompt word.
+    pub tokens_per_word: f64,
+    /// Agent cases mixed into the load.
+    pub agent_mix: Option<Arc<AgentMix>>,
+}
+
+/// Runs the soak: the load with its samples, then the judgement.
+pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -> SoakOutcome {
+    let plan = Arc::new(soak_plan(model, info, load));
+    let m = measure(node, info, &plan, load.duration).await;
+    let stats = &m.result.stats;
+    let cache_hit_ratio = m.hit_ratio.or_else(|| {
+        (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64)
+    });
+    let queue = Queue::of(&m.samples, &m.in_flight, load.concurrency);
+    let kv: Vec<f64> = m.samples.iter().filter_map(|s| s.kv_cache_usage).collect();
+    let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
+    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
+    let mut c = soak_check(node, model, load, &plan, &m.result);
+    let capacity_evidence = judge(&mut c, stats, &queue, agent.as_ref());
+    let request_rate = m.result.request_rate();
+    c.measurement = format!(
+        "{} requests, {:.2} req/s, error rate {:.2}%, TTFT p95 {:.0} ms, ITL p95 {:.1} ms, queue {:.1} -> {:.1}{}{}{}",
+        stats.requests,
+        request_rate,
+        stats.error_rate() * 100.0,
+        stats.ttft_ms().p95,
+        stats.itl_ms().p95,
+        queue.first,
+        queue.last,
+        cache_hit_ratio.map(|r| format!(", cache hit ratio {:.0}%", r * 100.0)).unwrap_or_default(),
+        kv_growth.map(|g| format!(", KV change {:+.0} points", g * 100.0)).unwrap_or_default(),
+        c.measurement,
+    );
+    if let Some(a) = &agent {
+        c.measurement
+            .push_str(&format!(", agent conformance {}", a.rate_text()));
+    }
+    c.data = json!({
+        "requests": stats.requests, "errors": stats.errors, "errors_by_kind": stats.errors_by_kind,
+        "errors_by_class": stats.errors_by_class, "reconnects": stats.reconnects,
+        "request_rate": request_rate, "queue_first_third": queue.first, "queue_last_third": queue.last,
+        "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
+        "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
+        "stream_gap_ms": stats.stream_gap_ms(), "tool_call_gap_max_ms": stats.tool_call_gap_max_ms(),
+        "first_tool_call_ms": stats.first_tool_call_ms(),
+        "agent": agent,
+    });
+    owner(&mut c, capacity_evidence);
+    SoakOutcome {
+        check: c,
+        samples: m.samples,
+        stats: stats.clone(),
+        request_rate,
+        cache_hit_ratio,
+        agent,
+    }
+}
+
+fn soak_plan(model: &str, info: &ServerInfo, load: &SoakLoad) -> LoadPlan {
+    let mut plan = LoadPlan::new(model);
+    plan.concurrency = load.concurrency.max(1);
+    plan.rate = load.rate;
+    if load.rate.is_some() {
+        // Room for a queue to build up, so growth is visible rather than capped.
+        plan.concurrency = load.concurrency.max(1) * 4;
+    }
+    plan.requests = None;
+    plan.duration = Some(load.duration);
+    plan.prompt_tokens = load.prompt_tokens.max(16);
+    // Shared-prefix traffic, as agents send: the cache hit ratio becomes the baseline.
+    plan.shared_prefix_tokens = load.prompt_tokens * 3 / 4;
+    plan.max_tokens = load.output_tokens;
+    // Fixed output lengths where the engine takes `ignore_eos` (not plain OpenAI gateways).
+    plan.ignore_eos = info.ignores_eos();
+    plan.keep_records = true;
+    plan.tokens_per_word = load.tokens_per_word;
+    plan.agent_mix = load.agent_mix.clone();
+    plan
+}
+
+/// The load and what was sampled while it ran.
+struct SoakMeasured {
+    result: LoadResult,
+    /// One sample per interval (a twelfth of the soak, at least a second).
+    samples: Vec<SoakSample>,
+    /// The client's requests in flight at each sample.
+    in_flight: Vec<f64>,
+    /// The server's prefix-cache hit ratio over the whole soak, from its counters.
+    hit_ratio: Option<f64>,
+}
+
+async fn measure(
     node: &Node,
     info: &ServerInfo,
-    model: &str,
+    plan: &Arc<LoadPlan>,
     duration: Duration,
-    concurrency: u32,
-    rate: Option<f64>,
-    prompt_tokens: u32,
-    output_tokens: u32,
-    tokens_per_word: f64,
-    agent_mix: Option<Arc<AgentMix>>,
-) -> SoakOutcome {
+) -> SoakMeasured {
     let names = info.names();
     let metrics_url = info
         .metrics_available
         .then(|| format!("{}/metrics", node.client.base_url));
-    let mut plan = LoadPlan::new(model);
-    plan.concurrency = concurrency.max(1);
-    plan.rate = rate;
-    if rate.is_some() {
-        // Room for a queue to build up, so growth is visible rather than capped.
-        plan.concurrency = concurrency.max(1) * 4;
-    }
-    plan.requests = None;
-    plan.duration = Some(duration);
-    plan.prompt_tokens = prompt_tokens.max(16);
-    // Shared-prefix traffic, as agents send: the cache hit ratio becomes the baseline.
-    plan.shared_prefix_tokens = prompt_tokens * 3 / 4;
-    plan.max_tokens = output_tokens;
-    // Fixed output lengths where the engine takes `ignore_eos` (not plain OpenAI gateways).
-    plan.ignore_eos = info.ignores_eos();
-    plan.keep_records = true;
-    plan.tokens_per_word = tokens_per_word;
-    plan.agent_mix = agent_mix;
-    let plan = Arc::new(plan);
+    let scrape = || async {
+        match &metrics_url {
+            Some(u) => engine::scrape(&node.client.http, u).await,
+            None => None,
+        }
+    };
     let counters = Arc::new(LoadCounters::default());
     let interval = (duration / 12).max(Duration::from_secs(1));
-    let first = match &metrics_url {
-        Some(u) => engine::scrape(&node.client.http, u).await,
-        None => None,
-    };
+    let first = scrape().await;
     let started = Instant::now();
     let bar = node.events.load_started("soak", None);
     let load = run_load(
@@ -145,35 +220,9 @@ pub async fn run(
         let mut prev = first.clone();
         loop {
             tokio::time::sleep(interval).await;
-            let snap = match &metrics_url {
-                Some(u) => engine::scrape(&node.client.http, u).await,
-                None => None,
-            };
-            let ratio = match (&prev, &snap) {
-                (Some(a), Some(b)) => {
-                    let hits = first_delta(a, b, names.cache_hits);
-                    let q = first_delta(a, b, names.cache_queries).or_else(|| {
-                        // llama.cpp: computed + cached prompt tokens.
-                        Some(first_delta(a, b, names.prompt_tokens)? + hits?)
-                    });
-                    match (hits, q) {
-                        (Some(h), Some(q)) if q > 0.0 => Some(h / q),
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
+            let snap = scrape().await;
             in_flight.push(counters.in_flight.load(Ordering::Relaxed) as f64);
-            samples.push(SoakSample {
-                t_s: started.elapsed().as_secs_f64(),
-                requests_done: counters.done.load(Ordering::Relaxed),
-                errors: counters.errors.load(Ordering::Relaxed),
-                running: snap.as_ref().and_then(|s| first_sum(s, names.running)),
-                waiting: snap.as_ref().and_then(|s| first_sum(s, names.waiting)),
-                kv_cache_usage: snap.as_ref().and_then(|s| first_max(s, names.kv_usage)),
-                cache_hit_ratio: ratio,
-                ttft_p95_ms: None,
-            });
+            samples.push(sample(&counters, started, &prev, &snap, &names));
             if snap.is_some() {
                 prev = snap;
             }
@@ -184,14 +233,58 @@ pub async fn run(
         _ = sampler => unreachable!("the sampler never ends"),
     };
     node.events.load_finished("soak");
-    let last = match &metrics_url {
-        Some(u) => engine::scrape(&node.client.http, u).await,
-        None => None,
-    };
-    // TTFT p95 per interval, from the kept records.
-    let epoch = node.client.micros(started);
+    let last = scrape().await;
+    ttft_per_interval(&mut samples, &result, node.client.micros(started));
+    SoakMeasured {
+        hit_ratio: hit_ratio(&first, &last, &names),
+        result,
+        samples,
+        in_flight,
+    }
+}
+
+/// One interval's sample: the client's counters and the server's gauges.
+fn sample(
+    counters: &LoadCounters,
+    started: Instant,
+    prev: &Option<MetricsSnapshot>,
+    snap: &Option<MetricsSnapshot>,
+    names: &EngineMetrics,
+) -> SoakSample {
+    SoakSample {
+        t_s: started.elapsed().as_secs_f64(),
+        requests_done: counters.done.load(Ordering::Relaxed),
+        errors: counters.errors.load(Ordering::Relaxed),
+        running: snap.as_ref().and_then(|s| first_sum(s, names.running)),
+        waiting: snap.as_ref().and_then(|s| first_sum(s, names.waiting)),
+        kv_cache_usage: snap.as_ref().and_then(|s| first_max(s, names.kv_usage)),
+        cache_hit_ratio: hit_ratio(prev, snap, names),
+        ttft_p95_ms: None,
+    }
+}
+
+/// The prefix-cache hit ratio between two scrapes: hits over lookups (llama.cpp: over
+/// computed plus cached prompt tokens).
+fn hit_ratio(
+    a: &Option<MetricsSnapshot>,
+    b: &Option<MetricsSnapshot>,
+    names: &EngineMetrics,
+) -> Option<f64> {
+    let (a, b) = (a.as_ref()?, b.as_ref()?);
+    let hits = first_delta(a, b, names.cache_hits);
+    let lookups = first_delta(a, b, names.cache_queries)
+        .or_else(|| Some(first_delta(a, b, names.prompt_tokens)? + hits?));
+    match (hits, lookups) {
+        (Some(h), Some(q)) if q > 0.0 => Some(h / q),
+        _ => None,
+    }
+}
+
+/// TTFT p95 per interval, from the kept records (`epoch`: the soak's start in the client's
+/// clock).
+fn ttft_per_interval(samples: &mut [SoakSample], result: &LoadResult, epoch: u64) {
     let mut prev_t = 0.0;
-    for s in &mut samples {
+    for s in samples {
         let mut h = crate::client::new_histogram();
         for r in &result.records {
             let end_s = r.end_us.saturating_sub(epoch) as f64 / 1e6;
@@ -206,74 +299,93 @@ pub async fn run(
         }
         prev_t = s.t_s;
     }
+}
 
-    let stats = &result.stats;
-    let cache_hit_ratio = match (&first, &last) {
-        (Some(a), Some(b)) => {
-            let hits = first_delta(a, b, names.cache_hits);
-            let q = first_delta(a, b, names.cache_queries)
-                .or_else(|| Some(first_delta(a, b, names.prompt_tokens)? + hits?));
-            match (hits, q) {
-                (Some(h), Some(q)) if q > 0.0 => Some(h / q),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
-    .or_else(|| {
-        (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64)
-    });
+/// Queue growth: the server's waiting queue (else the client's in-flight count), last third
+/// against the first third.
+struct Queue {
+    first: f64,
+    last: f64,
+    grows: bool,
+}
 
-    // Queue growth: the server's waiting queue (else the client's in-flight count), last
-    // third against the first third.
-    let queue: Vec<f64> = if samples.iter().all(|s| s.waiting.is_some()) && !samples.is_empty() {
-        samples.iter().filter_map(|s| s.waiting).collect()
-    } else {
-        in_flight.clone()
-    };
-    let third = (queue.len() / 3).max(1);
-    let mean = |v: &[f64]| {
-        if v.is_empty() {
-            0.0
+impl Queue {
+    fn of(samples: &[SoakSample], in_flight: &[f64], concurrency: u32) -> Self {
+        let queue: Vec<f64> = if samples.iter().all(|s| s.waiting.is_some()) && !samples.is_empty()
+        {
+            samples.iter().filter_map(|s| s.waiting).collect()
         } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
-    let (q_first, q_last) = if queue.len() >= 3 {
-        (mean(&queue[..third]), mean(&queue[queue.len() - third..]))
-    } else {
-        (0.0, 0.0)
-    };
-    let queue_grows = queue.len() >= 3
-        && q_last > 2.0 * q_first + 2.0
-        && q_last >= f64::from(concurrency.max(1)) * 0.5;
-    let kv: Vec<f64> = samples.iter().filter_map(|s| s.kv_cache_usage).collect();
-    let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
+            in_flight.to_vec()
+        };
+        let third = (queue.len() / 3).max(1);
+        let mean = |v: &[f64]| {
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        let (first, last) = if queue.len() >= 3 {
+            (mean(&queue[..third]), mean(&queue[queue.len() - third..]))
+        } else {
+            (0.0, 0.0)
+        };
+        let grows = queue.len() >= 3
+            && last > 2.0 * first + 2.0
+            && last >= f64::from(concurrency.max(1)) * 0.5;
+        Queue { first, last, grows }
+    }
+}
 
-    let request_rate = result.request_rate();
+fn soak_check(
+    node: &Node,
+    model: &str,
+    load: &SoakLoad,
+    plan: &LoadPlan,
+    result: &LoadResult,
+) -> Check {
     let mut c = Check::new(
         CheckId::Soak,
         Stage::Soak,
         Status::Pass,
         format!(
             "{} of steady load at concurrency {}{}: no errors, no growing queue",
-            humantime::format_duration(Duration::from_secs(duration.as_secs())),
-            concurrency,
-            rate.map(|r| format!(", {r:.2} req/s")).unwrap_or_default()
+            humantime::format_duration(Duration::from_secs(load.duration.as_secs())),
+            load.concurrency,
+            load.rate
+                .map(|r| format!(", {r:.2} req/s"))
+                .unwrap_or_default()
         ),
     );
     c.url = Some(node.client.base_url.clone());
     c.duration_ms = result.elapsed.as_millis() as u64;
     c.request = Some(json!({
-        "endpoint": "/v1/chat/completions", "model": model, "concurrency": concurrency, "rate": rate,
+        "endpoint": "/v1/chat/completions", "model": model, "concurrency": load.concurrency, "rate": load.rate,
         "prompt_tokens": plan.prompt_tokens, "shared_prefix_tokens": plan.shared_prefix_tokens,
         "max_tokens": plan.max_tokens, "stream": true,
     }));
+    c.evidence = result
+        .stats
+        .error_examples
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    c
+}
+
+/// The soak's status, with its reasons in `c.measurement` ("; why" or empty); whether the
+/// failure shows load. Only capacity errors (timeouts, 429/503/504) count against the
+/// sustainable load; error answers are the server's, lost connections the transport's (a
+/// warning).
+fn judge(
+    c: &mut Check,
+    stats: &LatencyStats,
+    queue: &Queue,
+    agent: Option<&AgentConformance>,
+) -> bool {
     let mut why = Vec::new();
-    let agent_requests = plan
-        .agent_mix
-        .as_ref()
-        .map_or(0, |m| m.conformance().requests);
+    let agent_requests = agent.map_or(0, |a| a.requests);
     if stats.requests == 0 && agent_requests > 0 {
         // A soak too short for its rate: every request it sent was an agent case.
         c.status = Status::Warn;
@@ -285,14 +397,10 @@ pub async fn run(
         c.status = Status::Fail;
         why.push("no request completed".to_string());
     }
-    // Only capacity errors (timeouts, 429/503/504) count against the sustainable load;
-    // error answers are the server's, lost connections the transport's (a warning).
     let rate_of = |n: u64| n as f64 / stats.requests.max(1) as f64;
-    let (capacity_errors, server_errors, transport_errors) = (
-        stats.errors_of(ErrorClass::Capacity),
-        stats.errors_of(ErrorClass::Server),
-        stats.errors_of(ErrorClass::Transport),
-    );
+    let capacity_errors = stats.errors_of(ErrorClass::Capacity);
+    let server_errors = stats.errors_of(ErrorClass::Server);
+    let transport_errors = stats.errors_of(ErrorClass::Transport);
     let mut capacity_evidence = false;
     if rate_of(capacity_errors) > MAX_ERROR_RATE {
         c.status = Status::Fail;
@@ -318,62 +426,33 @@ pub async fn run(
             stats.errors, transport_errors
         ));
     }
-    if queue_grows {
+    if queue.grows {
         c.status = Status::Fail;
         capacity_evidence = true;
         why.push(format!(
-            "queue grows at a steady rate: {q_first:.1} -> {q_last:.1}"
+            "queue grows at a steady rate: {:.1} -> {:.1}",
+            queue.first, queue.last
         ));
     }
-    c.measurement = format!(
-        "{} requests, {:.2} req/s, error rate {:.2}%, TTFT p95 {:.0} ms, ITL p95 {:.1} ms, queue {:.1} -> {:.1}{}{}{}",
-        stats.requests,
-        request_rate,
-        stats.error_rate() * 100.0,
-        stats.ttft_ms().p95,
-        stats.itl_ms().p95,
-        q_first,
-        q_last,
-        cache_hit_ratio.map(|r| format!(", cache hit ratio {:.0}%", r * 100.0)).unwrap_or_default(),
-        kv_growth.map(|g| format!(", KV change {:+.0} points", g * 100.0)).unwrap_or_default(),
-        if why.is_empty() { String::new() } else { format!("; {}", why.join("; ")) }
-    );
-    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
-    if let Some(a) = &agent {
-        c.measurement
-            .push_str(&format!(", agent conformance {}", a.rate_text()));
+    c.measurement = if why.is_empty() {
+        String::new()
+    } else {
+        format!("; {}", why.join("; "))
+    };
+    capacity_evidence
+}
+
+/// Who acts on a failed soak: the server for error answers without load, else capacity.
+fn owner(c: &mut Check, capacity_evidence: bool) {
+    if c.status != Status::Fail {
+        return;
     }
-    c.evidence = stats
-        .error_examples
-        .iter()
-        .map(|(k, v)| format!("{k}: {v}"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    c.data = json!({
-        "requests": stats.requests, "errors": stats.errors, "errors_by_kind": stats.errors_by_kind,
-        "errors_by_class": stats.errors_by_class, "reconnects": stats.reconnects,
-        "request_rate": request_rate, "queue_first_third": q_first, "queue_last_third": q_last,
-        "cache_hit_ratio": cache_hit_ratio, "kv_growth": kv_growth,
-        "ttft_ms": stats.ttft_ms(), "itl_ms": stats.itl_ms(), "e2e_ms": stats.e2e_ms(),
-        "stream_gap_ms": stats.stream_gap_ms(), "tool_call_gap_max_ms": stats.tool_call_gap_max_ms(),
-        "first_tool_call_ms": stats.first_tool_call_ms(),
-        "agent": agent,
-    });
-    if c.status == Status::Fail && !capacity_evidence {
-        c.impact = Impact::Info;
-        c.owner = Some(Owner::Server);
-        c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
-    } else if c.status == Status::Fail {
+    c.owner = Some(Owner::Server);
+    if capacity_evidence {
         c.impact = Impact::Capacity;
-        c.owner = Some(Owner::Server);
         c.next_step = "the accepted load is not sustainable: lower the load target, or expand (more replicas/GPUs)".into();
-    }
-    SoakOutcome {
-        check: c,
-        samples,
-        stats: result.stats.clone(),
-        request_rate,
-        cache_hit_ratio,
-        agent,
+    } else {
+        c.impact = Impact::Info;
+        c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
     }
 }
