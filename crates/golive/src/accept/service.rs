@@ -34,12 +34,47 @@ pub struct ServiceOutcome {
     pub metrics: Option<MetricsSnapshot>,
 }
 
+/// The service stage on one node: `/health`, `/v1/models`, `/metrics`, then the engine, its
+/// version and running configuration.
 pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
-    let url = node.client.base_url.clone();
-    let mut checks = Vec::new();
-    let mut unreachable_count = 0;
+    let (health, health_down) = health_check(node, index).await;
+    let (models, models_down) = models_check(node, index).await;
+    let url = &node.client.base_url;
+    let t0 = Instant::now();
+    let metrics = engine::scrape(&node.client.http, &format!("{url}/metrics")).await;
+    let info = engine::detect(&node.client, metrics.as_ref()).await;
+    let mut metrics_check = metrics_check(metrics.as_ref(), &info, index);
+    metrics_check.request = Some(json!({"method": "GET", "url": format!("{url}/metrics")}));
+    server_side(&mut metrics_check, url, t0);
+    let version = version_check(&info, url, index);
+    ServiceOutcome {
+        checks: vec![health, models, metrics_check, version],
+        unreachable: health_down && models_down,
+        info,
+        metrics,
+    }
+}
 
-    // /health
+/// The fields every service check shares: the server's own, an environment matter.
+fn server_side(c: &mut Check, url: &str, t0: Instant) {
+    c.impact = Impact::Environment;
+    c.owner = Some(Owner::Server);
+    c.url = Some(url.to_string());
+    c.duration_ms = t0.elapsed().as_millis() as u64;
+}
+
+/// A request that got no answer: whether the server is down (no connection, no answer in
+/// time).
+fn no_answer(c: &mut Check, kind: ErrorKind, detail: String) -> bool {
+    c.status = Status::Fail;
+    c.measurement = format!("no answer ({})", kind.as_str());
+    c.evidence = detail;
+    matches!(kind, ErrorKind::Connect | ErrorKind::Timeout)
+}
+
+/// `GET /health` answers 200; whether the server is down.
+async fn health_check(node: &Node, index: usize) -> (Check, bool) {
+    let url = &node.client.base_url;
     let t0 = Instant::now();
     let mut c = Check::new(
         id(CheckId::ServiceHealth, index),
@@ -48,6 +83,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         "GET /health answers 200",
     );
     c.request = Some(json!({"method": "GET", "url": format!("{url}/health")}));
+    let mut down = false;
     match node.client.get_text("/health", SHORT).await {
         Ok((200, body)) => {
             c.measurement = "HTTP 200".into();
@@ -60,23 +96,19 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
             c.next_step = "the server is up but not healthy: read its log (golive triage --server-log) before anything else".into();
         }
         Err((kind, detail)) => {
-            if matches!(kind, ErrorKind::Connect | ErrorKind::Timeout) {
-                unreachable_count += 1;
-            }
-            c.status = Status::Fail;
-            c.measurement = format!("no answer ({})", kind.as_str());
-            c.evidence = detail;
+            down = no_answer(&mut c, kind, detail);
             c.next_step =
                 "check that the server runs and listens on this address, and the firewall".into();
         }
     }
-    c.impact = Impact::Environment;
-    c.owner = Some(Owner::Server);
-    c.url = Some(url.clone());
-    c.duration_ms = t0.elapsed().as_millis() as u64;
-    checks.push(c);
+    server_side(&mut c, url, t0);
+    (c, down)
+}
 
-    // /v1/models
+/// `GET /v1/models` lists the served model (`--model` among them); whether the server is
+/// down.
+async fn models_check(node: &Node, index: usize) -> (Check, bool) {
+    let url = &node.client.base_url;
     let t0 = Instant::now();
     let mut c = Check::new(
         id(CheckId::ServiceModels, index),
@@ -85,29 +117,10 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         "GET /v1/models lists the served model",
     );
     c.request = Some(json!({"method": "GET", "url": format!("{url}/v1/models")}));
+    let mut down = false;
     match node.client.get_text("/v1/models", SHORT).await {
         Ok((200, body)) => {
-            let v: serde_json::Value = serde_json::from_str(&body).unwrap_or_default();
-            let ids: Vec<&str> = v["data"]
-                .as_array()
-                .map(|a| a.iter().filter_map(|m| m["id"].as_str()).collect())
-                .unwrap_or_default();
-            if ids.is_empty() {
-                c.status = Status::Fail;
-                c.measurement = "no model listed".into();
-                c.next_step =
-                    "the server lists no model: check --served-model-name and the model path"
-                        .into();
-            } else {
-                c.measurement = format!("models: {}", ids.join(", "));
-                if let Some(want) = &node.target.model {
-                    if !ids.iter().any(|m| m == want) {
-                        c.status = Status::Fail;
-                        c.measurement = format!("--model {want} not among: {}", ids.join(", "));
-                        c.next_step = "use a served model name (--served-model-name)".into();
-                    }
-                }
-            }
+            judge_models(&mut c, &body, node.target.model.as_deref());
             c.evidence = excerpt(&body, 500);
         }
         Ok((status, body)) => {
@@ -119,87 +132,91 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
                     "the server wants an API key: pass --api-key or GOLIVE_API_KEY".into();
             }
         }
-        Err((kind, detail)) => {
-            if matches!(kind, ErrorKind::Connect | ErrorKind::Timeout) {
-                unreachable_count += 1;
-            }
-            c.status = Status::Fail;
-            c.measurement = format!("no answer ({})", kind.as_str());
-            c.evidence = detail;
-        }
+        Err((kind, detail)) => down = no_answer(&mut c, kind, detail),
     }
-    c.impact = Impact::Environment;
-    c.owner = Some(Owner::Server);
-    c.url = Some(url.clone());
-    c.duration_ms = t0.elapsed().as_millis() as u64;
-    checks.push(c);
+    server_side(&mut c, url, t0);
+    (c, down)
+}
 
-    // /metrics
-    let t0 = Instant::now();
-    let metrics = engine::scrape(&node.client.http, &format!("{url}/metrics")).await;
-    let info = engine::detect(&node.client, metrics.as_ref()).await;
+fn judge_models(c: &mut Check, body: &str, want: Option<&str>) {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let ids: Vec<&str> = v["data"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|m| m["id"].as_str()).collect())
+        .unwrap_or_default();
+    if ids.is_empty() {
+        c.status = Status::Fail;
+        c.measurement = "no model listed".into();
+        c.next_step =
+            "the server lists no model: check --served-model-name and the model path".into();
+        return;
+    }
+    c.measurement = format!("models: {}", ids.join(", "));
+    if let Some(want) = want.filter(|w| !ids.contains(w)) {
+        c.status = Status::Fail;
+        c.measurement = format!("--model {want} not among: {}", ids.join(", "));
+        c.next_step = "use a served model name (--served-model-name)".into();
+    }
+}
+
+/// `GET /metrics` is Prometheus text with the engine's families.
+fn metrics_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: usize) -> Check {
     let mut c = Check::new(
         id(CheckId::ServiceMetrics, index),
         Stage::Service,
         Status::Pass,
         "GET /metrics is Prometheus text with the engine's families",
     );
-    c.request = Some(json!({"method": "GET", "url": format!("{url}/metrics")}));
-    match &metrics {
-        Some(m) => {
-            let names = info.names();
-            let present: Vec<&str> = [
-                names.kv_usage,
-                names.waiting,
-                names.running,
-                names.cache_hits,
-                names.cache_queries,
-                names.preemptions,
-            ]
-            .iter()
-            .flat_map(|l| l.iter())
-            .copied()
-            .filter(|n| m.has(n))
-            .collect();
-            c.measurement = format!(
-                "{} samples; engine families present: {}",
-                m.samples.len(),
-                if present.is_empty() {
-                    "none".to_string()
-                } else {
-                    present.join(", ")
-                }
-            );
-            c.evidence = present
-                .iter()
-                .filter_map(|n| m.family(n).next())
-                .map(|s| format!("{} {:?}", s.metric, s.value))
-                .collect::<Vec<_>>()
-                .join("\n");
-            // Lines the reader skipped: the page is kept, but say so.
-            if let Some(first) = m.problems.first() {
-                c.measurement
-                    .push_str(&format!("; {} unreadable line(s) skipped", m.problem_count));
-                c.evidence
-                    .push_str(&format!("\nfirst unreadable line: {first}"));
-            }
+    let Some(m) = metrics else {
+        c.status = Status::Warn;
+        c.measurement = "no metrics page".into();
+        c.evidence = "GET /metrics did not return Prometheus text".into();
+        c.next_step =
+            "enable metrics (llama.cpp: --metrics) so cache, queue and KV evidence can be read"
+                .into();
+        return c;
+    };
+    let names = info.names();
+    let present: Vec<&str> = [
+        names.kv_usage,
+        names.waiting,
+        names.running,
+        names.cache_hits,
+        names.cache_queries,
+        names.preemptions,
+    ]
+    .iter()
+    .flat_map(|l| l.iter())
+    .copied()
+    .filter(|n| m.has(n))
+    .collect();
+    c.measurement = format!(
+        "{} samples; engine families present: {}",
+        m.samples.len(),
+        if present.is_empty() {
+            "none".to_string()
+        } else {
+            present.join(", ")
         }
-        None => {
-            c.status = Status::Warn;
-            c.measurement = "no metrics page".into();
-            c.evidence = "GET /metrics did not return Prometheus text".into();
-            c.next_step =
-                "enable metrics (llama.cpp: --metrics) so cache, queue and KV evidence can be read"
-                    .into();
-        }
+    );
+    c.evidence = present
+        .iter()
+        .filter_map(|n| m.family(n).next())
+        .map(|s| format!("{} {:?}", s.metric, s.value))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // Lines the reader skipped: the page is kept, but say so.
+    if let Some(first) = m.problems.first() {
+        c.measurement
+            .push_str(&format!("; {} unreadable line(s) skipped", m.problem_count));
+        c.evidence
+            .push_str(&format!("\nfirst unreadable line: {first}"));
     }
-    c.impact = Impact::Environment;
-    c.owner = Some(Owner::Server);
-    c.url = Some(url.clone());
-    c.duration_ms = t0.elapsed().as_millis() as u64;
-    checks.push(c);
+    c
+}
 
-    // version and running config
+/// The engine, its version and running configuration are exposed.
+fn version_check(info: &ServerInfo, url: &str, index: usize) -> Check {
     let mut c = Check::new(
         id(CheckId::ServiceVersion, index),
         Stage::Service,
@@ -222,7 +239,7 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         c.status = Status::Skip;
         c.next_step = "the server does not say its version (vLLM: GET /version)".into();
     }
-    c.data = serde_json::to_value(&info).unwrap_or_default();
+    c.data = serde_json::to_value(info).unwrap_or_default();
     let probed: Vec<String> = [
         "/version",
         "/props",
@@ -234,15 +251,8 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
     .map(|p| format!("{url}{p}"))
     .collect();
     c.request = Some(json!({"method": "GET", "probed": probed}));
-    c.url = Some(url.clone());
-    checks.push(c);
-
-    ServiceOutcome {
-        checks,
-        unreachable: unreachable_count == 2,
-        info,
-        metrics,
-    }
+    c.url = Some(url.to_string());
+    c
 }
 
 /// One short text request, non-streamed and streamed: complete answers.
