@@ -98,3 +98,49 @@ fn the_library_builds_no_async_runtime() {
         hits.join("\n")
     );
 }
+
+/// The accept stages read as lists, not scripts: no function in `accept/` is over 120 lines
+/// (issue 25). A function runs from its `fn` line to the `}` at its own indentation.
+#[test]
+fn no_accept_function_is_over_120_lines() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/accept");
+    let mut files = Vec::new();
+    sources(&dir, &mut files);
+    assert!(files.len() >= 10, "found only {} sources", files.len());
+    let mut long = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let code = line.trim_start();
+            let indent = &line[..line.len() - code.len()];
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(super) fn ",
+                "pub(super) async fn ",
+                "pub(crate) fn ",
+                "pub(crate) async fn ",
+            ]
+            .iter()
+            .any(|p| code.starts_with(p));
+            if !is_fn || code.ends_with(';') {
+                continue;
+            }
+            let close = format!("{indent}}}");
+            let Some(end) = lines[i + 1..].iter().position(|l| *l == close) else {
+                continue;
+            };
+            if end + 2 > 120 {
+                long.push(format!("{}:{}: {} lines", f.display(), i + 1, end + 2));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "accept functions over 120 lines:\n{}",
+        long.join("\n")
+    );
+}

@@ -58,6 +58,15 @@ struct Phase<'a> {
 
 /// The check over the ramp steps and the soak; `None` when no agent request was mixed in.
 pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Option<Check> {
+    let phases = phases(steps, soak);
+    if phases.is_empty() {
+        return None;
+    }
+    Some(judge(&phases))
+}
+
+/// The ramp steps and the soak that mixed agent requests in.
+fn phases<'a>(steps: &'a [RampStep], soak: Option<(u32, &'a AgentConformance)>) -> Vec<Phase<'a>> {
     let mut phases: Vec<Phase> = steps
         .iter()
         .filter_map(|s| {
@@ -75,9 +84,10 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
             agent: a,
         });
     }
-    if phases.is_empty() {
-        return None;
-    }
+    phases
+}
+
+fn judge(phases: &[Phase<'_>]) -> Check {
     // Baseline: the concurrency-1 phases pooled; without them, full conformance.
     let (base_ok, base_n) = phases
         .iter()
@@ -165,15 +175,22 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
         })).collect::<Vec<_>>(),
         "dropped": dropped.iter().map(|p| p.label.clone()).collect::<Vec<_>>(),
     });
+    owner(&mut c, &dropped);
+    c
+}
+
+/// Who acts: the parser when the dropped phases' failures are its, else the server; a
+/// warning (not conformant at concurrency 1 either) goes back to the agent stage.
+fn owner(c: &mut Check, dropped: &[&Phase<'_>]) {
     let owners_of = |ps: &[&Phase], name: &str| -> u64 {
         ps.iter()
             .map(|p| p.agent.failures_by_owner.get(name).copied().unwrap_or(0))
             .sum()
     };
-    match status {
+    match c.status {
         Status::Fail => {
             c.impact = Impact::Interface;
-            if owners_of(&dropped, "parser") > 0 {
+            if owners_of(dropped, "parser") > 0 {
                 c.owner = Some(Owner::Parser);
                 c.next_step = "Parser: tool calls come back malformed only under concurrency. Check the tool-call parser for state shared between requests (streaming parsers), its version and --tool-call-parser; replay the failing case at concurrency 1 and N (golive replay) and keep the mix in the ramp until it holds.".into();
             } else {
@@ -188,7 +205,6 @@ pub fn check(steps: &[RampStep], soak: Option<(u32, &AgentConformance)>) -> Opti
         }
         _ => {}
     }
-    Some(c)
 }
 
 #[cfg(test)]

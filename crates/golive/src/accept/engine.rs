@@ -114,29 +114,8 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
     }
     if engine.is_none() || engine == Some(Engine::LlamaCpp) {
         if let Ok((200, body)) = client.get_text("/props", PROBE_TIMEOUT).await {
-            if let Some(v) = json(&body) {
-                if v.get("default_generation_settings").is_some() || v.get("build_info").is_some() {
-                    engine = Some(Engine::LlamaCpp);
-                    if let Some(b) = v["build_info"].as_str() {
-                        info.version = Some(b.to_string());
-                    }
-                    let n_ctx = v["default_generation_settings"]["n_ctx"].as_u64();
-                    info.max_model_len = info.max_model_len.or(n_ctx);
-                    for key in ["total_slots", "model_path"] {
-                        if let Some(x) = v.get(key) {
-                            info.cache_settings.insert(key.to_string(), x.clone());
-                        }
-                    }
-                    if let Some(n) = n_ctx {
-                        info.cache_settings
-                            .insert("n_ctx_per_slot".into(), n.into());
-                    }
-                    if let Some(cp) = find_key(&v, "cache_prompt") {
-                        info.prefix_cache_flag = Some(cp.to_string());
-                    }
-                    info.config_source = Some("/props".into());
-                    info.config_excerpt = excerpt_json(&v, &["chat_template"]);
-                }
+            if json(&body).is_some_and(|v| read_llamacpp_props(&mut info, &v)) {
+                engine = Some(Engine::LlamaCpp);
             }
         }
     }
@@ -144,25 +123,7 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
         if let Ok((200, body)) = client.get_text("/get_server_info", PROBE_TIMEOUT).await {
             if let Some(v) = json(&body) {
                 engine = Some(Engine::Sglang);
-                if let Some(ver) = v["version"].as_str() {
-                    info.version = Some(ver.to_string());
-                }
-                info.max_model_len = info.max_model_len.or(v["context_length"].as_u64());
-                if let Some(d) = v["disable_radix_cache"].as_bool() {
-                    info.prefix_cache_flag = Some(if d { "False" } else { "True" }.into());
-                }
-                for key in [
-                    "mem_fraction_static",
-                    "max_running_requests",
-                    "chunked_prefill_size",
-                    "page_size",
-                ] {
-                    if let Some(x) = v.get(key) {
-                        info.cache_settings.insert(key.to_string(), x.clone());
-                    }
-                }
-                info.config_source = Some("/get_server_info".into());
-                info.config_excerpt = excerpt_json(&v, &[]);
+                read_sglang_info(&mut info, &v);
             }
         }
     }
@@ -208,6 +169,57 @@ pub async fn detect(client: &OpenAiClient, metrics: Option<&MetricsSnapshot>) ->
     }
     info.engine = engine.or(Some(Engine::Openai));
     info
+}
+
+/// llama.cpp's `/props`: its build, context per slot, slots and `cache_prompt`; whether the
+/// page is llama.cpp's.
+fn read_llamacpp_props(info: &mut ServerInfo, v: &Value) -> bool {
+    if v.get("default_generation_settings").is_none() && v.get("build_info").is_none() {
+        return false;
+    }
+    if let Some(b) = v["build_info"].as_str() {
+        info.version = Some(b.to_string());
+    }
+    let n_ctx = v["default_generation_settings"]["n_ctx"].as_u64();
+    info.max_model_len = info.max_model_len.or(n_ctx);
+    for key in ["total_slots", "model_path"] {
+        if let Some(x) = v.get(key) {
+            info.cache_settings.insert(key.to_string(), x.clone());
+        }
+    }
+    if let Some(n) = n_ctx {
+        info.cache_settings
+            .insert("n_ctx_per_slot".into(), n.into());
+    }
+    if let Some(cp) = find_key(v, "cache_prompt") {
+        info.prefix_cache_flag = Some(cp.to_string());
+    }
+    info.config_source = Some("/props".into());
+    info.config_excerpt = excerpt_json(v, &["chat_template"]);
+    true
+}
+
+/// SGLang's `/get_server_info`: version, context length, radix cache and memory settings.
+fn read_sglang_info(info: &mut ServerInfo, v: &Value) {
+    if let Some(ver) = v["version"].as_str() {
+        info.version = Some(ver.to_string());
+    }
+    info.max_model_len = info.max_model_len.or(v["context_length"].as_u64());
+    if let Some(d) = v["disable_radix_cache"].as_bool() {
+        info.prefix_cache_flag = Some(if d { "False" } else { "True" }.into());
+    }
+    for key in [
+        "mem_fraction_static",
+        "max_running_requests",
+        "chunked_prefill_size",
+        "page_size",
+    ] {
+        if let Some(x) = v.get(key) {
+            info.cache_settings.insert(key.to_string(), x.clone());
+        }
+    }
+    info.config_source = Some("/get_server_info".into());
+    info.config_excerpt = excerpt_json(v, &[]);
 }
 
 /// A compact JSON excerpt without bulky keys (templates, environment dumps).
