@@ -82,6 +82,44 @@ pub fn f64_in(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone 
     }
 }
 
+/// An objective of `--goodput`, named as `vllm bench serve` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GoodputKey {
+    Ttft,
+    Tpot,
+    E2el,
+}
+
+/// `ttft:500`: a key and milliseconds (0.001 ms to a day).
+pub fn goodput_item(s: &str) -> Result<(GoodputKey, f64), String> {
+    let (key, ms) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?} is not KEY:MS (ttft:500, tpot:50, e2el:2000)"))?;
+    let key = match key.trim().to_ascii_lowercase().as_str() {
+        "ttft" => GoodputKey::Ttft,
+        "tpot" => GoodputKey::Tpot,
+        "e2el" => GoodputKey::E2el,
+        other => return Err(format!("{other:?} is not an objective: ttft, tpot or e2el")),
+    };
+    Ok((key, f64_in(0.001, 86_400_000.0)(ms)?))
+}
+
+/// The objectives of `--goodput` (the last value of a key given twice); `None` without any.
+pub fn slo(items: &[(GoodputKey, f64)]) -> Option<golive::client::Slo> {
+    let of = |k: GoodputKey| {
+        items
+            .iter()
+            .rev()
+            .find(|(key, _)| *key == k)
+            .map(|(_, v)| *v)
+    };
+    golive::client::Slo::new(
+        of(GoodputKey::Ttft),
+        of(GoodputKey::Tpot),
+        of(GoodputKey::E2el),
+    )
+}
+
 /// Seconds as an f64 flag: 0.001 to 86400 (a day).
 pub fn seconds(s: &str) -> Result<f64, String> {
     f64_in(0.001, 86_400.0)(s).map_err(|e| format!("{e} (seconds)"))

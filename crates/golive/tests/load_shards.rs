@@ -24,6 +24,9 @@ fn plan_args() -> Vec<String> {
         "--prompt-tokens",
         "16",
         "--no-calibrate",
+        // An hour end to end: every request meets it, so the merged goodput counts all.
+        "--goodput",
+        "e2el:3600000",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -118,6 +121,8 @@ fn shards_merge_into_the_single_run_distribution() {
         assert_eq!(merged["requests"], REQUESTS, "{merged:#}");
         assert_eq!(merged["errors"], 0);
         assert_eq!(merged["concurrency"], 4, "the shards' streams add up");
+        assert_eq!(merged["goodput"]["met_requests"], REQUESTS, "{merged:#}");
+        assert_eq!(merged["goodput"]["slo_attainment"], 1.0);
 
         // Together the shards sent exactly the plan's request indices, once each.
         let csvs: Vec<PathBuf> = (0..n)

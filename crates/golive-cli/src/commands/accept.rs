@@ -100,12 +100,17 @@ pub struct AcceptArgs {
     /// Length of the shared system prompt of the prefix-cache proof (words ≈ tokens).
     #[arg(help_heading = "Load", long, default_value_t = 400, value_parser = clap::value_parser!(u32).range(1..=crate::args::MAX_TOKENS_FLAG as i64))]
     pub prefix_words: u32,
-    /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails.
+    /// Latency objective: a ramp step whose TTFT p95 is above this many ms fails. Every
+    /// objective is also a per-request one: the steps and the soak report goodput, the
+    /// requests (and tokens) per second whose own TTFT, TPOT and E2E are within them.
     #[arg(help_heading = "Objectives", long, value_parser = crate::args::f64_in(0.001, 86_400_000.0))]
     pub slo_ttft_p95_ms: Option<f64>,
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
     #[arg(help_heading = "Objectives", long, value_parser = crate::args::f64_in(0.001, 86_400_000.0))]
     pub slo_itl_p95_ms: Option<f64>,
+    /// Latency objective: a ramp step whose end-to-end latency p95 is above this many ms fails.
+    #[arg(help_heading = "Objectives", long, value_parser = crate::args::f64_in(0.001, 86_400_000.0))]
+    pub slo_e2e_p95_ms: Option<f64>,
     /// `stream_silence` fails when a streamed answer of the ramp or soak is silent
     /// for longer than this many seconds between two output deltas.
     #[arg(help_heading = "Objectives", long, default_value_t = 10.0, value_parser = crate::args::seconds)]
@@ -156,6 +161,7 @@ impl From<AcceptArgs> for AcceptOptions {
             prefix_words: a.prefix_words,
             slo_ttft_p95_ms: a.slo_ttft_p95_ms,
             slo_itl_p95_ms: a.slo_itl_p95_ms,
+            slo_e2e_p95_ms: a.slo_e2e_p95_ms,
             max_stream_gap: std::time::Duration::from_secs_f64(a.max_stream_gap_s),
             dcgm: a.dcgm,
             reviewer: a.reviewer,

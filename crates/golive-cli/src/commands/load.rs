@@ -62,6 +62,11 @@ pub struct LoadArgs {
     /// Summary on stdout: text or json.
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
+    /// Per-request objectives for goodput, as `vllm bench serve --goodput` takes them:
+    /// `ttft:MS`, `tpot:MS`, `e2el:MS` (e.g. `--goodput ttft:500 tpot:50`). The summary adds
+    /// the share of requests within every one, and their requests and tokens per second.
+    #[arg(long, value_name = "KEY:MS", num_args = 1..=3, value_parser = crate::args::goodput_item)]
+    pub goodput: Vec<(crate::args::GoodputKey, f64)>,
     #[command(flatten)]
     pub target: TargetArgs,
     /// Run only shard INDEX of COUNT (0-based) of this plan: the request indices
@@ -128,6 +133,7 @@ impl From<&LoadArgs> for LoadOptions {
             keep_records: a.csv.is_some(),
             target: a.target.clone().into(),
             shard: a.shard,
+            slo: crate::args::slo(&a.goodput),
         }
     }
 }

@@ -84,6 +84,8 @@ pub struct AcceptOptions {
     pub slo_ttft_p95_ms: Option<f64>,
     /// Latency objective: a ramp step whose inter-token latency p95 is above this many ms fails.
     pub slo_itl_p95_ms: Option<f64>,
+    /// Latency objective: a ramp step whose end-to-end latency p95 is above this many ms fails.
+    pub slo_e2e_p95_ms: Option<f64>,
     /// `stream_silence` fails when a streamed answer is silent longer than this between deltas.
     pub max_stream_gap: Duration,
     /// DCGM exporter metrics URL (GPU memory over the ramp), e.g. http://node:9400/metrics.

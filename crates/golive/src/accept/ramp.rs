@@ -15,7 +15,7 @@ use super::plan::AcceptPlan;
 use super::stage::{StageCtx, StageResult};
 use super::Node;
 use crate::agent::mix::AgentMix;
-use crate::client::{ErrorClass, ErrorKind};
+use crate::client::{ErrorClass, ErrorKind, Slo};
 use crate::events::Event;
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
 use crate::report::{Baseline, Check, CheckId, Impact, Owner, RampStep, Stage, Status};
@@ -47,6 +47,8 @@ pub struct RampConfig {
     pub slo_ttft_p95_ms: Option<f64>,
     /// A step fails when its ITL p95 (ms) is above this.
     pub slo_itl_p95_ms: Option<f64>,
+    /// A step fails when its E2E p95 (ms) is above this.
+    pub slo_e2e_p95_ms: Option<f64>,
     /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
     pub agent_mix: Option<Arc<AgentMix>>,
 }
@@ -113,6 +115,16 @@ fn step_id(p: &StepPlan) -> String {
 }
 
 impl RampConfig {
+    /// The per-request objectives goodput counts against: TTFT, the request's own
+    /// inter-token latency (TPOT), E2E; `None` without any.
+    pub fn slo(&self) -> Option<Slo> {
+        Slo::new(
+            self.slo_ttft_p95_ms,
+            self.slo_itl_p95_ms,
+            self.slo_e2e_p95_ms,
+        )
+    }
+
     /// The ramp of an acceptance plan.
     fn of(plan: &AcceptPlan<'_>) -> Self {
         let args = plan.args;
@@ -127,6 +139,7 @@ impl RampConfig {
             tokens_per_word: plan.tokens_per_word,
             slo_ttft_p95_ms: args.slo_ttft_p95_ms,
             slo_itl_p95_ms: args.slo_itl_p95_ms,
+            slo_e2e_p95_ms: args.slo_e2e_p95_ms,
             agent_mix: plan.agent_mix.clone(),
         }
     }
@@ -322,6 +335,7 @@ fn step_load(model: &str, info: &ServerInfo, cfg: &RampConfig, p: &StepPlan) -> 
     plan.ignore_eos = info.ignores_eos();
     plan.tokens_per_word = cfg.tokens_per_word;
     plan.agent_mix = cfg.agent_mix.as_ref().map(|m| Arc::new(m.fresh()));
+    plan.slo = cfg.slo();
     plan
 }
 
@@ -400,6 +414,16 @@ fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
             format!("TTFT p95 {:.0} ms above the SLO {slo:.0} ms", ttft.p95),
         );
     }
+    let e2e = s.e2e_ms();
+    if let Some(slo) = cfg
+        .slo_e2e_p95_ms
+        .filter(|slo| e2e.count > 0 && e2e.p95 > *slo)
+    {
+        j.fail(
+            true,
+            format!("E2E p95 {:.0} ms above the SLO {slo:.0} ms", e2e.p95),
+        );
+    }
     if let Some(slo) = cfg
         .slo_itl_p95_ms
         .filter(|slo| itl.count > 0 && itl.p95 > *slo)
@@ -439,6 +463,7 @@ fn step_record(p: &StepPlan, m: &StepMeasured, status: Status) -> RampStep {
         tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
         first_tool_call_ms: s.first_tool_call_ms(),
         agent: m.agent.clone(),
+        goodput: s.goodput(m.result.elapsed),
     }
 }
 
@@ -483,6 +508,9 @@ fn step_check(
     if let Some(a) = &step.agent {
         c.measurement
             .push_str(&format!(", agent conformance {}", a.rate_text()));
+    }
+    if let Some(g) = &step.goodput {
+        c.measurement.push_str(&format!(", {}", g.text()));
     }
     c.evidence = s
         .error_examples
@@ -683,6 +711,7 @@ mod tests {
             tokens_per_word: 1.0,
             slo_ttft_p95_ms: None,
             slo_itl_p95_ms: None,
+            slo_e2e_p95_ms: None,
             agent_mix: None,
         };
         let steps = plan_steps(&cfg);

@@ -14,7 +14,7 @@ use super::silence::GapRow;
 use super::stage::{StageCtx, StageResult};
 use super::Node;
 use crate::agent::mix::AgentMix;
-use crate::client::{ErrorClass, LatencyStats};
+use crate::client::{ErrorClass, LatencyStats, Slo};
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
 use crate::metrics::MetricsSnapshot;
 use crate::report::{
@@ -50,6 +50,11 @@ pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageRes
         output_tokens: args.output_tokens,
         tokens_per_word: plan.tokens_per_word,
         agent_mix: plan.agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
+        slo: Slo::new(
+            args.slo_ttft_p95_ms,
+            args.slo_itl_p95_ms,
+            args.slo_e2e_p95_ms,
+        ),
     };
     let o = run(plan.node(), plan.info(), &plan.model, &load).await;
     let mut result = StageResult {
@@ -99,6 +104,8 @@ pub struct SoakLoad {
     pub tokens_per_word: f64,
     /// Agent cases mixed into the load.
     pub agent_mix: Option<Arc<AgentMix>>,
+    /// Per-request objectives goodput counts against.
+    pub slo: Option<Slo>,
 }
 
 /// Runs the soak: the load with its samples, then the judgement.
@@ -133,6 +140,10 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
         c.measurement
             .push_str(&format!(", agent conformance {}", a.rate_text()));
     }
+    let goodput = stats.goodput(m.result.elapsed);
+    if let Some(g) = &goodput {
+        c.measurement.push_str(&format!(", {}", g.text()));
+    }
     c.data = json!({
         "requests": stats.requests, "errors": stats.errors, "errors_by_kind": stats.errors_by_kind,
         "errors_by_class": stats.errors_by_class, "reconnects": stats.reconnects,
@@ -143,6 +154,9 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
         "first_tool_call_ms": stats.first_tool_call_ms(),
         "agent": agent,
     });
+    if let Some(g) = goodput {
+        c.data["goodput"] = json!(g);
+    }
     owner(&mut c, capacity_evidence);
     SoakOutcome {
         check: c,
@@ -173,6 +187,7 @@ fn soak_plan(model: &str, info: &ServerInfo, load: &SoakLoad) -> LoadPlan {
     plan.keep_records = true;
     plan.tokens_per_word = load.tokens_per_word;
     plan.agent_mix = load.agent_mix.clone();
+    plan.slo = load.slo;
     plan
 }
 

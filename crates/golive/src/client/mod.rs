@@ -12,7 +12,7 @@ mod stats;
 mod stream;
 
 pub use request::{error_chain, OpenAiClient};
-pub use stats::{new_histogram, percentiles, LatencyStats};
+pub use stats::{new_histogram, percentiles, LatencyStats, Slo};
 pub use stream::fuzz_scan_event;
 
 use bytes::Bytes;

@@ -7,7 +7,47 @@ use chrono::{DateTime, Utc};
 use hdrhistogram::Histogram;
 
 use super::{ErrorClass, RequestRecord};
-use crate::report::Percentiles;
+use crate::report::{Goodput, Percentiles};
+use serde::{Deserialize, Serialize};
+
+/// Per-request service-level objectives, as vLLM's `--goodput` names them (`ttft`, `tpot`,
+/// `e2el`, in ms): a request meets them when it succeeded and each given one holds for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slo {
+    /// Time to the first token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Mean time per output token after the first (the request's own inter-token latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// End to end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_ms: Option<f64>,
+}
+
+impl Slo {
+    /// `None` when no objective is given.
+    pub fn new(ttft_ms: Option<f64>, tpot_ms: Option<f64>, e2e_ms: Option<f64>) -> Option<Self> {
+        let slo = Slo {
+            ttft_ms,
+            tpot_ms,
+            e2e_ms,
+        };
+        (slo != Slo::default()).then_some(slo)
+    }
+
+    /// Whether `r` succeeded within every objective. An objective the request gives no
+    /// figure for (no TPOT with one output token) does not count against it.
+    pub fn met_by(&self, r: &RequestRecord) -> bool {
+        let within = |limit: Option<f64>, value: Option<f64>| {
+            limit.is_none_or(|l| value.is_none_or(|v| v <= l))
+        };
+        r.ok()
+            && within(self.ttft_ms, r.ttft_ms())
+            && within(self.tpot_ms, r.tpot_ms())
+            && within(self.e2e_ms, Some(r.e2e_ms()))
+    }
+}
 
 /// Latency statistics over many requests (histograms in microseconds).
 #[derive(Debug, Clone)]
@@ -38,6 +78,12 @@ pub struct LatencyStats {
     pub tool_call_gap_max_us: Option<u64>,
     /// Time to the first tool-call delta, per request that streamed a tool call (µs).
     pub first_tool_call: Histogram<u64>,
+    /// The objectives requests are counted against (goodput), if any.
+    pub slo: Option<Slo>,
+    /// Requests that met every objective of `slo`.
+    pub slo_met: u64,
+    /// Their output tokens.
+    pub slo_met_output_tokens: u64,
 }
 
 impl Default for LatencyStats {
@@ -64,13 +110,28 @@ impl Default for LatencyStats {
             stream_gap: h(),
             tool_call_gap_max_us: None,
             first_tool_call: h(),
+            slo: None,
+            slo_met: 0,
+            slo_met_output_tokens: 0,
         }
     }
 }
 
 impl LatencyStats {
+    /// Empty statistics that count requests against `slo`.
+    pub fn with_slo(slo: Option<Slo>) -> Self {
+        LatencyStats {
+            slo,
+            ..LatencyStats::default()
+        }
+    }
+
     pub fn record(&mut self, r: &RequestRecord) {
         self.requests += 1;
+        if self.slo.is_some_and(|slo| slo.met_by(r)) {
+            self.slo_met += 1;
+            self.slo_met_output_tokens += r.output_tokens();
+        }
         self.reconnects += u64::from(r.reconnected);
         if let Some(kind) = r.error {
             self.errors += 1;
@@ -155,6 +216,23 @@ impl LatencyStats {
     pub fn first_tool_call_ms(&self) -> Percentiles {
         percentiles(&self.first_tool_call)
     }
+    /// The share of requests that met every objective (`None` without objectives or
+    /// requests).
+    pub fn slo_attainment(&self) -> Option<f64> {
+        (self.slo.is_some() && self.requests > 0)
+            .then(|| self.slo_met as f64 / self.requests as f64)
+    }
+
+    /// Requests and output tokens per second that met every objective, over `elapsed`.
+    pub fn goodput(&self, elapsed: std::time::Duration) -> Option<Goodput> {
+        let secs = elapsed.as_secs_f64();
+        (self.slo.is_some() && secs > 0.0).then(|| Goodput {
+            slo_attainment: self.slo_attainment().unwrap_or(0.0),
+            requests_per_s: self.slo_met as f64 / secs,
+            output_tokens_per_s: self.slo_met_output_tokens as f64 / secs,
+        })
+    }
+
     /// The longest gap inside a tool call, in ms.
     pub fn tool_call_gap_max_ms(&self) -> Option<f64> {
         self.tool_call_gap_max_us.map(|us| us as f64 / 1000.0)
@@ -187,6 +265,48 @@ pub fn percentiles(h: &Histogram<u64>) -> Percentiles {
 mod tests {
     use super::*;
     use crate::client::ErrorKind;
+
+    #[test]
+    fn a_request_meets_the_slo_when_it_succeeded_within_every_objective() {
+        // First token at 100 ms, then 3 tokens 20 ms apart, done at 170 ms.
+        let rec = RequestRecord {
+            start_us: 0,
+            first_token_us: Some(100_000),
+            token_us: vec![100_000, 120_000, 140_000, 160_000],
+            end_us: 170_000,
+            ..Default::default()
+        };
+        let slo = |t, p, e| Slo::new(t, p, e).unwrap();
+        assert!(Slo::new(None, None, None).is_none());
+        assert!(slo(Some(100.0), Some(20.0), Some(170.0)).met_by(&rec));
+        assert!(!slo(Some(99.0), None, None).met_by(&rec));
+        assert!(!slo(None, Some(19.0), None).met_by(&rec));
+        assert!(!slo(None, None, Some(169.0)).met_by(&rec));
+        let failed = RequestRecord {
+            error: Some(ErrorKind::Timeout),
+            ..rec.clone()
+        };
+        assert!(!slo(None, None, Some(1e9)).met_by(&failed));
+
+        let mut s = LatencyStats::with_slo(Some(slo(None, None, Some(170.0))));
+        s.record(&rec);
+        s.record(&failed);
+        s.record(&RequestRecord {
+            end_us: 400_000,
+            ..rec.clone()
+        });
+        assert_eq!((s.requests, s.slo_met), (3, 1));
+        let g = s.goodput(std::time::Duration::from_secs(2)).unwrap();
+        assert!((g.slo_attainment - 1.0 / 3.0).abs() < 1e-9);
+        assert!((g.requests_per_s - 0.5).abs() < 1e-9);
+        assert!(
+            (g.output_tokens_per_s - 2.0).abs() < 1e-9,
+            "4 tokens in 2 s"
+        );
+        assert!(LatencyStats::default()
+            .goodput(std::time::Duration::from_secs(1))
+            .is_none());
+    }
 
     #[test]
     fn stream_gaps_are_summarised_per_request() {

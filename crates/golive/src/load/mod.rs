@@ -51,6 +51,8 @@ pub struct LoadOptions {
     pub target: crate::target::TargetOptions,
     /// Run only this share of the plan (`--shard I/N`); `None` = the whole plan.
     pub shard: Option<Shard>,
+    /// Per-request objectives: the summary counts goodput against them (`--goodput`).
+    pub slo: Option<crate::client::Slo>,
 }
 
 impl LoadOptions {
@@ -92,6 +94,8 @@ pub struct LoadPlan {
     /// Agent cases mixed into the load (`--agent-mix`): the requests it picks are sent
     /// and judged by it instead of the plain prompt, and stay out of the latency stats.
     pub agent_mix: Option<Arc<crate::agent::mix::AgentMix>>,
+    /// Per-request objectives the statistics count goodput against.
+    pub slo: Option<crate::client::Slo>,
 }
 
 impl LoadPlan {
@@ -113,6 +117,7 @@ impl LoadPlan {
             tokens_per_word: 1.0,
             shard: Shard::WHOLE,
             agent_mix: None,
+            slo: None,
         }
     }
 
@@ -345,7 +350,7 @@ async fn open_loop(
         }
     };
     let collector = async {
-        let mut stats = LatencyStats::default();
+        let mut stats = LatencyStats::with_slo(plan.slo);
         let mut records = Vec::new();
         while let Some(rec) = rx.recv().await {
             stats.record(&rec);
@@ -382,7 +387,7 @@ async fn closed_loop(
         );
         workers.push(tokio::spawn(async move {
             // Each worker keeps its own statistics: no lock on the hot path.
-            let mut stats = LatencyStats::default();
+            let mut stats = LatencyStats::with_slo(plan.slo);
             let mut records = Vec::new();
             loop {
                 if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -426,7 +431,7 @@ async fn closed_loop(
             (stats, records)
         }));
     }
-    let mut stats = LatencyStats::default();
+    let mut stats = LatencyStats::with_slo(plan.slo);
     let mut records = Vec::new();
     for w in workers {
         if let Ok((s, r)) = w.await {
@@ -463,6 +468,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
             .entry(k.clone())
             .or_insert_with(|| v.clone());
     }
+    into.slo = into.slo.or(other.slo);
+    into.slo_met += other.slo_met;
+    into.slo_met_output_tokens += other.slo_met_output_tokens;
     into.output_tokens += other.output_tokens;
     into.chunks += other.chunks;
     into.prompt_tokens += other.prompt_tokens;
@@ -529,6 +537,7 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Re
         },
         shard,
         agent_mix: None,
+        slo: args.slo,
     };
     let plan = Arc::new(plan);
     let result = run_load(

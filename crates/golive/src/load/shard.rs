@@ -231,6 +231,9 @@ impl ShardOutput {
             chunks: s.chunks,
             prompt_tokens: s.prompt_tokens_total,
             cached_tokens: s.cached_tokens_total,
+            slo: s.goodput.as_ref().map(|g| g.slo),
+            slo_met: s.goodput.as_ref().map_or(0, |g| g.met_requests),
+            slo_met_output_tokens: s.goodput.as_ref().map_or(0, |g| g.met_output_tokens),
             ..LatencyStats::default()
         })
     }

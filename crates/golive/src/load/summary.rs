@@ -7,8 +7,8 @@ use serde::Serialize;
 use anyhow::Context;
 
 use super::{LoadPlan, LoadResult};
-use crate::client::{Api, LatencyStats, RequestRecord};
-use crate::report::Percentiles;
+use crate::client::{Api, LatencyStats, RequestRecord, Slo};
+use crate::report::{Goodput, Percentiles};
 
 /// The JSON summary of `golive load`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
@@ -46,6 +46,21 @@ pub struct LoadSummary {
     pub e2e_ms: Percentiles,
     /// Per request, the longest gap between output deltas (stream silence).
     pub stream_gap_ms: Percentiles,
+    /// Goodput against `--goodput`'s per-request objectives (absent without them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<SummaryGoodput>,
+}
+
+/// The summary's goodput: the objectives, the counts (merged across shards) and the rates.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct SummaryGoodput {
+    pub slo: Slo,
+    /// Requests that met every objective.
+    pub met_requests: u64,
+    /// Their output tokens.
+    pub met_output_tokens: u64,
+    #[serde(flatten)]
+    pub rates: Goodput,
 }
 
 impl LoadSummary {
@@ -86,6 +101,15 @@ impl LoadSummary {
             tpot_ms: s.tpot_ms(),
             e2e_ms: s.e2e_ms(),
             stream_gap_ms: s.stream_gap_ms(),
+            goodput: s
+                .slo
+                .zip(s.goodput(elapsed))
+                .map(|(slo, rates)| SummaryGoodput {
+                    slo,
+                    met_requests: s.slo_met,
+                    met_output_tokens: s.slo_met_output_tokens,
+                    rates,
+                }),
         }
     }
 
@@ -130,6 +154,9 @@ impl LoadSummary {
         out.push_str(&row("ITL", &self.itl_ms));
         out.push_str(&row("TPOT", &self.tpot_ms));
         out.push_str(&row("E2E", &self.e2e_ms));
+        if let Some(g) = &self.goodput {
+            out.push_str(&format!("{}\n", g.rates.text()));
+        }
         out
     }
 }

@@ -182,6 +182,29 @@ impl Check {
     }
 }
 
+/// Goodput: what met every per-request objective (`--slo-*`), as a share and per second.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Goodput {
+    /// Share of the requests sent (failed ones included) that met every objective.
+    pub slo_attainment: f64,
+    /// Requests per second that met every objective.
+    pub requests_per_s: f64,
+    /// Output tokens per second of those requests.
+    pub output_tokens_per_s: f64,
+}
+
+impl Goodput {
+    /// `goodput 3.1 req/s, 410 tok/s (97% within the SLO)`.
+    pub fn text(&self) -> String {
+        format!(
+            "goodput {:.2} req/s, {:.0} tok/s ({:.0}% within the SLO)",
+            self.requests_per_s,
+            self.output_tokens_per_s,
+            self.slo_attainment * 100.0
+        )
+    }
+}
+
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
@@ -238,6 +261,9 @@ pub struct RampStep {
     /// Agent cases mixed into the step (`--agent-mix`), each judged like the agent stage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentConformance>,
+    /// What met every per-request objective (with `--slo-*`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goodput: Option<Goodput>,
 }
 
 /// How the agent cases mixed into a load (`--agent-mix`) fared, judged by the agent
