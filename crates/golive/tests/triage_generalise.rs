@@ -59,10 +59,11 @@ fn new_rules_find_class_line_and_rule() {
             3,
             "tool-extract",
         ),
-        // A bare RuntimeError raised inside the structured-output backend.
+        // A bare RuntimeError raised inside the structured-output backend took the engine
+        // down: the engine failed to contain a request (a refused schema's 400 is tool_parser).
         (
             "structured_output_crash.log",
-            Class::ToolParser,
+            Class::Engine,
             9,
             "tool-structured-output-frames",
         ),
@@ -443,4 +444,36 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB. GPU 0 
     );
     let p = analyze_text(&rules, "s.log", &served).primary.unwrap();
     assert_eq!(p.class, Class::OomRuntime, "{p:?}");
+}
+
+/// Python's own words for an unexpected value in the distributed layer's code are a code
+/// bug, the engine's: the communicator's frames make a failed transport `nccl`, never a
+/// `'dict' object has no attribute`. The same frames under an error of no known words stay
+/// `nccl`.
+#[test]
+fn a_code_bug_in_the_distributed_layer_is_no_failed_transport() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let log = |exc: &str| {
+        format!(
+            "INFO 06-06 00:28:20 [core.py:60] Initializing a V1 LLM engine (v0.9.0) with config: model='m'
+ERROR 06-06 00:28:27 [core.py:500] EngineCore failed to start.
+ERROR 06-06 00:28:27 [core.py:500] Traceback (most recent call last):
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 491, in run_engine_core
+ERROR 06-06 00:28:27 [core.py:500]     engine_core = EngineCoreProc(*args, **kwargs)
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_worker.py\", line 353, in init_worker_distributed_environment
+ERROR 06-06 00:28:27 [core.py:500]     ensure_model_parallel_initialized(tp, pp)
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/distributed/parallel_state.py\", line 61, in ensure_model_parallel_initialized
+ERROR 06-06 00:28:27 [core.py:500]     if group.world_size != tp:
+ERROR 06-06 00:28:27 [core.py:500] {exc}
+"
+        )
+    };
+    let bug = log("AttributeError: 'NoneType' object has no attribute 'world_size'");
+    let p = analyze_text(&rules, "bug.log", &bug).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Engine, 10), "{p:?}");
+    let transport = log("RuntimeError: the group broke in a way nobody names");
+    let p = analyze_text(&rules, "t.log", &transport).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 10), "{p:?}");
 }

@@ -201,12 +201,13 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 68/106 (lines and quiet unchanged). OpenVINO/TPU builds and commit_id quiet: tune 38/53,
 /// 44/53; all 69/106, 90/106. Compiler headers and the exception Ray wraps: tune 46/53, all
 /// 92/106 lines. A request the server made (urllib3) is no request it served: tune 39/53, all
-/// 70/106. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 70/106. A structured-output backend crash is the engine's, a code bug in the distributed
+/// layer no failed transport: tune 43/53, held 33/53, all 76/106. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 73.0, 86.0, 99.0, 0),
-    ("held", 58.0, 86.0, 96.0, 2),
-    ("all", 65.5, 86.0, 98.0, 2),
+    ("tune", 80.0, 86.0, 99.0, 0),
+    ("held", 61.5, 86.0, 96.0, 2),
+    ("all", 71.0, 86.0, 98.0, 2),
 ];
 
 #[test]

@@ -78,6 +78,8 @@ struct RuleDef {
     #[serde(default)]
     catch_all: bool,
     #[serde(default)]
+    code_bug: bool,
+    #[serde(default)]
     next_step: String,
     #[serde(default)]
     why: String,
@@ -151,6 +153,10 @@ pub struct Rule {
     pub weak: bool,
     /// Matches any exception (no message of its own): a fallback frame entry says more.
     pub catch_all: bool,
+    /// The message is the interpreter's about a value the code did not expect: a bug in the
+    /// code the frames name, never a failed transport (the distributed layer's frames do not
+    /// make it `nccl`).
+    pub code_bug: bool,
     /// Frame-map entries: a fallback (see [`RuleSet::frame_rule`]).
     pub fallback: bool,
     /// Frame-map entries: regex over one frame line.
@@ -387,6 +393,7 @@ impl RuleSet {
                 generic: d.generic,
                 weak: d.weak,
                 catch_all: d.catch_all,
+                code_bug: d.code_bug,
                 fallback: false,
                 frame_path: None,
                 frame_words: None,
@@ -425,6 +432,7 @@ impl RuleSet {
                 generic: true,
                 weak: false,
                 catch_all: false,
+                code_bug: false,
                 fallback: f.fallback,
                 frame_path: Some(re),
                 frame_words: words,

@@ -519,6 +519,11 @@ impl Scanner<'_> {
                 !self.rules.rules[fr].fallback
                     || generic.is_none_or(|g| self.rules.rules[g].catch_all)
             });
+            // A code bug in the distributed layer's code is no failed transport.
+            let frame = frame.filter(|&fr| {
+                self.rules.rules[fr].class != Class::Nccl
+                    || !generic.is_some_and(|g| self.rules.rules[g].code_bug)
+            });
             let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
                 Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
                     Some(self.new_finding(ri, &pl, line_no))
