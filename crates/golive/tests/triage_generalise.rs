@@ -477,3 +477,23 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
     let p = analyze_text(&rules, "t.log", &transport).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Nccl, 10), "{p:?}");
 }
+
+/// An accelerator runtime's own words for running out of device memory are an out-of-memory
+/// like CUDA's, at startup while the engine loads.
+#[test]
+fn another_runtimes_device_allocation_failure_is_an_out_of_memory() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    for line in [
+        "2025-Jan-26 10:27:42.285788  2998:2998  ERROR  TDRV:dmem_alloc_internal   Failed to alloc DEVICE memory: 536870912",
+        "2025-Jan-26 10:27:42.299439  2998:2998  ERROR  TDRV:tensor_allocate   Failed to allocate 536870912 bytes on DEVICE for tensor UNKNOWN.",
+        "ERROR 01-26 10:27:42 [worker.py:80] RuntimeError: Failed to allocate 1073741824 bytes of HBM memory",
+    ] {
+        let log = format!(
+            "INFO 01-26 10:27:20 [llm_engine.py:234] Initializing an LLM engine (v0.6.6) with config: model='m'\n{line}\n"
+        );
+        let p = analyze_text(&rules, "d.log", &log).primary.unwrap();
+        assert_eq!((p.class, p.line), (Class::OomStartup, 2), "{line}: {p:?}");
+    }
+}
