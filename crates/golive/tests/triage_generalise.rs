@@ -497,3 +497,46 @@ fn another_runtimes_device_allocation_failure_is_an_out_of_memory() {
         assert_eq!((p.class, p.line), (Class::OomStartup, 2), "{line}: {p:?}");
     }
 }
+
+/// Ray's workers are actors of one name, told apart by pid: one rank loading on does not
+/// excuse another rank's error; the rank that errs and then loads on got past it.
+#[test]
+fn one_ray_workers_loading_does_not_excuse_anothers_error() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let log = |loader: &str| {
+        format!(
+            "INFO 03-11 15:23:00 [llm_engine.py:234] Initializing a V0 LLM engine (v0.8.1) with config: model='m'
+(RayWorkerWrapper pid=101, ip=10.0.0.2) ERROR 03-11 15:24:45 [worker_base.py:620] Error executing method 'load_model'. This might cause deadlock in distributed execution.
+(RayWorkerWrapper pid=101, ip=10.0.0.2) ERROR 03-11 15:24:45 [worker_base.py:620] Traceback (most recent call last):
+(RayWorkerWrapper pid=101, ip=10.0.0.2) ERROR 03-11 15:24:45 [worker_base.py:620]   File \"/usr/lib/python3/site-packages/vllm/worker/worker.py\", line 183, in load_model
+(RayWorkerWrapper pid=101, ip=10.0.0.2) ERROR 03-11 15:24:45 [worker_base.py:620]     self.model_runner.load_model()
+(RayWorkerWrapper pid=101, ip=10.0.0.2) ERROR 03-11 15:24:45 [worker_base.py:620] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+({loader}) INFO 03-11 15:24:46 [loader.py:429] Loading weights took 52.44 seconds
+"
+        )
+    };
+    let other = analyze_text(
+        &rules,
+        "r.log",
+        &log("RayWorkerWrapper pid=102, ip=10.0.0.2"),
+    );
+    let p = other
+        .primary
+        .expect("another rank's loading excuses nothing");
+    // One rank out of memory while another loaded on.
+    assert_eq!((p.class, p.line), (Class::OomTopology, 6), "{p:?}");
+    // The same line folded by Ray from several actors is an out-of-memory on them all.
+    let folded = log("RayWorkerWrapper pid=102, ip=10.0.0.2")
+        .replace("2.00 GiB.", "2.00 GiB. [repeated 3x across cluster]");
+    let p = analyze_text(&rules, "r.log", &folded).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 6), "{p:?}");
+    let same = analyze_text(
+        &rules,
+        "r.log",
+        &log("RayWorkerWrapper pid=101, ip=10.0.0.2"),
+    );
+    assert!(same.primary.is_none(), "{:?}", same.primary);
+    assert!(!same.survived.is_empty());
+}

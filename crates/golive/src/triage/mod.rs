@@ -733,6 +733,11 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
                     .unwrap_or("")
             );
             if f.kind == RuleKind::Cause && f.class.is_oom() {
+                // Ray folds the same line of other actors into one: `[repeated 3x across
+                // cluster]` is an out-of-memory on more than one rank.
+                if f.text.contains("x across cluster]") {
+                    oom_ids.insert(format!("{id} (and the actors Ray folded in)"));
+                }
                 oom_ids.insert(id);
             } else if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
                 failed.insert(id);

@@ -85,9 +85,19 @@ fn recorded_kind(f: &RawFinding) -> RuleKind {
 /// Processes whose errors wait for progress, at most (more labels: the first ones wait).
 const MAX_PENDING: usize = 256;
 
-/// `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one process across restarts.
+/// The process a label names: `EngineCore_DP0 pid=1` and `EngineCore_DP0 pid=2` are one
+/// process across restarts. A worker whose name carries no rank (Ray's `RayWorkerWrapper
+/// pid=91931, ip=10.0.0.5`, vLLM V0's `VllmWorkerProcess pid=7`: every rank an actor of the
+/// same name) is told apart by its pid (and node): one rank's loading is not another's.
 pub(crate) fn strip_pid(label: &str) -> &str {
-    label.split(" pid=").next().unwrap_or(label)
+    let name = label.split(" pid=").next().unwrap_or(label);
+    if name.len() < label.len()
+        && super::is_worker_label(name)
+        && !name.bytes().any(|b| b.is_ascii_digit())
+    {
+        return label;
+    }
+    name
 }
 
 /// What one file yielded.
