@@ -540,3 +540,41 @@ fn one_ray_workers_loading_does_not_excuse_anothers_error() {
     assert!(same.primary.is_none(), "{:?}", same.primary);
     assert!(!same.survived.is_empty());
 }
+
+/// A model file that is not JSON, read by the model, config or tokenizer readers, is the
+/// model's files (config); the same exception in other code is not this rule's.
+#[test]
+fn a_model_file_that_is_not_json_is_a_damaged_model() {
+    use golive::triage::analyze_text;
+    use golive::triage::rules::RuleSet;
+    let rules = RuleSet::load(&[] as &[&str]).unwrap();
+    let log = |frame: &str| {
+        format!(
+            "INFO 05-01 10:00:00 [api_server.py:1000] vLLM API server version 0.9.0
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/api_server.py\", line 1100, in run_server
+    await init_app_state(engine_client, vllm_config, app.state, args)
+  File \"{frame}\", line 700, in read
+    return json.load(f)
+  File \"/usr/lib/python3.12/json/decoder.py\", line 355, in raw_decode
+    raise JSONDecodeError(\"Expecting value\", s, err.value) from None
+json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"
+        )
+    };
+    for frame in [
+        "/usr/local/lib/python3.12/dist-packages/transformers/configuration_utils.py",
+        "/usr/local/lib/python3.12/dist-packages/transformers/tokenization_utils_base.py",
+        "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/weight_utils.py",
+    ] {
+        let p = analyze_text(&rules, "j.log", &log(frame)).primary.unwrap();
+        assert_eq!(
+            (p.class, p.line, p.rule.as_str()),
+            (Class::Config, 9, "config-model-json-corrupt"),
+            "{frame}: {p:?}"
+        );
+    }
+    let other = "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py";
+    let p = analyze_text(&rules, "j.log", &log(other)).primary.unwrap();
+    assert_ne!(p.rule, "config-model-json-corrupt", "{p:?}");
+}
