@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use golive::load::{self, LoadOptions, LoadOutcome, Shard};
+use golive::load::{self, Arrival, LoadOptions, LoadOutcome, Shard};
 
 use crate::args::{ApiArg, OutputFormat, TargetArgs};
 use crate::progress::Live;
@@ -24,6 +24,16 @@ pub struct LoadArgs {
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
     #[arg(long, value_parser = crate::args::f64_in(0.001, 1_000_000.0))]
     pub rate: Option<f64>,
+    /// How requests arrive at --rate: constant (one every 1/rate s), poisson (independent
+    /// users) or gamma (bursts: --burstiness below 1 burstier than poisson, above 1 more even).
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Constant, requires = "rate")]
+    pub arrival: ArrivalKind,
+    /// With --arrival gamma: the shape of its intervals, 0.01 to 100 (1 is poisson).
+    #[arg(long, value_parser = crate::args::f64_in(0.01, 100.0))]
+    pub burstiness: Option<f64>,
+    /// The seed of a poisson or gamma schedule (the same for every shard of one run).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
     /// Number of requests (default 100 unless --duration is given).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
@@ -115,6 +125,29 @@ pub struct MergeArgs {
     pub format: OutputFormat,
 }
 
+/// `--arrival`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ArrivalKind {
+    Constant,
+    Poisson,
+    Gamma,
+}
+
+impl ArrivalKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            ArrivalKind::Constant => "constant",
+            ArrivalKind::Poisson => "poisson",
+            ArrivalKind::Gamma => "gamma",
+        }
+    }
+}
+
+/// The arrival of `--arrival` and `--burstiness`.
+fn arrival(a: &LoadArgs) -> anyhow::Result<Arrival> {
+    Arrival::new(a.arrival.as_str(), a.burstiness)
+}
+
 impl From<&LoadArgs> for LoadOptions {
     fn from(a: &LoadArgs) -> Self {
         LoadOptions {
@@ -134,6 +167,9 @@ impl From<&LoadArgs> for LoadOptions {
             target: a.target.clone().into(),
             shard: a.shard,
             slo: crate::args::slo(&a.goodput),
+            // Checked by `arrival` in `run`.
+            arrival: arrival(a).unwrap_or_default(),
+            seed: a.seed,
         }
     }
 }
@@ -145,6 +181,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if let Some(n) = args.k8s_job {
         return k8s_job(&args, n);
     }
+    arrival(&args)?;
     let opts = LoadOptions::from(&args);
     let live = Live::start("load", None, opts.planned_requests());
     let outcome = crate::runtime::block_on(load::load(&opts, live.as_ref().map(Live::on_record)))?;

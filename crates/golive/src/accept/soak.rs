@@ -157,6 +157,7 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
     if let Some(g) = goodput {
         c.data["goodput"] = json!(g);
     }
+    self_check(&mut c, &plan, &m.result);
     owner(&mut c, capacity_evidence);
     SoakOutcome {
         check: c,
@@ -455,6 +456,27 @@ fn judge(
         format!("; {}", why.join("; "))
     };
     capacity_evidence
+}
+
+/// The client's self-check of an open-loop soak: how late it started requests against the
+/// schedule and its CPU share; a soak the client could not keep on schedule says so.
+fn self_check(c: &mut Check, plan: &LoadPlan, result: &LoadResult) {
+    if plan.rate.is_none() {
+        return;
+    }
+    let lateness = result.stats.schedule_lateness_ms();
+    // A soak that failed on the server (a growing queue fills golive's in-flight cap, and the
+    // schedule slips behind it) is the server's, not the client's.
+    let limited = c.status != Status::Fail && crate::load::client_limited(plan.rate, &lateness);
+    c.data["schedule_lateness_ms"] = json!(lateness);
+    c.data["client_cpu_share"] = json!(result.client_cpu_share());
+    c.data["client_limited"] = json!(limited);
+    if limited {
+        c.measurement.push_str(&format!(
+            "; client-limited: requests started up to {:.0} ms late (p99), the rate is the client's",
+            lateness.p99
+        ));
+    }
 }
 
 /// Who acts on a failed soak: the server for error answers without load, else capacity.

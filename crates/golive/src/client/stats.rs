@@ -78,6 +78,9 @@ pub struct LatencyStats {
     pub tool_call_gap_max_us: Option<u64>,
     /// Time to the first tool-call delta, per request that streamed a tool call (µs).
     pub first_tool_call: Histogram<u64>,
+    /// How late each request started against its planned start (µs; open loop: the
+    /// schedule, closed loop: about zero).
+    pub schedule_lag: Histogram<u64>,
     /// The objectives requests are counted against (goodput), if any.
     pub slo: Option<Slo>,
     /// Requests that met every objective of `slo`.
@@ -110,6 +113,7 @@ impl Default for LatencyStats {
             stream_gap: h(),
             tool_call_gap_max_us: None,
             first_tool_call: h(),
+            schedule_lag: h(),
             slo: None,
             slo_met: 0,
             slo_met_output_tokens: 0,
@@ -128,6 +132,8 @@ impl LatencyStats {
 
     pub fn record(&mut self, r: &RequestRecord) {
         self.requests += 1;
+        self.schedule_lag
+            .saturating_record(r.start_us.saturating_sub(r.scheduled_us).max(1));
         if self.slo.is_some_and(|slo| slo.met_by(r)) {
             self.slo_met += 1;
             self.slo_met_output_tokens += r.output_tokens();
@@ -216,6 +222,11 @@ impl LatencyStats {
     pub fn first_tool_call_ms(&self) -> Percentiles {
         percentiles(&self.first_tool_call)
     }
+    /// How late requests started against their planned start (ms).
+    pub fn schedule_lateness_ms(&self) -> Percentiles {
+        percentiles(&self.schedule_lag)
+    }
+
     /// The share of requests that met every objective (`None` without objectives or
     /// requests).
     pub fn slo_attainment(&self) -> Option<f64> {

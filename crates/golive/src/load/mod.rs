@@ -9,13 +9,15 @@ use std::time::{Duration, Instant};
 use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
 use crate::target::Target;
 
+pub mod arrival;
 pub mod k8s;
 pub mod shard;
 
+pub use arrival::{Arrival, Schedule};
 pub use shard::Shard;
 
 mod summary;
-pub use summary::{write_csv, LoadSummary};
+pub use summary::{client_limited, write_csv, LoadSummary};
 
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -53,6 +55,10 @@ pub struct LoadOptions {
     pub shard: Option<Shard>,
     /// Per-request objectives: the summary counts goodput against them (`--goodput`).
     pub slo: Option<crate::client::Slo>,
+    /// How requests arrive at `rate` (`--arrival`, `--burstiness`).
+    pub arrival: Arrival,
+    /// The seed of a random arrival (`--seed`).
+    pub seed: u64,
 }
 
 impl LoadOptions {
@@ -96,6 +102,10 @@ pub struct LoadPlan {
     pub agent_mix: Option<Arc<crate::agent::mix::AgentMix>>,
     /// Per-request objectives the statistics count goodput against.
     pub slo: Option<crate::client::Slo>,
+    /// Open loop: how requests arrive at `rate`.
+    pub arrival: Arrival,
+    /// Open loop: the seed of a random arrival (the same for every shard of a run).
+    pub seed: u64,
 }
 
 impl LoadPlan {
@@ -118,6 +128,8 @@ impl LoadPlan {
             shard: Shard::WHOLE,
             agent_mix: None,
             slo: None,
+            arrival: Arrival::Constant,
+            seed: 0,
         }
     }
 
@@ -248,9 +260,16 @@ pub struct LoadResult {
     /// Every request (only with `keep_records`), in completion order per worker.
     pub records: Vec<RequestRecord>,
     pub elapsed: Duration,
+    /// CPU time golive's process used meanwhile (all its threads), in seconds.
+    pub client_cpu_s: f64,
 }
 
 impl LoadResult {
+    /// The client's CPU share: CPU seconds per wall second (1.0 is one core busy).
+    pub fn client_cpu_share(&self) -> f64 {
+        self.client_cpu_s / self.elapsed.as_secs_f64().max(1e-9)
+    }
+
     pub fn request_rate(&self) -> f64 {
         self.stats.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
@@ -268,6 +287,7 @@ pub async fn run_load(
     progress: Option<OnRecord>,
 ) -> LoadResult {
     let started = Instant::now();
+    let cpu_before = process_cpu_s();
     let deadline = plan.duration.map(|d| started + d);
     let limit = match (plan.requests, plan.duration) {
         (Some(n), _) => plan.shard.share_of(n),
@@ -286,7 +306,14 @@ pub async fn run_load(
         stats,
         records,
         elapsed: started.elapsed(),
+        client_cpu_s: process_cpu_s() - cpu_before,
     }
+}
+
+/// CPU seconds this process has used, all threads.
+fn process_cpu_s() -> f64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -302,7 +329,9 @@ async fn open_loop(
 ) -> (LatencyStats, Vec<RequestRecord>) {
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.concurrency.max(1) as usize));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
-    let interval = Duration::from_secs_f64(1.0 / rate);
+    // A schedule that cannot be drawn (a bad burstiness from a library caller) is constant.
+    let mut schedule = Schedule::new(plan.arrival, rate, plan.seed)
+        .or_else(|_| Schedule::new(Arrival::Constant, rate, plan.seed));
     let mut index = 0u64;
     let scheduler = {
         let counters = counters.clone();
@@ -312,7 +341,10 @@ async fn open_loop(
                 // The whole plan's schedule: a shard sends its own indices at the times
                 // the unsharded run would, so N shards together keep the total rate.
                 let global = plan.shard.global_index(index);
-                let scheduled = started + interval.mul_f64(global as f64);
+                let Ok(schedule) = schedule.as_mut() else {
+                    break;
+                };
+                let scheduled = started + schedule.offset(global);
                 if deadline.is_some_and(|d| scheduled >= d) {
                     break;
                 }
@@ -450,6 +482,7 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
     let _ = into.e2e.add(&other.e2e);
     let _ = into.stream_gap.add(&other.stream_gap);
     let _ = into.first_tool_call.add(&other.first_tool_call);
+    let _ = into.schedule_lag.add(&other.schedule_lag);
     into.tool_call_gap_max_us = into.tool_call_gap_max_us.max(other.tool_call_gap_max_us);
     into.requests += other.requests;
     into.errors += other.errors;
@@ -498,6 +531,10 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Re
         "--concurrency must be at least 1"
     );
     anyhow::ensure!(
+        args.rate.is_some() || args.arrival == Arrival::Constant,
+        "--arrival poisson or gamma shapes an open loop: give its --rate"
+    );
+    anyhow::ensure!(
         args.think_time.is_none() || args.rate.is_none(),
         "--think-time paces a closed loop; it cannot be combined with --rate"
     );
@@ -538,6 +575,8 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Re
         shard,
         agent_mix: None,
         slo: args.slo,
+        arrival: args.arrival,
+        seed: args.seed,
     };
     let plan = Arc::new(plan);
     let result = run_load(

@@ -46,6 +46,20 @@ pub struct LoadSummary {
     pub e2e_ms: Percentiles,
     /// Per request, the longest gap between output deltas (stream silence).
     pub stream_gap_ms: Percentiles,
+    /// How requests arrived (open loop).
+    #[serde(default)]
+    pub arrival: super::Arrival,
+    /// How late requests started against their planned start (the client's self-check).
+    #[serde(default)]
+    pub schedule_lateness_ms: Percentiles,
+    /// golive's CPU seconds per wall second over the run (1.0: one core busy).
+    #[serde(default)]
+    pub client_cpu_share: f64,
+    /// The client could not keep an open loop's schedule (lateness p99 above the larger of
+    /// 10 ms and one interval): the figures say what the client sent, not what the server
+    /// could take.
+    #[serde(default)]
+    pub client_limited: bool,
     /// Goodput against `--goodput`'s per-request objectives (absent without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<SummaryGoodput>,
@@ -65,7 +79,9 @@ pub struct SummaryGoodput {
 
 impl LoadSummary {
     pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
-        Self::from_stats(url, plan, &result.stats, result.elapsed)
+        let mut s = Self::from_stats(url, plan, &result.stats, result.elapsed);
+        s.client_cpu_share = result.client_cpu_share();
+        s
     }
 
     /// The summary of these statistics, measured over `elapsed` (also of merged shards).
@@ -101,6 +117,13 @@ impl LoadSummary {
             tpot_ms: s.tpot_ms(),
             e2e_ms: s.e2e_ms(),
             stream_gap_ms: s.stream_gap_ms(),
+            arrival: plan.arrival,
+            schedule_lateness_ms: s.schedule_lateness_ms(),
+            client_cpu_share: 0.0,
+            client_limited: client_limited(
+                plan.rate.map(|r| r / f64::from(plan.shard.count.max(1))),
+                &s.schedule_lateness_ms(),
+            ),
             goodput: s
                 .slo
                 .zip(s.goodput(elapsed))
@@ -154,11 +177,35 @@ impl LoadSummary {
         out.push_str(&row("ITL", &self.itl_ms));
         out.push_str(&row("TPOT", &self.tpot_ms));
         out.push_str(&row("E2E", &self.e2e_ms));
+        if self.rate.is_some() {
+            let l = &self.schedule_lateness_ms;
+            out.push_str(&format!(
+                "schedule ({:?}): lateness p50 {:.2} ms p99 {:.2} ms, client CPU {:.0}%{}\n",
+                self.arrival,
+                l.p50,
+                l.p99,
+                self.client_cpu_share * 100.0,
+                if self.client_limited {
+                    "; CLIENT-LIMITED: golive could not keep the schedule, the rate is the client's"
+                } else {
+                    ""
+                }
+            ));
+        }
         if let Some(g) = &self.goodput {
             out.push_str(&format!("{}\n", g.rates.text()));
         }
         out
     }
+}
+
+/// Whether an open loop at `rate` fell behind its schedule: lateness p99 above the larger of
+/// 10 ms and one interval (a request later than the next one's planned start).
+pub fn client_limited(rate: Option<f64>, lateness: &Percentiles) -> bool {
+    let Some(rate) = rate.filter(|r| *r > 0.0) else {
+        return false;
+    };
+    lateness.count > 0 && lateness.p99 > (1000.0 / rate).max(10.0)
 }
 
 /// Per-request CSV rows (times in ms since the client's epoch).
