@@ -146,7 +146,12 @@ fn accept_reports_goodput_per_ramp_step_and_for_the_soak() {
     assert_eq!(soak["data"]["goodput"]["slo_attainment"], 1.0, "{soak:#}");
     // The soak runs open loop at 80% of the ramp's rate: the client's self-check is kept.
     assert_eq!(soak["data"]["client_limited"], false, "{soak:#}");
-    assert!(soak["data"]["schedule_lateness_ms"]["count"].as_u64().unwrap() > 0);
+    assert!(
+        soak["data"]["schedule_lateness_ms"]["count"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
     assert!(soak["data"]["client_cpu_share"].as_f64().unwrap() > 0.0);
 
     // An end-to-end objective no request can meet: no goodput, and the step fails on it.

@@ -333,6 +333,17 @@ pub async fn scrape(http: &reqwest::Client, url: &str) -> Option<MetricsSnapshot
         .ok()
 }
 
+/// The node's `/metrics` page, where the service stage found one.
+pub fn metrics_url(base_url: &str, info: &ServerInfo) -> Option<String> {
+    info.metrics_available
+        .then(|| format!("{base_url}/metrics"))
+}
+
+/// A scrape of `url`, or nothing without one.
+pub async fn scrape_at(http: &reqwest::Client, url: Option<&str>) -> Option<MetricsSnapshot> {
+    scrape(http, url?).await
+}
+
 /// Runs `work` while polling the server's metrics (and DCGM) every `every`.
 pub async fn with_peaks<F: std::future::Future>(
     http: &reqwest::Client,

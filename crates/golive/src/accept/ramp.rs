@@ -280,15 +280,8 @@ async fn measure_step(
     p: &StepPlan,
 ) -> StepMeasured {
     let names = info.names();
-    let metrics_url = info
-        .metrics_available
-        .then(|| format!("{}/metrics", node.client.base_url));
-    let scrape = || async {
-        match &metrics_url {
-            Some(u) => engine::scrape(&node.client.http, u).await,
-            None => None,
-        }
-    };
+    let metrics_url = engine::metrics_url(&node.client.base_url, info);
+    let scrape = || engine::scrape_at(&node.client.http, metrics_url.as_deref());
     let plan = Arc::new(step_load(model, info, cfg, p));
     let before = scrape().await;
     let load_label = format!("ramp {}", p.label);

@@ -210,15 +210,8 @@ async fn measure(
     duration: Duration,
 ) -> SoakMeasured {
     let names = info.names();
-    let metrics_url = info
-        .metrics_available
-        .then(|| format!("{}/metrics", node.client.base_url));
-    let scrape = || async {
-        match &metrics_url {
-            Some(u) => engine::scrape(&node.client.http, u).await,
-            None => None,
-        }
-    };
+    let metrics_url = engine::metrics_url(&node.client.base_url, info);
+    let scrape = || engine::scrape_at(&node.client.http, metrics_url.as_deref());
     let counters = Arc::new(LoadCounters::default());
     let interval = (duration / 12).max(Duration::from_secs(1));
     let first = scrape().await;
