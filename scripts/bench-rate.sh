@@ -17,6 +17,7 @@ NGINX="$(command -v nginx || echo /usr/sbin/nginx)"
 [[ -x "$NGINX" ]] || { echo "bench-rate: needs nginx (apt-get install nginx-light)" >&2; exit 2; }
 (cd "$ROOT" && cargo build --release -q -p golive-cli)
 GOLIVE="$ROOT/target/release/golive"
+chmod 755 "$OUT"  # nginx workers (nobody) read the canned answers under it
 P="$OUT/nginx"; mkdir -p "$P/logs" "$P/html" "$P/tmp"
 python3 "$BENCH/make_sse.py" --tokens 256 --prompt-tokens 128 --out "$P/html" >/dev/null
 cp "$BENCH/models.json" "$BENCH/metrics.txt" "$P/html/" 2>/dev/null || true

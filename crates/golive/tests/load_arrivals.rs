@@ -101,3 +101,71 @@ fn arrival_flags_that_do_not_fit_are_usage_errors() {
         assert_eq!(code, Some(2), "{bad:?}: {err}");
     }
 }
+
+/// Every request of a load carries an `X-Request-Id` (`golive-<run>-<index>`), the CSV keeps
+/// it, and a failure's evidence names it, so its server log line can be found.
+#[test]
+fn every_request_carries_an_x_request_id_and_a_failure_names_it() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let ids = seen.clone();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().flatten() {
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let mut line = String::new();
+            let mut length = 0usize;
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("x-request-id:") {
+                    ids.lock().unwrap().push(v.trim().to_string());
+                }
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0u8; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let answer = "{\"error\":{\"message\":\"scripted\"}}";
+            let _ = write!(
+                &sock,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r.csv");
+    let (code, s, err) = load(
+        &url,
+        &[
+            "--model",
+            "m",
+            "--requests",
+            "3",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "every request failed: {err}");
+    let ids = seen.lock().unwrap().clone();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.iter().all(|i| i.starts_with("golive-")), "{ids:?}");
+    let example = s["error_examples"]["http_status"].as_str().unwrap();
+    assert!(
+        ids.iter()
+            .any(|i| example.contains(&format!("X-Request-Id {i}"))),
+        "{example}"
+    );
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        rows.lines().next().unwrap().ends_with(",request_id"),
+        "{rows}"
+    );
+    for id in &ids {
+        assert!(rows.contains(id.as_str()), "{id} not in {rows}");
+    }
+}

@@ -115,6 +115,9 @@ pub struct RequestSpec {
     pub collect: bool,
     /// Capacity to reserve for token times (the output limit).
     pub expected_tokens: usize,
+    /// Sent as `X-Request-Id` and kept in the record, so that a failing request's server log
+    /// line and trace can be found.
+    pub request_id: Option<String>,
 }
 
 impl RequestSpec {
@@ -132,6 +135,7 @@ impl RequestSpec {
             stream,
             collect,
             expected_tokens,
+            request_id: None,
         }
     }
 }
@@ -171,6 +175,8 @@ pub struct RequestRecord {
     pub error: Option<ErrorKind>,
     /// Short, secret-free description of the error.
     pub error_detail: String,
+    /// The `X-Request-Id` the request carried.
+    pub request_id: Option<String>,
     pub usage: Usage,
     pub timings: Option<ServerTimings>,
     pub finish_reason: Option<String>,

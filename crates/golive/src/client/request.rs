@@ -48,16 +48,21 @@ impl OpenAiClient {
         let mut rec = RequestRecord {
             index,
             scheduled_us: self.micros(scheduled),
+            request_id: spec.request_id.clone(),
             start_us: self.micros(start),
             token_us: Vec::with_capacity(if spec.stream { spec.expected_tokens } else { 0 }),
             ..Default::default()
         };
         let url = format!("{}{}", self.base_url, spec.api.path());
         let post = |client: &reqwest::Client| {
-            client
+            let post = client
                 .post(&url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(spec.body.clone())
+                .header(reqwest::header::CONTENT_TYPE, "application/json");
+            match &spec.request_id {
+                Some(id) => post.header("X-Request-Id", id.as_str()),
+                None => post,
+            }
+            .body(spec.body.clone())
         };
         let (sent, reconnected) = self.send_reconnecting(post, deadline).await;
         rec.reconnected = reconnected;

@@ -154,7 +154,10 @@ impl LatencyStats {
                 .or_default() += 1;
             self.error_examples
                 .entry(kind.as_str().to_string())
-                .or_insert_with(|| r.error_detail.clone());
+                .or_insert_with(|| match &r.request_id {
+                    Some(id) => format!("{} (X-Request-Id {id})", r.error_detail),
+                    None => r.error_detail.clone(),
+                });
             return;
         }
         if let Some(t) = r.first_token_us {

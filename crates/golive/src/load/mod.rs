@@ -161,7 +161,9 @@ impl LoadPlan {
         if self.ignore_eos {
             body["ignore_eos"] = true.into();
         }
-        RequestSpec::from_json(self.api, &body, false)
+        let mut spec = RequestSpec::from_json(self.api, &body, false);
+        spec.request_id = Some(format!("golive-{}-{index}", self.run_tag));
+        spec
     }
 }
 

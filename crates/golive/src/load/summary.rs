@@ -228,6 +228,7 @@ pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::R
         "http_status",
         "error",
         "error_detail",
+        "request_id",
     ])?;
     let ms = |us: u64| format!("{:.3}", us as f64 / 1000.0);
     let opt = |v: Option<String>| v.unwrap_or_default();
@@ -251,6 +252,7 @@ pub fn write_csv(path: &std::path::Path, records: &[RequestRecord]) -> anyhow::R
             opt(r.http_status.map(|v| v.to_string())),
             r.error.map(|e| e.as_str().to_string()).unwrap_or_default(),
             r.error_detail.clone(),
+            opt(r.request_id.clone()),
         ])?;
     }
     let bytes = w.into_inner().context("cannot render the CSV")?;
