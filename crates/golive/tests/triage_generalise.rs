@@ -23,6 +23,12 @@ fn triage(name: &str) -> TriageReport {
     .unwrap_or_else(|e| panic!("triage of {name} failed: {e:#}"))
 }
 
+/// Triage of a log given as text, with the built-in rules.
+fn triage_text(log: &str) -> TriageReport {
+    let rules = golive::triage::rules::RuleSet::load(&[] as &[&str]).unwrap();
+    golive::triage::analyze_text(&rules, "t.log", log)
+}
+
 fn primary(name: &str) -> Finding {
     triage(name)
         .primary
@@ -121,9 +127,6 @@ fn ray_actor_death_is_secondary_to_a_real_cause() {
 /// line or one traceback: the class and rule, or quiet.
 #[test]
 fn engine_message_families() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let tb = |path: &str, exc: &str| {
         let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
         format!(
@@ -169,7 +172,7 @@ fn engine_message_families() {
         ),
     ];
     for (text, want) in cases {
-        let rep = analyze_text(&rules, "msg.log", &text);
+        let rep = triage_text(&text);
         let got = rep.primary.as_ref().map(|p| (p.class, p.rule.as_str()));
         assert_eq!(got, want, "{text}");
     }
@@ -181,9 +184,6 @@ fn engine_message_families() {
 /// layers (`utils.py`) says nothing.
 #[test]
 fn engine_class_for_the_engines_own_code() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let h = "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [core.py:1007] ";
     let tb = |frames: &[(&str, &str)], exc: &str| {
         let mut s = format!("{h}Traceback (most recent call last):\n");
@@ -333,7 +333,7 @@ fn engine_class_for_the_engines_own_code() {
         ),
     ];
     for (text, want) in cases {
-        let rep = analyze_text(&rules, "msg.log", &text);
+        let rep = triage_text(&text);
         let got = rep.primary.as_ref().map(|p| (p.class, p.rule.as_str()));
         assert_eq!(got, want, "{text}");
     }
@@ -346,7 +346,7 @@ fn engine_class_for_the_engines_own_code() {
             "RuntimeError: cancelled while waiting for the workers"
         )
     );
-    let rep = analyze_text(&rules, "msg.log", &text);
+    let rep = triage_text(&text);
     assert!(rep.primary.is_none(), "{:?}", rep.primary);
 }
 
@@ -354,9 +354,6 @@ fn engine_class_for_the_engines_own_code() {
 /// import messages are quiet there, and the fatal error after them is still found.
 #[test]
 fn platform_builds_without_vllm_c_and_source_installs_are_quiet_but_the_fatal_error_is_found() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let log = "WARNING 07-16 19:48:08 _custom_ops.py:14] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")
 /opt/venv/lib/python3.10/site-packages/vllm/usage/usage_lib.py:19: RuntimeWarning: Failed to read commit hash:
 No module named 'vllm.commit_id'
@@ -371,7 +368,7 @@ INFO 07-16 19:48:14 selector.py:69] Using OpenVINO Attention backend.
             .map(|f| f.rule.clone())
             .collect()
     };
-    let rep = analyze_text(&rules, "ov.log", log);
+    let rep = triage_text(log);
     let p = rep.primary.as_ref().unwrap();
     assert_eq!((p.class, p.line), (Class::Config, 6), "{p:?}");
     assert!(names(&rep).is_empty(), "{:?}", names(&rep));
@@ -380,13 +377,13 @@ INFO 07-16 19:48:14 selector.py:69] Using OpenVINO Attention backend.
         "Using OpenVINO Attention backend.",
         "Using Flash Attention backend.",
     );
-    let rep = analyze_text(&rules, "cuda.log", &cuda);
+    let rep = triage_text(&cuda);
     let p = rep.primary.as_ref().unwrap();
     assert_eq!((p.class, p.line), (Class::Config, 6), "{p:?}");
     assert_eq!(names(&rep), vec!["dep-vllm-ext-import".to_string()]);
     // A package missing for real is still a dependency.
     let missing = "INFO 07-16 19:48:11 api_server.py:212] vLLM API server version 0.5.2\nModuleNotFoundError: No module named 'vllm.commit'\n";
-    let p = analyze_text(&rules, "m.log", missing).primary.unwrap();
+    let p = triage_text(missing).primary.unwrap();
     assert_eq!(p.class, Class::Dependency);
 }
 
@@ -394,9 +391,6 @@ INFO 07-16 19:48:14 selector.py:69] Using OpenVINO Attention backend.
 /// the end of the remote traceback that follows, states the cause.
 #[test]
 fn the_exception_ray_wraps_is_stated_on_its_own_line() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let h = "ERROR 05-09 03:01:59 [core.py:402] ";
     let log = format!(
         "INFO 05-09 03:00:00 [api_server.py:1] vLLM API server version 0.8.5
@@ -410,12 +404,12 @@ fn the_exception_ray_wraps_is_stated_on_its_own_line() {
 {h}ModuleNotFoundError: No module named 'cupy'
 "
     );
-    let p = analyze_text(&rules, "ray.log", &log).primary.unwrap();
+    let p = triage_text(&log).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 9), "{p:?}");
     assert!(p.text.contains("No module named 'cupy'"), "{}", p.text);
     // Without the wrapped line, the wrapper states it.
     let cut: String = log.lines().take(6).map(|l| format!("{l}\n")).collect();
-    let p = analyze_text(&rules, "ray.log", &cut).primary.unwrap();
+    let p = triage_text(&cut).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
 }
 
@@ -423,9 +417,6 @@ fn the_exception_ray_wraps_is_stated_on_its_own_line() {
 /// served: an out-of-memory while it loads is still a startup one.
 #[test]
 fn requests_the_server_made_do_not_make_it_serving() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let log = "[2025-04-20 14:03:03] https://huggingface.co:443 \"HEAD /org/model/resolve/main/config.json HTTP/1.1\" 200 0
 [2025-04-20 14:03:06 TP0] https://huggingface.co:443 \"HEAD /org/model/resolve/main/tokenizer_config.json HTTP/1.1\" 200 0
 [2025-04-20 14:03:12 TP0] Load weight begin. avail mem=15.27 GB
@@ -434,7 +425,7 @@ fn requests_the_server_made_do_not_make_it_serving() {
     data=torch.empty(
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB. GPU 0 has a total capacity of 15.58 GiB of which 54.38 MiB is free.
 ";
-    let rep = analyze_text(&rules, "s.log", log);
+    let rep = triage_text(log);
     let p = rep.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::OomStartup, 7), "{p:?}");
     // The same lines as a server's access log: it served, so the OOM is a runtime one.
@@ -442,7 +433,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB. GPU 0 
         "https://huggingface.co:443 \"HEAD",
         "INFO:     127.0.0.1:40000 - \"POST",
     );
-    let p = analyze_text(&rules, "s.log", &served).primary.unwrap();
+    let p = triage_text(&served).primary.unwrap();
     assert_eq!(p.class, Class::OomRuntime, "{p:?}");
 }
 
@@ -452,9 +443,6 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 114.00 MiB. GPU 0 
 /// `nccl`.
 #[test]
 fn a_code_bug_in_the_distributed_layer_is_no_failed_transport() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let log = |exc: &str| {
         format!(
             "INFO 06-06 00:28:20 [core.py:60] Initializing a V1 LLM engine (v0.9.0) with config: model='m'
@@ -471,10 +459,10 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
         )
     };
     let bug = log("AttributeError: 'NoneType' object has no attribute 'world_size'");
-    let p = analyze_text(&rules, "bug.log", &bug).primary.unwrap();
+    let p = triage_text(&bug).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Engine, 10), "{p:?}");
     let transport = log("RuntimeError: the group broke in a way nobody names");
-    let p = analyze_text(&rules, "t.log", &transport).primary.unwrap();
+    let p = triage_text(&transport).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Nccl, 10), "{p:?}");
 }
 
@@ -482,9 +470,6 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
 /// like CUDA's, at startup while the engine loads.
 #[test]
 fn another_runtimes_device_allocation_failure_is_an_out_of_memory() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     for line in [
         "2025-Jan-26 10:27:42.285788  2998:2998  ERROR  TDRV:dmem_alloc_internal   Failed to alloc DEVICE memory: 536870912",
         "2025-Jan-26 10:27:42.299439  2998:2998  ERROR  TDRV:tensor_allocate   Failed to allocate 536870912 bytes on DEVICE for tensor UNKNOWN.",
@@ -493,7 +478,7 @@ fn another_runtimes_device_allocation_failure_is_an_out_of_memory() {
         let log = format!(
             "INFO 01-26 10:27:20 [llm_engine.py:234] Initializing an LLM engine (v0.6.6) with config: model='m'\n{line}\n"
         );
-        let p = analyze_text(&rules, "d.log", &log).primary.unwrap();
+        let p = triage_text(&log).primary.unwrap();
         assert_eq!((p.class, p.line), (Class::OomStartup, 2), "{line}: {p:?}");
     }
 }
@@ -502,9 +487,6 @@ fn another_runtimes_device_allocation_failure_is_an_out_of_memory() {
 /// excuse another rank's error; the rank that errs and then loads on got past it.
 #[test]
 fn one_ray_workers_loading_does_not_excuse_anothers_error() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let log = |loader: &str| {
         format!(
             "INFO 03-11 15:23:00 [llm_engine.py:234] Initializing a V0 LLM engine (v0.8.1) with config: model='m'
@@ -517,11 +499,7 @@ fn one_ray_workers_loading_does_not_excuse_anothers_error() {
 "
         )
     };
-    let other = analyze_text(
-        &rules,
-        "r.log",
-        &log("RayWorkerWrapper pid=102, ip=10.0.0.2"),
-    );
+    let other = triage_text(&log("RayWorkerWrapper pid=102, ip=10.0.0.2"));
     let p = other
         .primary
         .expect("another rank's loading excuses nothing");
@@ -530,13 +508,9 @@ fn one_ray_workers_loading_does_not_excuse_anothers_error() {
     // The same line folded by Ray from several actors is an out-of-memory on them all.
     let folded = log("RayWorkerWrapper pid=102, ip=10.0.0.2")
         .replace("2.00 GiB.", "2.00 GiB. [repeated 3x across cluster]");
-    let p = analyze_text(&rules, "r.log", &folded).primary.unwrap();
+    let p = triage_text(&folded).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::OomStartup, 6), "{p:?}");
-    let same = analyze_text(
-        &rules,
-        "r.log",
-        &log("RayWorkerWrapper pid=101, ip=10.0.0.2"),
-    );
+    let same = triage_text(&log("RayWorkerWrapper pid=101, ip=10.0.0.2"));
     assert!(same.primary.is_none(), "{:?}", same.primary);
     assert!(!same.survived.is_empty());
 }
@@ -545,9 +519,6 @@ fn one_ray_workers_loading_does_not_excuse_anothers_error() {
 /// model's files (config); the same exception in other code is not this rule's.
 #[test]
 fn a_model_file_that_is_not_json_is_a_damaged_model() {
-    use golive::triage::analyze_text;
-    use golive::triage::rules::RuleSet;
-    let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let log = |frame: &str| {
         format!(
             "INFO 05-01 10:00:00 [api_server.py:1000] vLLM API server version 0.9.0
@@ -567,7 +538,7 @@ json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
         "/usr/local/lib/python3.12/dist-packages/transformers/tokenization_utils_base.py",
         "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/model_loader/weight_utils.py",
     ] {
-        let p = analyze_text(&rules, "j.log", &log(frame)).primary.unwrap();
+        let p = triage_text(&log(frame)).primary.unwrap();
         assert_eq!(
             (p.class, p.line, p.rule.as_str()),
             (Class::Config, 9, "config-model-json-corrupt"),
@@ -575,6 +546,6 @@ json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
         );
     }
     let other = "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/tool_parsers/hermes_tool_parser.py";
-    let p = analyze_text(&rules, "j.log", &log(other)).primary.unwrap();
+    let p = triage_text(&log(other)).primary.unwrap();
     assert_ne!(p.rule, "config-model-json-corrupt", "{p:?}");
 }

@@ -143,14 +143,12 @@ impl ArrivalKind {
     }
 }
 
-/// The arrival of `--arrival` and `--burstiness`.
-fn arrival(a: &LoadArgs) -> anyhow::Result<Arrival> {
-    Arrival::new(a.arrival.as_str(), a.burstiness)
-}
+/// The options of the arguments; `--arrival` and `--burstiness` that do not fit are an error.
+impl TryFrom<&LoadArgs> for LoadOptions {
+    type Error = anyhow::Error;
 
-impl From<&LoadArgs> for LoadOptions {
-    fn from(a: &LoadArgs) -> Self {
-        LoadOptions {
+    fn try_from(a: &LoadArgs) -> anyhow::Result<Self> {
+        Ok(LoadOptions {
             url: a.url.clone().unwrap_or_default(),
             concurrency: a.concurrency,
             rate: a.rate,
@@ -167,10 +165,9 @@ impl From<&LoadArgs> for LoadOptions {
             target: a.target.clone().into(),
             shard: a.shard,
             slo: crate::args::slo(&a.goodput),
-            // Checked by `arrival` in `run`.
-            arrival: arrival(a).unwrap_or_default(),
+            arrival: Arrival::new(a.arrival.as_str(), a.burstiness)?,
             seed: a.seed,
-        }
+        })
     }
 }
 
@@ -181,8 +178,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
     if let Some(n) = args.k8s_job {
         return k8s_job(&args, n);
     }
-    arrival(&args)?;
-    let opts = LoadOptions::from(&args);
+    let opts = LoadOptions::try_from(&args)?;
     let live = Live::start("load", None, opts.planned_requests());
     let outcome = crate::runtime::block_on(load::load(&opts, live.as_ref().map(Live::on_record)))?;
     if let Some(l) = &live {

@@ -31,7 +31,7 @@ use crate::events::{Event, Events};
 use crate::report::{Check, CheckId, Impact, Report, Stage, Status};
 use crate::target::Target;
 use engine::ServerInfo;
-use plan::AcceptPlan;
+use plan::{AcceptPlan, PLANNED};
 use stage::{StageCtx, StageResult, StageTracker};
 
 pub use outputs::ReportFiles;
@@ -102,6 +102,18 @@ pub struct AcceptOptions {
     pub agent_mix: Option<f64>,
     /// Server whose answers the agreement stage compares every `url` against (default: the first `url`).
     pub reference_url: Option<String>,
+}
+
+impl AcceptOptions {
+    /// The per-request objectives goodput counts against: every `--slo-*` given, held by each
+    /// request (TTFT, its own inter-token latency as TPOT, E2E); `None` without any.
+    pub fn slo(&self) -> Option<crate::client::Slo> {
+        crate::client::Slo::new(
+            self.slo_ttft_p95_ms,
+            self.slo_itl_p95_ms,
+            self.slo_e2e_p95_ms,
+        )
+    }
 }
 
 /// One API server under test.
@@ -301,15 +313,6 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
     }
 }
 
-/// The stages after basic, in order; each runs, or is skipped by the plan's one rule.
-const PLANNED: [Stage; 5] = [
-    Stage::PrefixCache,
-    Stage::Agreement,
-    Stage::Agent,
-    Stage::Ramp,
-    Stage::Soak,
-];
-
 async fn run_stages(
     args: &AcceptOptions,
     publisher: &Publisher,
@@ -334,11 +337,12 @@ async fn run_stages(
     let basic_ok = basic(nodes, &model, &ctx).await?;
     let (plan, mix_error) = AcceptPlan::resolve(args, nodes, infos, model, basic_ok, &ctx).await;
     ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
-    for stage in PLANNED {
-        tracker.enter(stage, &ctx);
-        let result = match plan.skip_reason(stage, &ctx) {
-            Some(why) => AcceptPlan::skipped(stage, &why),
-            None => run_stage(stage, &plan, &ctx).await?,
+    // The stages after basic: each runs, or is skipped by the plan's one rule.
+    for p in &PLANNED {
+        tracker.enter(p.stage, &ctx);
+        let result = match plan.skip_reason(p, &ctx) {
+            Some(why) => AcceptPlan::skipped(p, &why),
+            None => run_stage(p.stage, &plan, &ctx).await?,
         };
         ctx.keep(result)?;
     }

@@ -77,11 +77,11 @@ impl<'a> AcceptPlan<'a> {
         &self.infos[0]
     }
 
-    /// The one skip rule: why `stage` does not run, or `None` when it runs.
-    pub fn skip_reason(&self, stage: Stage, ctx: &StageCtx<'_>) -> Option<String> {
-        let (skippable, name) = skippable(stage)?;
-        if self.args.skip.contains(&skippable) {
-            return Some(format!("--skip {name}"));
+    /// The one skip rule: why `p` does not run, or `None` when it runs.
+    pub fn skip_reason(&self, p: &Planned, ctx: &StageCtx<'_>) -> Option<String> {
+        let stage = p.stage;
+        if self.args.skip.contains(&p.skippable) {
+            return Some(format!("--skip {}", p.flag));
         }
         if !self.basic_ok {
             return Some(NOT_SERVED.into());
@@ -96,37 +96,59 @@ impl<'a> AcceptPlan<'a> {
         None
     }
 
-    /// What a stage that does not run leaves: one `skip` check, except the agent stage, which
-    /// lists nothing then (its checks are its cases).
-    pub fn skipped(stage: Stage, why: &str) -> StageResult {
-        match stage_check(stage) {
-            Some(id) => StageResult::skipped(id, stage, why),
+    /// What a stage that does not run leaves: its `skip` check, if it has one.
+    pub fn skipped(p: &Planned, why: &str) -> StageResult {
+        match p.skip_check {
+            Some(id) => StageResult::skipped(id, p.stage, why),
             None => StageResult::default(),
         }
     }
 }
 
-/// The stage as `--skip` names it.
-fn skippable(stage: Stage) -> Option<(SkippableStage, &'static str)> {
-    Some(match stage {
-        Stage::PrefixCache => (SkippableStage::PrefixCache, "prefix-cache"),
-        Stage::Agreement => (SkippableStage::Agreement, "agreement"),
-        Stage::Agent => (SkippableStage::Agent, "agent"),
-        Stage::Ramp => (SkippableStage::Ramp, "ramp"),
-        Stage::Soak => (SkippableStage::Soak, "soak"),
-        _ => return None,
-    })
+/// A stage after basic, as the plan runs or skips it.
+pub(super) struct Planned {
+    pub stage: Stage,
+    /// How `--skip` names it.
+    skippable: SkippableStage,
+    flag: &'static str,
+    /// The check that says it did not run; the agent stage has none (its checks are its
+    /// cases, and a skipped one lists nothing).
+    skip_check: Option<CheckId>,
 }
 
-fn stage_check(stage: Stage) -> Option<CheckId> {
-    Some(match stage {
-        Stage::PrefixCache => CheckId::PrefixCache,
-        Stage::Agreement => CheckId::Agreement,
-        Stage::Ramp => CheckId::Ramp,
-        Stage::Soak => CheckId::Soak,
-        _ => return None,
-    })
-}
+/// The stages after basic, in the order they run.
+pub(super) const PLANNED: [Planned; 5] = [
+    Planned {
+        stage: Stage::PrefixCache,
+        skippable: SkippableStage::PrefixCache,
+        flag: "prefix-cache",
+        skip_check: Some(CheckId::PrefixCache),
+    },
+    Planned {
+        stage: Stage::Agreement,
+        skippable: SkippableStage::Agreement,
+        flag: "agreement",
+        skip_check: Some(CheckId::Agreement),
+    },
+    Planned {
+        stage: Stage::Agent,
+        skippable: SkippableStage::Agent,
+        flag: "agent",
+        skip_check: None,
+    },
+    Planned {
+        stage: Stage::Ramp,
+        skippable: SkippableStage::Ramp,
+        flag: "ramp",
+        skip_check: Some(CheckId::Ramp),
+    },
+    Planned {
+        stage: Stage::Soak,
+        skippable: SkippableStage::Soak,
+        flag: "soak",
+        skip_check: Some(CheckId::Soak),
+    },
+];
 
 /// `--max-context`, else the server's max model length, else 4096; never above the server's
 /// length, where longer requests would only be refused (HTTP 400: a setting, not a capacity).

@@ -49,6 +49,8 @@ pub struct RampConfig {
     pub slo_itl_p95_ms: Option<f64>,
     /// A step fails when its E2E p95 (ms) is above this.
     pub slo_e2e_p95_ms: Option<f64>,
+    /// The per-request objectives each step counts goodput against.
+    pub slo: Option<Slo>,
     /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
     pub agent_mix: Option<Arc<AgentMix>>,
 }
@@ -115,16 +117,6 @@ fn step_id(p: &StepPlan) -> String {
 }
 
 impl RampConfig {
-    /// The per-request objectives goodput counts against: TTFT, the request's own
-    /// inter-token latency (TPOT), E2E; `None` without any.
-    pub fn slo(&self) -> Option<Slo> {
-        Slo::new(
-            self.slo_ttft_p95_ms,
-            self.slo_itl_p95_ms,
-            self.slo_e2e_p95_ms,
-        )
-    }
-
     /// The ramp of an acceptance plan.
     fn of(plan: &AcceptPlan<'_>) -> Self {
         let args = plan.args;
@@ -140,6 +132,7 @@ impl RampConfig {
             slo_ttft_p95_ms: args.slo_ttft_p95_ms,
             slo_itl_p95_ms: args.slo_itl_p95_ms,
             slo_e2e_p95_ms: args.slo_e2e_p95_ms,
+            slo: args.slo(),
             agent_mix: plan.agent_mix.clone(),
         }
     }
@@ -328,7 +321,7 @@ fn step_load(model: &str, info: &ServerInfo, cfg: &RampConfig, p: &StepPlan) -> 
     plan.ignore_eos = info.ignores_eos();
     plan.tokens_per_word = cfg.tokens_per_word;
     plan.agent_mix = cfg.agent_mix.as_ref().map(|m| Arc::new(m.fresh()));
-    plan.slo = cfg.slo();
+    plan.slo = cfg.slo;
     plan
 }
 
@@ -705,6 +698,7 @@ mod tests {
             slo_ttft_p95_ms: None,
             slo_itl_p95_ms: None,
             slo_e2e_p95_ms: None,
+            slo: None,
             agent_mix: None,
         };
         let steps = plan_steps(&cfg);

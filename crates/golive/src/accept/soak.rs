@@ -50,11 +50,7 @@ pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageRes
         output_tokens: args.output_tokens,
         tokens_per_word: plan.tokens_per_word,
         agent_mix: plan.agent_mix.as_ref().map(|m| Arc::new(m.fresh())),
-        slo: Slo::new(
-            args.slo_ttft_p95_ms,
-            args.slo_itl_p95_ms,
-            args.slo_e2e_p95_ms,
-        ),
+        slo: args.slo(),
     };
     let o = run(plan.node(), plan.info(), &plan.model, &load).await;
     let mut result = StageResult {

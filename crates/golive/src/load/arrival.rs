@@ -82,21 +82,14 @@ impl Schedule {
     /// The start of request `index`, from the start of the run. Indices must not go back:
     /// the schedule draws every interval up to `index` once.
     pub fn offset(&mut self, index: u64) -> Duration {
-        if self.gamma.is_none() {
+        let Some(gamma) = &self.gamma else {
             return Duration::from_secs_f64(self.interval * index as f64);
-        }
+        };
         while self.next < index {
-            self.at += self.draw();
+            self.at += gamma.sample(&mut self.rng);
             self.next += 1;
         }
         Duration::from_secs_f64(self.at)
-    }
-
-    fn draw(&mut self) -> f64 {
-        match &self.gamma {
-            Some(g) => g.sample(&mut self.rng),
-            None => self.interval,
-        }
     }
 }
 

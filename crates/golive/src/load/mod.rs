@@ -331,9 +331,13 @@ async fn open_loop(
 ) -> (LatencyStats, Vec<RequestRecord>) {
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.concurrency.max(1) as usize));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
-    // A schedule that cannot be drawn (a bad burstiness from a library caller) is constant.
-    let mut schedule = Schedule::new(plan.arrival, rate, plan.seed)
+    // A schedule that cannot be drawn (a bad burstiness from a library caller) is constant;
+    // a rate that is not a number sends nothing.
+    let schedule = Schedule::new(plan.arrival, rate, plan.seed)
         .or_else(|_| Schedule::new(Arrival::Constant, rate, plan.seed));
+    let Ok(mut schedule) = schedule else {
+        return (LatencyStats::with_slo(plan.slo), Vec::new());
+    };
     let mut index = 0u64;
     let scheduler = {
         let counters = counters.clone();
@@ -343,9 +347,6 @@ async fn open_loop(
                 // The whole plan's schedule: a shard sends its own indices at the times
                 // the unsharded run would, so N shards together keep the total rate.
                 let global = plan.shard.global_index(index);
-                let Ok(schedule) = schedule.as_mut() else {
-                    break;
-                };
                 let scheduled = started + schedule.offset(global);
                 if deadline.is_some_and(|d| scheduled >= d) {
                     break;
