@@ -28,7 +28,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::report::html::{self, Integrity};
-use crate::report::{report_path, write_atomic, Report, Signoff, Verdict};
+use crate::report::{report_path, worksheet, write_atomic, Report, Signoff, Verdict};
 
 /// The namespace of golive's SSH signatures (`ssh-keygen -n`).
 pub const NAMESPACE: &str = "golive";
@@ -320,21 +320,32 @@ pub fn verify_signature(
     })
 }
 
+/// What a reviewer signs with (`golive signoff`'s options).
+#[derive(Debug, Clone, Default)]
+pub struct SignOptions {
+    pub reviewer: String,
+    /// None: the run's verdict.
+    pub decision: Option<Verdict>,
+    pub note: String,
+    /// Sign a run that did not complete.
+    pub allow_incomplete: bool,
+    /// The reviewer's SSH private key; none: unsigned.
+    pub key: Option<PathBuf>,
+    /// Who rolls the deployment back.
+    pub rollback_owner: Option<String>,
+    /// Worksheet items left open that the reviewer accepts, with the reason.
+    pub accept_open: BTreeMap<String, String>,
+}
+
 /// Records a sign-off into `dir/report.json` (only its `signoffs` member changes).
-pub fn sign(
-    dir: &Path,
-    reviewer: &str,
-    decision: Option<Verdict>,
-    note: &str,
-    allow_incomplete: bool,
-    key: Option<&Path>,
-) -> anyhow::Result<Signoff> {
+/// Refused while a worksheet item is failed or unattended and not accepted by name.
+pub fn sign(dir: &Path, opts: &SignOptions) -> anyhow::Result<Signoff> {
     let dir = report_dir(dir);
-    let reviewer = reviewer.trim();
+    let reviewer = opts.reviewer.trim();
     anyhow::ensure!(!reviewer.is_empty(), "--reviewer must name the reviewer");
     let report = Report::load(&dir)?;
     anyhow::ensure!(
-        report.complete || allow_incomplete,
+        report.complete || opts.allow_incomplete,
         "the run in {} did not complete; sign it only with --allow-incomplete",
         dir.display()
     );
@@ -344,20 +355,23 @@ pub fn sign(
             "the reviewer must be a second person, not the operator who ran it ({op})"
         );
     }
-    let decision = match decision.or(report.verdict) {
+    let decision = match opts.decision.or(report.verdict) {
         Some(d) => d,
         None => anyhow::bail!("the report has no verdict: pass --decision"),
     };
     let mut signoff = Signoff {
         reviewer: reviewer.to_string(),
         decision,
-        note: note.to_string(),
+        note: opts.note.clone(),
         at: Utc::now(),
         covered: covered_digests(&dir)?,
         previous: report.signoffs.last().map(record_digest).transpose()?,
         signature: None,
+        rollback_owner: opts.rollback_owner.clone().filter(|o| !o.trim().is_empty()),
+        accepted_open: opts.accept_open.clone(),
     };
-    if let Some(key) = key {
+    check_worksheet(&report, &signoff)?;
+    if let Some(key) = &opts.key {
         signoff.signature = Some(ssh_sign(key, &payload(&signoff)?)?);
     }
     // Append through the JSON value, so members this version does not know survive.
@@ -372,6 +386,35 @@ pub fn sign(
         .push(serde_json::to_value(&signoff)?);
     write_atomic(&path, &serde_json::to_vec_pretty(&v)?)?;
     Ok(signoff)
+}
+
+/// Every `--accept-open` names a worksheet item, carries a reason, and no item is left
+/// open (failed or unattended) without one.
+fn check_worksheet(report: &Report, s: &Signoff) -> anyhow::Result<()> {
+    for (id, reason) in &s.accepted_open {
+        anyhow::ensure!(
+            report.worksheet.iter().any(|e| &e.id == id),
+            "--accept-open {id}: the report's worksheet has no such item"
+        );
+        anyhow::ensure!(
+            !reason.trim().is_empty(),
+            "--accept-open {id} needs a reason (--reason TEXT or {id}=TEXT)"
+        );
+    }
+    let open = worksheet::open_after(report, s);
+    if open.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = open
+        .iter()
+        .map(|e| format!("  {} ({}): {}", e.id, e.state.as_str(), e.detail))
+        .collect();
+    anyhow::bail!(
+        "{} worksheet item(s) are open; attach their evidence and run again, or accept each \
+         by name with --accept-open ITEM --reason TEXT:\n{}",
+        open.len(),
+        list.join("\n")
+    )
 }
 
 /// Renders `dir/report.html`, with each sign-off's integrity checked.

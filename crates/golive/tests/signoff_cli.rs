@@ -389,3 +389,133 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A finished report whose run judged the runbook's worksheet, as `accept` leaves it.
+fn report_with_worksheet(dir: &Path) {
+    report_dir(dir);
+    let mut r = golive::report::Report::load(dir).unwrap();
+    let items = golive::profile::Profile::generic().worksheet_items();
+    r.worksheet = golive::report::worksheet::evaluate(&items, &r);
+    r.save_json(dir).unwrap();
+}
+
+#[test]
+fn signoff_refuses_open_worksheet_items_until_each_is_accepted_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    report_with_worksheet(tmp.path());
+    let d = tmp.path().to_str().unwrap();
+    // Open items are listed by id and the sign-off is refused (nothing recorded).
+    let out = golive(&["signoff", d, "--reviewer", "bob"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let t = text(&out);
+    for id in [
+        "recipe_checked",
+        "rollback_named",
+        "host_driver",
+        "oom_documented",
+    ] {
+        assert!(t.contains(id), "{id} not listed:\n{t}");
+    }
+    assert!(
+        !t.contains("second_person"),
+        "the sign-off itself proves it:\n{t}"
+    );
+    assert!(golive::report::Report::load(tmp.path())
+        .unwrap()
+        .signoffs
+        .is_empty());
+
+    // An unknown item and a reason-less acceptance are refused.
+    let out = golive(&[
+        "signoff",
+        d,
+        "--reviewer",
+        "bob",
+        "--accept-open",
+        "no_such_item",
+        "--reason",
+        "x",
+    ]);
+    assert!(text(&out).contains("no such item"), "{}", text(&out));
+    let out = golive(&[
+        "signoff",
+        d,
+        "--reviewer",
+        "bob",
+        "--accept-open",
+        "recipe_checked",
+    ]);
+    assert!(text(&out).contains("needs a reason"), "{}", text(&out));
+
+    // Every open item accepted (one with its own reason), the rollback owner named.
+    let report = golive::report::Report::load(tmp.path()).unwrap();
+    let open: Vec<String> = report
+        .worksheet
+        .iter()
+        .filter(|e| e.state.is_open())
+        .map(|e| e.id.clone())
+        .filter(|id| id != "second_person" && id != "rollback_named")
+        .collect();
+    let mut args = vec![
+        "signoff",
+        d,
+        "--reviewer",
+        "bob",
+        "--rollback-owner",
+        "oncall-llm",
+    ];
+    let own = "recipe_checked=recipe of 2026-11-30 read, link in ticket OPS-12".to_string();
+    for id in &open {
+        args.push("--accept-open");
+        args.push(if id == "recipe_checked" {
+            own.as_str()
+        } else {
+            id.as_str()
+        });
+    }
+    args.extend(["--reason", "bundles attached to ticket OPS-12"]);
+    let out = golive(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    let signed = golive::report::Report::load(tmp.path()).unwrap();
+    let s = &signed.signoffs[0];
+    assert_eq!(s.rollback_owner.as_deref(), Some("oncall-llm"));
+    assert_eq!(s.accepted_open.len(), open.len());
+    assert!(s.accepted_open["recipe_checked"].contains("OPS-12"));
+    let now = golive::report::worksheet::current(&signed);
+    let state = |id: &str| now.iter().find(|e| e.id == id).unwrap().state;
+    use golive::report::worksheet::ItemState;
+    assert_eq!(state("second_person"), ItemState::Proven);
+    assert_eq!(state("rollback_named"), ItemState::Proven);
+    assert_eq!(state("recipe_checked"), ItemState::Accepted);
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    assert!(html.contains("id=\"worksheet\""), "no worksheet section");
+    assert!(
+        html.contains("accepted by bob: recipe of 2026-11-30"),
+        "{html}"
+    );
+    assert!(html.contains("oncall-llm"));
+    let out = golive(&["signoff", "--verify", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+
+    // A reviewer's acceptance cannot be widened afterwards without the SSH signature
+    // noticing: the accepted items are part of the signed payload.
+    let payload = golive::signoff::payload(s).unwrap();
+    let mut forged = s.clone();
+    forged
+        .accepted_open
+        .insert("tool_fallback".into(), "added later".into());
+    assert_ne!(payload, golive::signoff::payload(&forged).unwrap());
+}
+
+#[test]
+fn a_signoff_without_the_new_fields_keeps_its_payload() {
+    // Sign-offs recorded before rollback_owner and accepted_open existed still verify:
+    // the empty fields are left out of the record, so the signed bytes are the same.
+    let v = serde_json::json!({"reviewer": "bob", "decision": "release", "note": "",
+        "at": "2026-11-01T00:00:00Z", "covered": {"report.json": "ab"}});
+    let s: golive::report::Signoff = serde_json::from_value(v.clone()).unwrap();
+    let payload: serde_json::Value =
+        serde_json::from_slice(&golive::signoff::payload(&s).unwrap()).unwrap();
+    assert_eq!(payload, v);
+}

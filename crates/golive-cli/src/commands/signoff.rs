@@ -1,10 +1,11 @@
 //! `golive signoff`: arguments and output; the hashing is `golive::signoff`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use golive::report::html::Integrity;
 use golive::report::{report_path, Report, Verdict};
-use golive::signoff::{self, SignatureState};
+use golive::signoff::{self, SignOptions, SignatureState};
 
 use crate::args::OutputFormat;
 use crate::out;
@@ -22,7 +23,7 @@ pub struct SignoffArgs {
     #[arg(long)]
     pub note: Option<String>,
     /// Check the recorded sign-offs against the files now instead of signing.
-    #[arg(long, conflicts_with_all = ["reviewer", "decision", "note", "key"])]
+    #[arg(long, conflicts_with_all = ["reviewer", "decision", "note", "key", "rollback_owner", "accept_open"])]
     pub verify: bool,
     /// The reviewer's SSH private key: the sign-off is signed with
     /// `ssh-keygen -Y sign -n golive`. Without it the sign-off is recorded as unsigned.
@@ -35,6 +36,16 @@ pub struct SignoffArgs {
     /// Sign a report whose run did not complete.
     #[arg(long)]
     pub allow_incomplete: bool,
+    /// Who rolls the deployment back (the worksheet's rollback item; alert annotations).
+    #[arg(long, value_name = "NAME")]
+    pub rollback_owner: Option<String>,
+    /// Accept a worksheet item left open (failed or needing a person) by its id, as
+    /// ITEM or ITEM=REASON; repeatable. Without it, signoff refuses while items are open.
+    #[arg(long, value_name = "ITEM[=REASON]")]
+    pub accept_open: Vec<String>,
+    /// The reason for each --accept-open item given without its own.
+    #[arg(long, value_name = "TEXT", requires = "accept_open")]
+    pub reason: Option<String>,
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
 }
@@ -43,20 +54,7 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
     if args.verify {
         return verify(&args);
     }
-    let reviewer = args.reviewer.as_deref().unwrap_or_default();
-    let decision = args
-        .decision
-        .as_deref()
-        .map(str::parse::<Verdict>)
-        .transpose()?;
-    let s = signoff::sign(
-        &args.dir,
-        reviewer,
-        decision,
-        args.note.as_deref().unwrap_or(""),
-        args.allow_incomplete,
-        args.key.as_deref(),
-    )?;
+    let s = signoff::sign(&args.dir, &sign_options(&args)?)?;
     let report = Report::load(&signoff::report_dir(&args.dir))?;
     let html = signoff::write_html(&args.dir)?;
     match args.format {
@@ -74,6 +72,13 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
                 },
                 html.display()
             ))?;
+            let entries = golive::report::worksheet::current(&report);
+            if !entries.is_empty() {
+                let [proven, failed, person, accepted] = golive::report::worksheet::tally(&entries);
+                out::line(format!(
+                    "worksheet: {proven} proven, {failed} failed, {person} need a person, {accepted} accepted open"
+                ))?;
+            }
             if let Some(v) = report.verdict {
                 if v != s.decision {
                     out::line(format!(
@@ -85,6 +90,31 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(crate::exit::OK)
+}
+
+fn sign_options(args: &SignoffArgs) -> anyhow::Result<SignOptions> {
+    let decision = args
+        .decision
+        .as_deref()
+        .map(str::parse::<Verdict>)
+        .transpose()?;
+    let mut accept_open = BTreeMap::new();
+    for item in &args.accept_open {
+        let (id, reason) = match item.split_once('=') {
+            Some((id, reason)) => (id, reason.to_string()),
+            None => (item.as_str(), args.reason.clone().unwrap_or_default()),
+        };
+        accept_open.insert(id.trim().to_string(), reason);
+    }
+    Ok(SignOptions {
+        reviewer: args.reviewer.clone().unwrap_or_default(),
+        decision,
+        note: args.note.clone().unwrap_or_default(),
+        allow_incomplete: args.allow_incomplete,
+        key: args.key.clone(),
+        rollback_owner: args.rollback_owner.clone(),
+        accept_open,
+    })
 }
 
 fn signature_text(state: &SignatureState) -> String {

@@ -169,9 +169,10 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<Accept
         );
     }
     // The inputs are read and checked before the first request.
-    if let Some(p) = &args.profile {
-        crate::profile::Profile::load(p)?;
-    }
+    let worksheet = match &args.profile {
+        Some(p) => crate::profile::Profile::load(p)?.worksheet_items(),
+        None => crate::profile::Profile::generic().worksheet_items(),
+    };
     crate::agent::validate(&args.agent)?;
     let publisher = Publisher::new(events, &args.out);
     let events = &publisher.events;
@@ -199,7 +200,7 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<Accept
         r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
         () = interrupted() => None,
     };
-    let end = finish(args, &publisher, &mut report, outcome).await?;
+    let end = finish(args, &publisher, &mut report, outcome, &worksheet).await?;
     Ok(AcceptOutcome { end, report })
 }
 
@@ -235,6 +236,7 @@ async fn finish(
     publisher: &Publisher,
     report: &mut Report,
     outcome: Option<StagesEnd>,
+    worksheet: &[crate::report::worksheet::ItemSpec],
 ) -> anyhow::Result<AcceptEnd> {
     if let Some(log) = &args.server_log {
         attach_triage(report, log);
@@ -262,6 +264,7 @@ async fn finish(
             report.complete = false;
             report.verdict = None;
             report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
+            report.worksheet = crate::report::worksheet::evaluate(worksheet, report);
             publisher.finish(report)?;
             Ok(AcceptEnd::Interrupted)
         }
@@ -269,6 +272,7 @@ async fn finish(
             report.decide();
             report.complete = true;
             report.finished_at = Some(chrono::Utc::now());
+            report.worksheet = crate::report::worksheet::evaluate(worksheet, report);
             publisher.finish(report)?;
             Ok(match end {
                 StagesEnd::Unreachable => AcceptEnd::Unreachable,

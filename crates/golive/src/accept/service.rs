@@ -47,8 +47,9 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
     metrics_check.request = Some(json!({"method": "GET", "url": format!("{url}/metrics")}));
     server_side(&mut metrics_check, url, t0);
     let version = version_check(&info, url, index);
+    let idle = idle_check(metrics.as_ref(), &info, index);
     ServiceOutcome {
-        checks: vec![health, models, metrics_check, version],
+        checks: vec![health, models, metrics_check, version, idle],
         unreachable: health_down && models_down,
         info,
         metrics,
@@ -211,6 +212,47 @@ fn metrics_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: us
             .push_str(&format!("; {} unreadable line(s) skipped", m.problem_count));
         c.evidence
             .push_str(&format!("\nfirst unreadable line: {first}"));
+    }
+    c
+}
+
+/// The runbook's "started without traffic, base consumption documented": what the
+/// metrics page says about memory at rest, read before golive's first request.
+fn idle_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: usize) -> Check {
+    let mut c = Check::new(
+        id(CheckId::IdleBaseline, index),
+        Stage::Service,
+        Status::Pass,
+        "before the first request: the server is idle and its memory at rest is recorded",
+    );
+    c.impact = Impact::Info;
+    let Some(m) = metrics else {
+        c.status = Status::Skip;
+        c.measurement = "no metrics page: the idle consumption could not be read".into();
+        return c;
+    };
+    let names = info.names();
+    let running = engine::first_sum(m, names.running);
+    let waiting = engine::first_sum(m, names.waiting);
+    let kv = engine::first_max(m, names.kv_usage);
+    let rss = m.sum("process_resident_memory_bytes");
+    let fmt = |v: Option<f64>, f: &dyn Fn(f64) -> String| v.map_or("not exposed".to_string(), f);
+    c.measurement = format!(
+        "running {}, waiting {}, KV cache {}, process memory {}",
+        fmt(running, &|v| format!("{v:.0}")),
+        fmt(waiting, &|v| format!("{v:.0}")),
+        fmt(kv, &|v| format!("{:.1}%", v * 100.0)),
+        fmt(rss, &|v| format!("{:.0} MiB", v / 1048576.0)),
+    );
+    c.data = json!({"running": running, "waiting": waiting, "kv_usage": kv,
+        "process_resident_memory_bytes": rss});
+    let busy = running.unwrap_or(0.0) + waiting.unwrap_or(0.0);
+    if busy > 0.0 {
+        c.status = Status::Warn;
+        c.evidence = format!("{busy:.0} request(s) running or waiting before golive's first one: another client is using the server, so this is not the idle consumption");
+    } else if kv.is_none() && rss.is_none() {
+        c.status = Status::Skip;
+        c.measurement.push_str(": no memory figure exposed");
     }
     c
 }

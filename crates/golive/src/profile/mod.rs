@@ -131,6 +131,9 @@ pub struct Profile {
     /// The model's API contract (`[contract]`): immutable parameters, reasoning,
     /// prompt-token tolerance, tool-call gates.
     pub contract: crate::contract::ContractReq,
+    /// The runbook's worksheet (`[[worksheet]]`); empty: the built-in one
+    /// ([`Profile::worksheet_items`]).
+    pub worksheet: Vec<crate::report::worksheet::ItemSpec>,
 }
 
 /// Recipe flags whose value the recipe fixes and a profile then requires.
@@ -244,6 +247,15 @@ impl Profile {
         }
         if t.dmabuf_fallback_env.is_none() {
             t.dmabuf_fallback_env = base.transport.dmabuf_fallback_env.clone();
+        }
+    }
+
+    /// The worksheet items: the profile's own, else the built-in runbook worksheet.
+    pub fn worksheet_items(&self) -> Vec<crate::report::worksheet::ItemSpec> {
+        if self.worksheet.is_empty() {
+            crate::report::worksheet::builtin()
+        } else {
+            self.worksheet.clone()
         }
     }
 

@@ -12,6 +12,8 @@ crate::names::snake_case_names! {
         ServiceMetrics,
         ServiceVersion,
         ServiceModelResolved,
+        /// Memory at rest before the first request (the worksheet's idle baseline).
+        IdleBaseline,
         BasicChat,
         BasicStream,
         PrefixCache,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite};
 
+use super::worksheet::{self, ItemState};
 use super::{Report, Status};
 
 pub fn render(report: &Report) -> anyhow::Result<String> {
@@ -62,7 +63,37 @@ pub fn render(report: &Report) -> anyhow::Result<String> {
     }
     suite.set_time(Duration::from_millis(total_ms));
     junit.add_test_suite(suite);
+    let entries = worksheet::current(report);
+    if !entries.is_empty() {
+        junit.add_test_suite(worksheet_suite(&entries));
+    }
     Ok(junit.to_string()?)
+}
+
+/// One testcase per worksheet item: proven passes, failed fails, an item that needs a
+/// person (or was accepted open) is skipped with what to attach.
+fn worksheet_suite(entries: &[worksheet::Entry]) -> TestSuite {
+    let mut suite = TestSuite::new("worksheet");
+    for e in entries {
+        let status = match e.state {
+            ItemState::Proven => TestCaseStatus::success(),
+            ItemState::Failed => {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(e.detail.as_str());
+                s
+            }
+            ItemState::NeedsPerson | ItemState::Accepted => {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("{}: {}", e.state.as_str(), e.detail));
+                s
+            }
+        };
+        let mut tc = TestCase::new(e.id.as_str(), status);
+        tc.set_classname("golive.worksheet");
+        tc.set_system_out(format!("{}\n{}", e.text, e.detail));
+        suite.add_test_case(tc);
+    }
+    suite
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 //! Markdown rendering of a report: verdict, checks, measurements, baseline, sign-offs.
+use super::worksheet::{self, ItemState};
 use super::{Percentiles, Report, Status};
 
 fn cell(s: &str) -> String {
@@ -80,6 +81,7 @@ pub fn render(report: &Report) -> String {
         report.schema_version
     ));
 
+    md.push_str(&worksheet_section(report));
     let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
     md.push_str(&format!(
         "## Checks\n\n{} pass, {} warn, {} fail, {} skip, {} unknown\n\n",
@@ -222,6 +224,40 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    md
+}
+
+/// The runbook's worksheet: each item proven (by which checks), failed, accepted open,
+/// or needing a person (and what to attach).
+fn worksheet_section(report: &Report) -> String {
+    let entries = worksheet::current(report);
+    if entries.is_empty() {
+        return String::new();
+    }
+    let [proven, failed, person, accepted] = worksheet::tally(&entries);
+    let mut md = format!(
+        "## Worksheet\n\n{proven} proven, {failed} failed, {person} need a person, {accepted} accepted open\n\n\
+         | # | Item | State | Evidence |\n|---|---|---|---|\n"
+    );
+    for (i, e) in entries.iter().enumerate() {
+        let state = match e.state {
+            ItemState::Proven => "proven".to_string(),
+            other => format!("**{}**", other.as_str()),
+        };
+        let checks: Vec<String> = e.checks.iter().map(|c| format!("`{c}`")).collect();
+        let evidence = if checks.is_empty() {
+            cell(&e.detail)
+        } else {
+            format!("{} ({})", cell(&e.detail), checks.join(", "))
+        };
+        md.push_str(&format!(
+            "| {} | {} `{}` | {state} | {evidence} |\n",
+            i + 1,
+            cell(&e.text),
+            e.id
+        ));
+    }
+    md.push('\n');
     md
 }
 

@@ -7,6 +7,7 @@ pub mod exporters;
 pub mod html;
 pub mod junit;
 pub mod markdown;
+pub mod worksheet;
 
 /// Output files are written by [`crate::outfile`]; re-exported where they always were.
 pub use crate::outfile::{write_atomic, WriteFailed};
@@ -451,6 +452,14 @@ pub struct Signoff {
     /// The reviewer's `ssh-keygen -Y sign -n golive` signature of the payload; none: unsigned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// Who rolls the deployment back (`--rollback-owner`). Empty fields are left out of
+    /// the record, so sign-offs made before they existed keep their payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_owner: Option<String>,
+    /// Worksheet items left open that the reviewer accepted, with the reason
+    /// (`--accept-open ITEM --reason TEXT`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub accepted_open: BTreeMap<String, String>,
 }
 
 /// The whole `report.json`.
@@ -486,6 +495,10 @@ pub struct Report {
     pub measurements: Measurements,
     #[serde(default)]
     pub baseline: Baseline,
+    /// The runbook's worksheet as the run judged it ([`worksheet::current`] adds what
+    /// the sign-offs say); empty in reports older than the worksheet.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub worksheet: Vec<worksheet::Entry>,
     #[serde(default)]
     pub signoffs: Vec<Signoff>,
 }
@@ -510,6 +523,7 @@ impl Report {
             checks: Vec::new(),
             measurements: Measurements::default(),
             baseline: Baseline::default(),
+            worksheet: Vec::new(),
             signoffs: Vec::new(),
         }
     }

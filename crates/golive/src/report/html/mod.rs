@@ -11,6 +11,7 @@ use charts::charts;
 
 use std::fmt::Write;
 
+use super::worksheet::{self, ItemState};
 use super::{Check, Report, Status, Verdict};
 
 /// What a sign-off's hashes say about the files now (the sign-off command checks them).
@@ -61,6 +62,7 @@ pub fn render_with_integrity(report: &Report, integrity: Option<&[Integrity]>) -
     );
     header(&mut h, report, verdict);
     signoffs(&mut h, report, integrity);
+    worksheet(&mut h, report);
     charts(&mut h, report);
     baseline(&mut h, report);
     checklist(&mut h, &report.checks);
@@ -176,7 +178,7 @@ fn signoffs(h: &mut String, report: &Report, integrity: Option<&[Integrity]>) {
         h.push_str("<p>Not signed off yet: a second person reviews the measurements and logs with <code>golive signoff DIR --reviewer NAME</code>.</p></section>\n");
         return;
     }
-    h.push_str("<table><tr><th>Reviewer</th><th>Decision</th><th>At</th><th>Note</th><th>Files covered</th><th>Integrity</th></tr>");
+    h.push_str("<table><tr><th>Reviewer</th><th>Decision</th><th>At</th><th>Note</th><th>Rollback owner</th><th>Files covered</th><th>Integrity</th></tr>");
     for (i, s) in report.signoffs.iter().enumerate() {
         let state = match integrity.and_then(|all| all.iter().find(|x| x.signoff == i)) {
             None => "<span>not verified in this rendering</span>".to_string(),
@@ -202,12 +204,54 @@ fn signoffs(h: &mut String, report: &Report, integrity: Option<&[Integrity]>) {
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{state}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{state}</td></tr>",
             esc(&s.reviewer),
             esc(s.decision.as_str()),
             esc(&s.at.format("%Y-%m-%d %H:%M:%S UTC").to_string()),
             esc(&s.note),
+            esc(s.rollback_owner.as_deref().unwrap_or("–")),
             s.covered.len()
+        );
+    }
+    h.push_str("</table></section>\n");
+}
+
+/// The runbook's worksheet: one row per item, its state, and links to the checks that
+/// prove or fail it.
+fn worksheet(h: &mut String, report: &Report) {
+    let entries = worksheet::current(report);
+    if entries.is_empty() {
+        return;
+    }
+    let [proven, failed, person, accepted] = worksheet::tally(&entries);
+    let _ = write!(
+        h,
+        "<section id=\"worksheet\"><h2>Worksheet ({proven} proven, {failed} failed, {person} need a person, {accepted} accepted open)</h2>\
+         <table><tr><th>#</th><th>Item</th><th>State</th><th>Evidence</th></tr>"
+    );
+    for (i, e) in entries.iter().enumerate() {
+        let class = match e.state {
+            ItemState::Proven => "pass",
+            ItemState::Failed => "fail",
+            ItemState::NeedsPerson => "unknown",
+            ItemState::Accepted => "warn",
+        };
+        let links: Vec<String> = e
+            .checks
+            .iter()
+            .map(|c| format!("<a href=\"#check-{0}\"><code>{0}</code></a>", esc(c)))
+            .collect();
+        let _ = write!(
+            h,
+            "<tr id=\"item-{}\" class=\"ws-{class}\"><td>{}</td><td>{}<br><small><code>{}</code></small></td>\
+             <td><span class=\"st st-{class}\">{}</span></td><td>{}<br>{}</td></tr>",
+            esc(&e.id),
+            i + 1,
+            esc(&e.text),
+            esc(&e.id),
+            esc(e.state.as_str()),
+            esc(&e.detail),
+            links.join(" ")
         );
     }
     h.push_str("</table></section>\n");
@@ -250,7 +294,8 @@ fn checklist(h: &mut String, checks: &[Check]) {
             .unwrap_or_default();
         let _ = write!(
             h,
-            "<tr><td><span class=\"st st-{status}\">{}</span></td><td><code>{}</code><br><small>{}</small></td><td>{}</td><td>{}{evidence}</td><td>{}{}{}</td><td>{}</td></tr>",
+            "<tr id=\"check-{}\"><td><span class=\"st st-{status}\">{}</span></td><td><code>{}</code><br><small>{}</small></td><td>{}</td><td>{}{evidence}</td><td>{}{}{}</td><td>{}</td></tr>",
+            esc(&c.id),
             status.to_uppercase(),
             esc(&c.id),
             esc(&serde_json::to_value(c.stage).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()),
