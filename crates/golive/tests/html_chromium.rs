@@ -105,7 +105,19 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
     assert_eq!(silence.status, Status::Fail, "{}", silence.measurement);
     r.checks.push(silence);
     r.decide();
+    r.complete = true;
+    let items = golive::profile::Profile::generic().worksheet_items();
+    r.worksheet = golive::report::worksheet::evaluate(&items, &r);
     let html = golive::report::html::render(&r);
+    // The worksheet: every item a row, the failed tool item linked to its check.
+    let ws = html
+        .split("<section id=\"worksheet\">")
+        .nth(1)
+        .expect("a worksheet section");
+    let ws = &ws[..ws.find("</section>").unwrap()];
+    assert_eq!(ws.matches("<tr id=\"item-").count(), 18, "{ws}");
+    assert!(ws.contains("href=\"#check-agent_tool_schema\""), "{ws}");
+    assert!(html.contains("id=\"check-agent_tool_schema\""));
     // The stream-silence bars: one group per step, drawn from the check's data.
     let fig = html
         .split("<figure>")

@@ -108,8 +108,16 @@ pub fn check_page(html: &str, name: &str, expect_colors: &[&str]) -> PathBuf {
     let out_dir = html_test_dir().join(name);
     std::fs::create_dir_all(&out_dir).unwrap();
     // Self-contained: nothing to fetch.
-    for needle in [" src=\"", " href=\"", "@import", "url(", "<script", "<link"] {
+    for needle in [" src=\"", "@import", "url(", "<script", "<link"] {
         assert!(!html.contains(needle), "report.html contains {needle}");
+    }
+    // Links only within the page (the worksheet's links to its checks).
+    for (i, _) in html.match_indices(" href=\"") {
+        assert!(
+            html[i + 7..].starts_with('#'),
+            "report.html links out: {}",
+            &html[i..(i + 60).min(html.len())]
+        );
     }
     let page = out_dir.join("report.html");
     std::fs::write(&page, html).unwrap();
@@ -124,6 +132,9 @@ pub fn check_page(html: &str, name: &str, expect_colors: &[&str]) -> PathBuf {
         "charts missing from the DOM"
     );
     assert!(dom.contains("<polyline"), "no line drawn");
+    if html.contains("id=\"worksheet\"") {
+        assert!(dom.contains("id=\"worksheet\""), "the worksheet is not in the DOM");
+    }
 
     let png_path = out_dir.join("screenshot.png");
     let _ = std::fs::remove_file(&png_path);

@@ -62,8 +62,8 @@ pub fn render_with_integrity(report: &Report, integrity: Option<&[Integrity]>) -
     );
     header(&mut h, report, verdict);
     signoffs(&mut h, report, integrity);
-    worksheet(&mut h, report);
     charts(&mut h, report);
+    worksheet(&mut h, report);
     baseline(&mut h, report);
     checklist(&mut h, &report.checks);
     let _ = write!(
@@ -160,6 +160,14 @@ fn header(h: &mut String, report: &Report, verdict: Option<Verdict>) {
     row("Server", &report.urls.join(", "));
     if let Some(p) = &report.profile {
         row("Profile", p);
+    }
+    let entries = worksheet::current(report);
+    if !entries.is_empty() {
+        let [proven, failed, person, accepted] = worksheet::tally(&entries);
+        row(
+            "Worksheet",
+            &format!("{proven} proven, {failed} failed, {person} need a person, {accepted} accepted open (below)"),
+        );
     }
     row(
         "Run",
