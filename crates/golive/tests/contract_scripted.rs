@@ -46,7 +46,11 @@ async fn serve(answer: fn(&str, &Value) -> (u16, Value)) -> String {
                     }
                 };
                 let (status, json) = answer(&head, &body);
-                let out = json.to_string();
+                // A JSON string is written as it is (an event stream).
+                let out = match &json {
+                    Value::String(raw) => raw.clone(),
+                    v => v.to_string(),
+                };
                 let resp = format!("HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{out}", out.len());
                 let _ = sock.write_all(resp.as_bytes()).await;
             });
@@ -125,4 +129,125 @@ async fn gibberish_on_one_rank_only_is_named() {
         assert_eq!(c.path, format!("{url} rank 1"));
         assert_eq!(c.verdict.owner, Some(Owner::Server));
     }
+}
+
+/// A server whose chat counts `extra` prompt tokens more than its own /tokenize (20).
+fn counting(head: &str, body: &Value, extra: u64) -> (u16, Value) {
+    if head.starts_with("post /tokenize") {
+        return (
+            200,
+            json!({"count": 20, "max_model_len": 4096, "tokens": []}),
+        );
+    }
+    let usage =
+        json!({"prompt_tokens": 20 + extra, "completion_tokens": 1, "total_tokens": 21 + extra});
+    if body["stream"] == json!(true) {
+        let chunk = json!({"choices": [{"delta": {"content": "red"}, "index": 0}]});
+        let last = json!({"choices": [], "usage": usage});
+        return (
+            200,
+            Value::String(format!("data: {chunk}\n\ndata: {last}\n\ndata: [DONE]\n\n")),
+        );
+    }
+    let mut c = completion("red, yellow, blue");
+    c["usage"] = usage;
+    (200, c)
+}
+
+fn with_tolerance(url: String, tolerance: u64) -> ContractOptions {
+    let mut o = options(url, 1);
+    o.spec.params.clear();
+    o.spec.prompt_token_tolerance = Some(tolerance);
+    o
+}
+
+#[tokio::test]
+async fn prompt_tokens_overcounted_by_ten_fail_streamed_and_non_streamed_owner_server() {
+    let over = serve(|h, b| counting(h, b, 10)).await;
+    let (checks, _) = run(&with_tolerance(over, 3)).await.unwrap();
+    let pt: Vec<_> = checks
+        .iter()
+        .filter(|c| c.item == "prompt_tokens")
+        .collect();
+    assert_eq!(pt.len(), 2, "{checks:?}");
+    for c in &pt {
+        assert_eq!(
+            (c.verdict.status, c.verdict.owner),
+            (Status::Fail, Some(Owner::Server)),
+            "{c:?}"
+        );
+        assert!(
+            c.verdict
+                .evidence
+                .contains("usage.prompt_tokens 30, /tokenize 20"),
+            "{c:?}"
+        );
+    }
+    assert!(pt[1].verdict.evidence.starts_with("streamed"));
+
+    // Within [expected, expected + 3]: both pass.
+    let honest = serve(|h, b| counting(h, b, 2)).await;
+    let (checks, _) = run(&with_tolerance(honest, 3)).await.unwrap();
+    let pt: Vec<_> = checks
+        .iter()
+        .filter(|c| c.item == "prompt_tokens")
+        .collect();
+    assert!(
+        pt.iter().all(|c| c.verdict.status == Status::Pass),
+        "{pt:?}"
+    );
+}
+
+fn reasoning_options(url: String) -> ContractOptions {
+    let mut o = options(url, 1);
+    o.spec.params.clear();
+    o.spec.reasoning = true;
+    o.spec.reasoning_markers = vec!["<think>".into(), "</think>".into()];
+    o.spec.thinking_on = Some(json!({"chat_template_kwargs": {"thinking": true}}));
+    o.spec.thinking_off = Some(json!({"chat_template_kwargs": {"thinking": false}}));
+    o
+}
+
+#[tokio::test]
+async fn reasoning_leaked_into_content_fails_owner_parser() {
+    let leaky = serve(|_, b| {
+        if b["chat_template_kwargs"]["thinking"] == json!(true) {
+            (
+                200,
+                completion("<think>17 has no divisor but 1 and itself</think>yes"),
+            )
+        } else {
+            (200, completion("yes"))
+        }
+    })
+    .await;
+    let (checks, _) = run(&reasoning_options(leaky)).await.unwrap();
+    let r: Vec<_> = checks.iter().filter(|c| c.item == "reasoning").collect();
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].verdict.status, r[0].verdict.owner),
+        (Status::Fail, Some(Owner::Parser))
+    );
+    assert!(r[0].verdict.evidence.contains("<think>"), "{:?}", r[0]);
+    assert_eq!(
+        r[1].verdict.status,
+        Status::Pass,
+        "thinking off is clean: {:?}",
+        r[1]
+    );
+
+    let parsed = serve(|_, b| {
+        if b["chat_template_kwargs"]["thinking"] == json!(true) {
+            let mut c = completion("yes");
+            c["choices"][0]["message"]["reasoning_content"] =
+                json!("17 has no divisor but 1 and itself");
+            (200, c)
+        } else {
+            (200, completion("yes"))
+        }
+    })
+    .await;
+    let (checks, _) = run(&reasoning_options(parsed)).await.unwrap();
+    let r: Vec<_> = checks.iter().filter(|c| c.item == "reasoning").collect();
+    assert!(r.iter().all(|c| c.verdict.status == Status::Pass), "{r:?}");
 }

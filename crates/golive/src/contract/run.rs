@@ -54,9 +54,132 @@ pub async fn run(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, 
             }
         }
     }
+    for url in &opts.urls {
+        let (c, n) = prompt_token_items(&http, opts, url).await;
+        checks.extend(c);
+        requests += n;
+        if opts.spec.reasoning {
+            let (c, n) = reasoning_items(&http, opts, url).await;
+            checks.extend(c);
+            requests += n;
+        }
+    }
     let (path_checks, n) = every_path(&http, opts).await;
     checks.extend(path_checks);
     Ok((checks, requests + n))
+}
+
+/// The chat both prompt-token requests send.
+fn token_messages() -> Value {
+    json!([{"role": "system", "content": "You are a terse assistant."},
+           {"role": "user", "content": "Name three primary colours, comma separated."}])
+}
+
+/// prompt_tokens: `usage.prompt_tokens`, non-streamed and streamed (the final usage
+/// chunk), within the profile's tolerance of `/tokenize`'s count of the rendered chat.
+async fn prompt_token_items(
+    http: &reqwest::Client,
+    opts: &ContractOptions,
+    url: &str,
+) -> (Vec<ContractCheck>, u64) {
+    let Some(tolerance) = opts.spec.prompt_token_tolerance else {
+        return (Vec::new(), 0);
+    };
+    let item = |verdict| ContractCheck {
+        item: "prompt_tokens".into(),
+        path: url.to_string(),
+        verdict,
+    };
+    let tokenize = json!({"model": opts.model, "messages": token_messages(),
+        "add_generation_prompt": true});
+    let (status, counted) = post_to(
+        http,
+        &format!("{}/tokenize", url.trim_end_matches('/')),
+        &tokenize,
+    )
+    .await;
+    let Some(expected) = counted["count"].as_u64() else {
+        let verdict = Verdict {
+            status: Status::Skip,
+            evidence: format!("POST /tokenize with messages answered {status} without a count: nothing to compare with"),
+            owner: None,
+        };
+        return (vec![item(verdict)], 1);
+    };
+    let body = json!({"model": opts.model, "messages": token_messages(), "max_tokens": 1,
+        "temperature": 0});
+    let (_, plain) = post(http, url, None, &body).await;
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let text = post_stream(http, url, &streamed).await;
+    let checks = vec![
+        item(judge::prompt_tokens(
+            "non-streamed",
+            expected,
+            plain["usage"]["prompt_tokens"].as_u64(),
+            tolerance,
+        )),
+        item(judge::prompt_tokens(
+            "streamed",
+            expected,
+            streamed_prompt_tokens(&text),
+            tolerance,
+        )),
+    ];
+    (checks, 3)
+}
+
+/// The `usage.prompt_tokens` of the last SSE chunk that has one.
+fn streamed_prompt_tokens(sse: &str) -> Option<u64> {
+    sse.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+        .filter_map(|v| v["usage"]["prompt_tokens"].as_u64())
+        .last()
+}
+
+/// reasoning: with thinking on, the reasoning arrives in `reasoning_content` (or
+/// `reasoning`) and `content` carries no marker; with thinking off, no reasoning.
+async fn reasoning_items(
+    http: &reqwest::Client,
+    opts: &ContractOptions,
+    url: &str,
+) -> (Vec<ContractCheck>, u64) {
+    let mut checks = Vec::new();
+    for thinking in [true, false] {
+        let mut body = json!({"model": opts.model, "max_tokens": 256,
+            "messages": [{"role": "user", "content": "Is 17 a prime number? Answer yes or no."}]});
+        let switch = thinking_switch(&opts.spec, if thinking { "on" } else { "off" });
+        merge(&mut body, switch);
+        let (status, answer) = post(http, url, None, &body).await;
+        let message = &answer["choices"][0]["message"];
+        let verdict = if status != 200 {
+            Verdict {
+                status: Status::Fail,
+                evidence: format!(
+                    "thinking {}: HTTP {status}",
+                    if thinking { "on" } else { "off" }
+                ),
+                owner: Some(Owner::Server),
+            }
+        } else {
+            let a = judge::Answer {
+                reasoning: message["reasoning_content"]
+                    .as_str()
+                    .or_else(|| message["reasoning"].as_str()),
+                content: message["content"].as_str().unwrap_or(""),
+                finish_reason: answer["choices"][0]["finish_reason"].as_str(),
+            };
+            judge::reasoning(thinking, &a, &opts.spec.reasoning_markers)
+        };
+        checks.push(ContractCheck {
+            item: "reasoning".into(),
+            path: url.to_string(),
+            verdict,
+        });
+    }
+    (checks, 2)
 }
 
 /// The short greedy request on every replica and rank: each answer judged for
@@ -131,7 +254,37 @@ fn merge(body: &mut Value, extra: Option<&Value>) {
     }
 }
 
-/// POSTs a chat completion; the HTTP status (0 when no answer came) and the JSON body.
+/// POSTs JSON to a whole URL; the HTTP status (0 when no answer came) and the body,
+/// read up to the client's body cap (a longer one reads as empty).
+async fn send(req: reqwest::RequestBuilder) -> (u16, Vec<u8>) {
+    let Ok(resp) = req.send().await else {
+        return (0, Vec::new());
+    };
+    let status = resp.status().as_u16();
+    match crate::client::read_limited(resp, crate::client::MAX_BODY).await {
+        Ok(body) if !body.cut => (status, body.bytes),
+        _ => (status, Vec::new()),
+    }
+}
+
+fn json_of(bytes: &[u8]) -> Value {
+    serde_json::from_slice(bytes).unwrap_or(Value::Null)
+}
+
+async fn post_to(http: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
+    let (status, bytes) = send(http.post(url).json(body)).await;
+    (status, json_of(&bytes))
+}
+
+/// POSTs a streamed chat completion; the event stream as text (empty when none came).
+async fn post_stream(http: &reqwest::Client, url: &str, body: &Value) -> String {
+    let req = http
+        .post(format!("{}/v1/chat/completions", url.trim_end_matches('/')))
+        .json(body);
+    String::from_utf8_lossy(&send(req).await.1).into_owned()
+}
+
+/// POSTs a chat completion (to one rank, by header); the status and the JSON body.
 async fn post(http: &reqwest::Client, url: &str, rank: Option<&str>, body: &Value) -> (u16, Value) {
     let mut req = http
         .post(format!("{}/v1/chat/completions", url.trim_end_matches('/')))
@@ -139,11 +292,6 @@ async fn post(http: &reqwest::Client, url: &str, rank: Option<&str>, body: &Valu
     if let Some(r) = rank {
         req = req.header("X-data-parallel-rank", r);
     }
-    match req.send().await {
-        Ok(resp) => {
-            let status = resp.status().as_u16();
-            (status, resp.json().await.unwrap_or(Value::Null))
-        }
-        Err(_) => (0, Value::Null),
-    }
+    let (status, bytes) = send(req).await;
+    (status, json_of(&bytes))
 }
