@@ -149,6 +149,24 @@ impl Target {
         })
     }
 
+    /// The same server without any credentials (access-control probes).
+    pub fn without_credentials(&self) -> Target {
+        Target {
+            api_key: ApiKey::new(None),
+            basic_auth: None,
+            ..self.clone()
+        }
+    }
+
+    /// The same server with `key` as its Bearer key instead of the configured credentials.
+    pub fn with_api_key(&self, key: &str) -> Target {
+        Target {
+            api_key: ApiKey::new(Some(key.to_string())),
+            basic_auth: None,
+            ..self.clone()
+        }
+    }
+
     /// `base_url` joined with an absolute path such as `/v1/models`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base_url, path)

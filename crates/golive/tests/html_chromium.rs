@@ -115,7 +115,7 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
         .nth(1)
         .expect("a worksheet section");
     let ws = &ws[..ws.find("</section>").unwrap()];
-    assert_eq!(ws.matches("<tr id=\"item-").count(), 18, "{ws}");
+    assert_eq!(ws.matches("<tr id=\"item-").count(), 20, "{ws}");
     assert!(ws.contains("href=\"#check-agent_tool_schema\""), "{ws}");
     assert!(html.contains("id=\"check-agent_tool_schema\""));
     // The stream-silence bars: one group per step, drawn from the check's data.

@@ -201,7 +201,46 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
     assert!(yaml.contains("vllm:kv_cache_usage_perc"), "{yaml}");
     assert!(yaml.contains("vllm:prefix_cache_hits_total"), "{yaml}");
     common::promtool_check_rules(&rules, &yaml);
+
+    // Access control: this vLLM runs without --api-key, so a deployment said to be
+    // private fails and must be rebuilt; without --expect-auth it is recorded as open.
+    let ac = check(&r, "access_control");
+    assert_eq!(ac["status"], "pass", "{ac:#}");
+    assert!(
+        ac["measurement"]
+            .as_str()
+            .unwrap()
+            .contains("open endpoint"),
+        "{ac:#}"
+    );
+    let open = tmp.path().join("expect-auth");
+    let o = accept(
+        &server.url,
+        &open,
+        &[&["--expect-auth"][..], SERVICE_ONLY].concat(),
+    );
+    let r = report(&open);
+    let ac = check(&r, "access_control");
+    assert_eq!(ac["status"], "fail", "{ac:#}\n{}", common::text(&o));
+    assert_eq!(r["verdict"], "rebuild", "{}", r["verdict_reason"]);
 }
+
+/// Only the service and basic stages.
+const SERVICE_ONLY: &[&str] = &[
+    "--skip",
+    "prefix-cache",
+    "--skip",
+    "agreement",
+    "--skip",
+    "agent",
+    "--skip",
+    "ramp",
+    "--skip",
+    "soak",
+];
+
+/// The key of the restarted server (phase 3).
+const KEY: &str = "golive-test-key-3f9c";
 
 // ---- 2. load ------------------------------------------------------------------------
 
@@ -274,7 +313,14 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
         "{first}"
     );
     drop(server);
-    let server = vllm(&["--no-enable-prefix-caching"]);
+    // Restarted private (--api-key) and with request and output logging on.
+    let server = vllm(&[
+        "--no-enable-prefix-caching",
+        "--api-key",
+        KEY,
+        "--enable-log-requests",
+        "--enable-log-outputs",
+    ]);
     let after = seen("counter reset", Duration::from_secs(60));
     let _ = Command::new("kill")
         .args(["-INT", &watch.id().to_string()])
@@ -289,10 +335,27 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
     let o = accept(
         &server.url,
         &run,
-        &["--skip", "agent", "--skip", "soak", "--skip", "agreement"],
+        &[
+            "--skip",
+            "agent",
+            "--skip",
+            "soak",
+            "--skip",
+            "agreement",
+            "--api-key",
+            KEY,
+            "--expect-auth",
+        ],
     );
     let r = report(&run);
     assert_eq!(r["complete"], true, "{}", common::text(&o));
+    let ac = check(&r, "access_control");
+    assert_eq!(ac["status"], "pass", "{ac:#}");
+    assert!(
+        ac["measurement"].as_str().unwrap().starts_with("4 of 4"),
+        "{ac:#}"
+    );
+    logging_scope_of_the_running_server(tmp.path());
     let pc = check(&r, "prefix_cache");
     assert_eq!(pc["status"], "fail", "{pc:#}");
     let t = pc.to_string().to_lowercase();
@@ -319,6 +382,63 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
         t["primary"].is_null(),
         "a healthy start and shutdown: {t:#}"
     );
+}
+
+/// `collect --pid` of the running private server, then `check`: the logging item reads
+/// vLLM 0.32's flags as "outputs logged, prompts not (INFO)", the log agrees, and the key
+/// is in no bundle file.
+fn logging_scope_of_the_running_server(tmp: &Path) {
+    let pid = std::fs::read_to_string(
+        common::repo_root().join(format!(".golive-local/vllm-run/{PORT}.pid")),
+    )
+    .unwrap();
+    let bundle = tmp.join("bundle");
+    let o = Command::new(common::golive_bin())
+        .args(["collect", "--pid", pid.trim(), "--out"])
+        .arg(&bundle)
+        .arg("--log")
+        .arg(server_log())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", common::text(&o));
+    for entry in walkdir::WalkDir::new(&bundle).into_iter().flatten() {
+        if entry.file_type().is_file() {
+            let bytes = std::fs::read(entry.path()).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(KEY),
+                "the API key leaked into {}",
+                entry.path().display()
+            );
+        }
+    }
+    // collect writes one directory per host under --out.
+    let host_dir = std::fs::read_dir(&bundle)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a host directory");
+    let o = Command::new(common::golive_bin())
+        .args(["check", "--format", "json"])
+        .arg(&host_dir)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("check json: {}", common::text(&o)));
+    let item = v["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["id"] == "logging_scope")
+        .unwrap_or_else(|| panic!("no logging_scope: {v:#}"))
+        .clone();
+    assert_eq!(item["status"], "warn", "{item:#}");
+    let ev = item["evidence"].as_str().unwrap();
+    assert!(ev.contains("OUTPUTS ARE LOGGED (prompts not)"), "{item:#}");
+    assert!(ev.contains("yes (--api-key)"), "{item:#}");
+    let log = std::fs::read_to_string(server_log()).unwrap();
+    assert!(log.contains("Generated response"), "outputs are in the log");
+    assert!(!log.contains("details: prompt:"), "prompts are not (INFO)");
 }
 
 // ---- 4. real startup failures, triaged ----------------------------------------------

@@ -135,6 +135,10 @@ pub struct AcceptArgs {
     /// --url against (default: the first --url).
     #[arg(help_heading = "Server", long)]
     pub reference_url: Option<String>,
+    /// The deployment is private: a request without a key and one with a wrong key must
+    /// be refused (401/403), else access_control fails and the verdict is rebuild.
+    #[arg(long)]
+    pub expect_auth: bool,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -176,6 +180,7 @@ impl From<AcceptArgs> for AcceptOptions {
             agent: a.agent.into(),
             agent_mix: a.agent_mix,
             reference_url: a.reference_url,
+            expect_auth: a.expect_auth,
         }
     }
 }

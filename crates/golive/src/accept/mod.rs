@@ -10,6 +10,7 @@
 //! capacity failures at the expected load -> expand; failures only beyond the expected
 //! load (limits), non-blocking failures or warnings -> observe; all pass -> release.
 
+pub mod access;
 pub mod agent_load;
 pub mod agreement;
 pub mod engine;
@@ -102,6 +103,8 @@ pub struct AcceptOptions {
     pub agent_mix: Option<f64>,
     /// Server whose answers the agreement stage compares every `url` against (default: the first `url`).
     pub reference_url: Option<String>,
+    /// The deployment is private: a request without a key or with a wrong key must be refused.
+    pub expect_auth: bool,
 }
 
 impl AcceptOptions {
@@ -329,7 +332,7 @@ async fn run_stages(
         ctx.keep(StageResult::of_checks(environment_checks(args)))?;
     }
     tracker.enter(Stage::Service, &ctx);
-    let Some(infos) = service(nodes, &ctx).await? else {
+    let Some(infos) = service(nodes, args.expect_auth, &ctx).await? else {
         tracker.end(&ctx);
         return Ok(StagesEnd::Unreachable);
     };
@@ -384,12 +387,20 @@ async fn run_stage(
 }
 
 /// The service stage on every node; `None` when no node answered at all.
-async fn service(nodes: &[Node], ctx: &StageCtx<'_>) -> anyhow::Result<Option<Vec<ServerInfo>>> {
+async fn service(
+    nodes: &[Node],
+    expect_auth: bool,
+    ctx: &StageCtx<'_>,
+) -> anyhow::Result<Option<Vec<ServerInfo>>> {
     let mut infos = Vec::new();
     let mut all_unreachable = true;
     for (i, node) in nodes.iter().enumerate() {
-        let o = service::service_stage(node, i).await;
+        let mut o = service::service_stage(node, i).await;
         all_unreachable &= o.unreachable;
+        if !o.unreachable {
+            o.checks
+                .push(access::check(&node.target, expect_auth, i).await);
+        }
         ctx.apply(StageResult::of_checks(o.checks));
         infos.push(o.info);
     }

@@ -13,7 +13,8 @@ use crate::report::{Check, CheckId, Impact, Owner, Stage, Status};
 
 const SHORT: Duration = Duration::from_secs(10);
 
-fn id(base: CheckId, node: usize) -> String {
+/// A check id for node `node` (0: the id itself, else `ID_nodeN`).
+pub(super) fn node_id(base: CheckId, node: usize) -> String {
     if node == 0 {
         base.into()
     } else {
@@ -78,7 +79,7 @@ async fn health_check(node: &Node, index: usize) -> (Check, bool) {
     let url = &node.client.base_url;
     let t0 = Instant::now();
     let mut c = Check::new(
-        id(CheckId::ServiceHealth, index),
+        node_id(CheckId::ServiceHealth, index),
         Stage::Service,
         Status::Pass,
         "GET /health answers 200",
@@ -112,7 +113,7 @@ async fn models_check(node: &Node, index: usize) -> (Check, bool) {
     let url = &node.client.base_url;
     let t0 = Instant::now();
     let mut c = Check::new(
-        id(CheckId::ServiceModels, index),
+        node_id(CheckId::ServiceModels, index),
         Stage::Service,
         Status::Pass,
         "GET /v1/models lists the served model",
@@ -163,7 +164,7 @@ fn judge_models(c: &mut Check, body: &str, want: Option<&str>) {
 /// `GET /metrics` is Prometheus text with the engine's families.
 fn metrics_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: usize) -> Check {
     let mut c = Check::new(
-        id(CheckId::ServiceMetrics, index),
+        node_id(CheckId::ServiceMetrics, index),
         Stage::Service,
         Status::Pass,
         "GET /metrics is Prometheus text with the engine's families",
@@ -220,7 +221,7 @@ fn metrics_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: us
 /// metrics page says about memory at rest, read before golive's first request.
 fn idle_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: usize) -> Check {
     let mut c = Check::new(
-        id(CheckId::IdleBaseline, index),
+        node_id(CheckId::IdleBaseline, index),
         Stage::Service,
         Status::Pass,
         "before the first request: the server is idle and its memory at rest is recorded",
@@ -260,7 +261,7 @@ fn idle_check(metrics: Option<&MetricsSnapshot>, info: &ServerInfo, index: usize
 /// The engine, its version and running configuration are exposed.
 fn version_check(info: &ServerInfo, url: &str, index: usize) -> Check {
     let mut c = Check::new(
-        id(CheckId::ServiceVersion, index),
+        node_id(CheckId::ServiceVersion, index),
         Stage::Service,
         Status::Pass,
         "engine, version and running configuration are exposed",
@@ -318,7 +319,7 @@ pub async fn basic_stage(node: &Node, index: usize, model: &str) -> Vec<Check> {
             CheckId::BasicChat
         };
         let mut c = Check::new(
-            id(name, index),
+            node_id(name, index),
             Stage::Basic,
             Status::Pass,
             if stream {

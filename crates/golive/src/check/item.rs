@@ -23,6 +23,7 @@ crate::names::snake_case_names! {
         PackageVersions,
         PodCrashRecord,
         NodeConsistency,
+        LoggingScope,
     }
 }
 

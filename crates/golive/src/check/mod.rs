@@ -22,6 +22,7 @@ mod item;
 mod kube;
 mod logs;
 mod packages;
+mod privacy;
 mod serving;
 
 pub use decision::{decide, Decision, Repair};
@@ -173,6 +174,7 @@ pub fn judge(bundles: &[Bundle], profile: &Profile) -> CheckReport {
     if let Some(p) = check_parsers(&c) {
         items.push(p);
     }
+    items.push(privacy::check_logging_scope(&c));
     items.extend(packages::check_packages(&c));
     items.extend(kube::check_pod_crash(&c));
     if c.multi {

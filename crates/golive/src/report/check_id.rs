@@ -14,6 +14,8 @@ crate::names::snake_case_names! {
         ServiceModelResolved,
         /// Memory at rest before the first request (the worksheet's idle baseline).
         IdleBaseline,
+        /// Requests without a key and with a wrong key are refused (`--expect-auth`).
+        AccessControl,
         BasicChat,
         BasicStream,
         PrefixCache,

@@ -133,7 +133,10 @@ pub fn check_page(html: &str, name: &str, expect_colors: &[&str]) -> PathBuf {
     );
     assert!(dom.contains("<polyline"), "no line drawn");
     if html.contains("id=\"worksheet\"") {
-        assert!(dom.contains("id=\"worksheet\""), "the worksheet is not in the DOM");
+        assert!(
+            dom.contains("id=\"worksheet\""),
+            "the worksheet is not in the DOM"
+        );
     }
 
     let png_path = out_dir.join("screenshot.png");
