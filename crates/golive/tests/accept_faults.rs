@@ -93,10 +93,12 @@ fn healthy_server_without_cache_evidence_is_observe_with_all_outputs() {
     assert!(r["baseline"]["ttft_p95_ms"].as_f64().unwrap() > 0.0);
     // Every check is a JUnit testcase; the Markdown names the verdict.
     let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    // ... and every worksheet item one more, in its own suite.
     assert_eq!(
         junit.matches("<testcase ").count(),
-        r["checks"].as_array().unwrap().len()
+        r["checks"].as_array().unwrap().len() + r["worksheet"].as_array().unwrap().len()
     );
+    assert_eq!(junit.matches("classname=\"golive.worksheet\"").count(), 20);
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("**Verdict: observe**"), "{md}");
     assert!(dir.path().join("report.html").exists());

@@ -79,13 +79,17 @@ fn options(url: String, dp_size: usize) -> ContractOptions {
             ..ContractReq::default()
         },
         timeout: Duration::from_secs(10),
+        reference: None,
+        http: None,
     }
 }
 
 #[tokio::test]
 async fn a_server_that_accepts_a_wrong_temperature_fails_owner_server() {
     let lax = serve(|_, _| (200, completion("Paris is the capital of France."))).await;
-    let (checks, requests) = run(&options(lax, 1)).await.unwrap();
+    let golive::contract::run::ContractRun {
+        checks, requests, ..
+    } = run(&options(lax, 1)).await.unwrap();
     let params = checks.iter().find(|c| c.item == "params").unwrap();
     assert_eq!(
         (params.verdict.status, params.verdict.owner),
@@ -101,7 +105,7 @@ async fn a_server_that_accepts_a_wrong_temperature_fails_owner_server() {
         }
     })
     .await;
-    let (checks, _) = run(&options(strict, 1)).await.unwrap();
+    let checks = run(&options(strict, 1)).await.unwrap().checks;
     assert!(
         checks.iter().all(|c| c.verdict.status == Status::Pass),
         "{checks:?}"
@@ -118,7 +122,9 @@ async fn gibberish_on_one_rank_only_is_named() {
         }
     })
     .await;
-    let (checks, requests) = run(&options(url.clone(), 3)).await.unwrap();
+    let golive::contract::run::ContractRun {
+        checks, requests, ..
+    } = run(&options(url.clone(), 3)).await.unwrap();
     assert_eq!(requests, 1 + 3);
     let failed: Vec<_> = checks
         .iter()
@@ -164,7 +170,7 @@ fn with_tolerance(url: String, tolerance: u64) -> ContractOptions {
 #[tokio::test]
 async fn prompt_tokens_overcounted_by_ten_fail_streamed_and_non_streamed_owner_server() {
     let over = serve(|h, b| counting(h, b, 10)).await;
-    let (checks, _) = run(&with_tolerance(over, 3)).await.unwrap();
+    let checks = run(&with_tolerance(over, 3)).await.unwrap().checks;
     let pt: Vec<_> = checks
         .iter()
         .filter(|c| c.item == "prompt_tokens")
@@ -187,7 +193,7 @@ async fn prompt_tokens_overcounted_by_ten_fail_streamed_and_non_streamed_owner_s
 
     // Within [expected, expected + 3]: both pass.
     let honest = serve(|h, b| counting(h, b, 2)).await;
-    let (checks, _) = run(&with_tolerance(honest, 3)).await.unwrap();
+    let checks = run(&with_tolerance(honest, 3)).await.unwrap().checks;
     let pt: Vec<_> = checks
         .iter()
         .filter(|c| c.item == "prompt_tokens")
@@ -221,7 +227,7 @@ async fn reasoning_leaked_into_content_fails_owner_parser() {
         }
     })
     .await;
-    let (checks, _) = run(&reasoning_options(leaky)).await.unwrap();
+    let checks = run(&reasoning_options(leaky)).await.unwrap().checks;
     let r: Vec<_> = checks.iter().filter(|c| c.item == "reasoning").collect();
     assert_eq!(r.len(), 2);
     assert_eq!(
@@ -247,7 +253,93 @@ async fn reasoning_leaked_into_content_fails_owner_parser() {
         }
     })
     .await;
-    let (checks, _) = run(&reasoning_options(parsed)).await.unwrap();
+    let checks = run(&reasoning_options(parsed)).await.unwrap().checks;
     let r: Vec<_> = checks.iter().filter(|c| c.item == "reasoning").collect();
     assert!(r.iter().all(|c| c.verdict.status == Status::Pass), "{r:?}");
+}
+
+fn prompt(body: &Value) -> String {
+    body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn tool_call(args: &str) -> Value {
+    json!({"choices": [{"finish_reason": "tool_calls", "message": {"content": null,
+        "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_weather", "arguments": args}}]}}]})
+}
+
+#[tokio::test]
+async fn f1_and_schema_accuracy_of_two_disagreeing_servers_are_exact() {
+    // The reference calls a tool for the four tool prompts of the built-in cases
+    // (weather, order, e-mail, search) and answers the other four.
+    let reference = serve(|_, b| {
+        let p = prompt(b);
+        if ["weather", "order", "E-mail", "Search"]
+            .iter()
+            .any(|k| p.contains(k))
+        {
+            (200, tool_call(r#"{"city": "Paris"}"#))
+        } else {
+            (200, completion("Sure."))
+        }
+    })
+    .await;
+    // The tested side: calls for weather (valid) and order (invalid arguments), also for
+    // the poem (a false trigger), and misses e-mail and search.
+    let tested = serve(|_, b| {
+        let p = prompt(b);
+        if p.contains("weather") || p.contains("poem") {
+            (200, tool_call(r#"{"city": "Paris"}"#))
+        } else if p.contains("order") {
+            (200, tool_call(r#"{"town": 1}"#))
+        } else {
+            (200, completion("Sure."))
+        }
+    })
+    .await;
+    let mut opts = options(tested, 1);
+    opts.spec.params.clear();
+    opts.spec.f1_min_non_thinking = Some(0.8);
+    opts.spec.schema_accuracy_min = Some(0.95);
+    opts.reference = Some(golive::contract::run::Reference {
+        url: reference,
+        model: None,
+        api_key: None,
+        cases: golive::contract::trigger::builtin_cases(),
+        requests: 16,
+    });
+    let result = run(&opts).await.unwrap();
+    let c = result.comparison.expect("a comparison");
+    // Twice through the 8 cases: TP 2x2, FP 2x1, FN 2x2, TN 2x3.
+    assert_eq!(
+        (
+            c.score.confusion.tp,
+            c.score.confusion.fp,
+            c.score.confusion.fn_,
+            c.score.confusion.tn
+        ),
+        (4, 2, 4, 6)
+    );
+    assert_eq!(c.score.f1, 8.0 / 14.0);
+    assert_eq!((c.score.triggered, c.score.schema_valid), (6, 4));
+    assert_eq!(c.score.schema_accuracy, 4.0 / 6.0);
+    assert_eq!(c.verifier_summary.finish_tool_calls, 6);
+    assert_eq!(c.verifier_summary.schema_validation_error_count, 2);
+    assert_eq!(
+        result.requests,
+        32 + 1,
+        "both sides of 16 cases, and the path request"
+    );
+    for item in ["tool_trigger_f1", "tool_schema_accuracy"] {
+        let check = result.checks.iter().find(|c| c.item == item).unwrap();
+        assert_eq!(
+            (check.verdict.status, check.verdict.owner),
+            (Status::Fail, Some(Owner::Parser)),
+            "{check:?}"
+        );
+        assert!(check.verdict.evidence.contains("95%"), "{check:?}");
+    }
 }

@@ -29,6 +29,7 @@ pub enum SkipArg {
     PrefixCache,
     Agreement,
     Agent,
+    Contract,
     Ramp,
     Soak,
 }
@@ -39,6 +40,7 @@ impl From<SkipArg> for SkippableStage {
             SkipArg::PrefixCache => SkippableStage::PrefixCache,
             SkipArg::Agreement => SkippableStage::Agreement,
             SkipArg::Agent => SkippableStage::Agent,
+            SkipArg::Contract => SkippableStage::Contract,
             SkipArg::Ramp => SkippableStage::Ramp,
             SkipArg::Soak => SkippableStage::Soak,
         }
@@ -124,7 +126,7 @@ pub struct AcceptArgs {
     /// Who runs it (default: the login name).
     #[arg(help_heading = "Report", long)]
     pub operator: Option<String>,
-    /// Leave stages out (repeatable): prefix-cache, agreement, agent, ramp, soak.
+    /// Leave stages out (repeatable): prefix-cache, agreement, agent, contract, ramp, soak.
     #[arg(help_heading = "Stages", long, value_enum)]
     pub skip: Vec<SkipArg>,
     /// Share of ramp and soak requests that are agent cases (tool calls, structured
@@ -139,6 +141,10 @@ pub struct AcceptArgs {
     /// be refused (401/403), else access_control fails and the verdict is rebuild.
     #[arg(long)]
     pub expect_auth: bool,
+    /// Data-parallel size of each node: the contract stage tests every rank through the
+    /// X-data-parallel-rank header.
+    #[arg(help_heading = "Server", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub data_parallel_size: u32,
     #[command(flatten)]
     pub target: TargetArgs,
     #[command(flatten)]
@@ -181,6 +187,7 @@ impl From<AcceptArgs> for AcceptOptions {
             agent_mix: a.agent_mix,
             reference_url: a.reference_url,
             expect_auth: a.expect_auth,
+            data_parallel_size: a.data_parallel_size,
         }
     }
 }
@@ -261,6 +268,7 @@ fn stage_name(stage: Stage) -> &'static str {
         Stage::Agent => "agent",
         Stage::Stability => "stability",
         Stage::Agreement => "agreement",
+        Stage::Contract => "contract",
     }
 }
 

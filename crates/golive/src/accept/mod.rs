@@ -13,6 +13,7 @@
 pub mod access;
 pub mod agent_load;
 pub mod agreement;
+mod contract;
 pub mod engine;
 mod outputs;
 mod plan;
@@ -44,6 +45,7 @@ pub enum SkippableStage {
     PrefixCache,
     Agreement,
     Agent,
+    Contract,
     Ramp,
     Soak,
 }
@@ -105,6 +107,8 @@ pub struct AcceptOptions {
     pub reference_url: Option<String>,
     /// The deployment is private: a request without a key or with a wrong key must be refused.
     pub expect_auth: bool,
+    /// Data-parallel size: the contract stage tests each rank by `X-data-parallel-rank`.
+    pub data_parallel_size: u32,
 }
 
 impl AcceptOptions {
@@ -380,6 +384,7 @@ async fn run_stage(
                 .await,
             )
         }
+        Stage::Contract => contract::stage(plan).await,
         Stage::Ramp => ramp::stage(plan, ctx).await,
         Stage::Soak => soak::stage(plan, ctx).await,
         other => unreachable!("{other:?} is not a planned stage"),

@@ -117,7 +117,7 @@ pub(super) struct Planned {
 }
 
 /// The stages after basic, in the order they run.
-pub(super) const PLANNED: [Planned; 5] = [
+pub(super) const PLANNED: [Planned; 6] = [
     Planned {
         stage: Stage::PrefixCache,
         skippable: SkippableStage::PrefixCache,
@@ -135,6 +135,12 @@ pub(super) const PLANNED: [Planned; 5] = [
         skippable: SkippableStage::Agent,
         flag: "agent",
         skip_check: None,
+    },
+    Planned {
+        stage: Stage::Contract,
+        skippable: SkippableStage::Contract,
+        flag: "contract",
+        skip_check: Some(CheckId::Contract),
     },
     Planned {
         stage: Stage::Ramp,

@@ -10,6 +10,7 @@ pub mod judge;
 pub mod run;
 pub mod score;
 pub mod spec;
+pub mod trigger;
 
 pub use score::{Confusion, Interval, ToolCallScore, VerifierSummary};
 pub use spec::{ContractReq, ImmutableParam};

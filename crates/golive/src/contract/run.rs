@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -21,6 +23,35 @@ pub struct ContractOptions {
     pub dp_size: usize,
     pub spec: ContractReq,
     pub timeout: Duration,
+    /// A deployment to compare tool-call triggers with (`--reference-url`).
+    pub reference: Option<Reference>,
+    /// A client with the deployment's credentials (accept's); none: a plain one.
+    pub http: Option<reqwest::Client>,
+}
+
+/// The trigger comparison's other side and sample.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// Base URL, without `/v1`.
+    pub url: String,
+    /// Its model name (default: the tested model's).
+    pub model: Option<String>,
+    /// Bearer key of the reference (a vendor API needs one).
+    pub api_key: Option<String>,
+    /// The cases, sent in turn until `requests` are sent.
+    pub cases: Vec<super::cases::Case>,
+    pub requests: usize,
+}
+
+/// What a contract run found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ContractRun {
+    pub checks: Vec<ContractCheck>,
+    /// Requests sent (both sides of the comparison included).
+    pub requests: u64,
+    /// The trigger comparison, with `--reference-url`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<super::trigger::Comparison>,
 }
 
 /// One contract check: item, path, verdict.
@@ -33,9 +64,75 @@ pub struct ContractCheck {
     pub verdict: Verdict,
 }
 
-/// Runs the params item on every replica and the short greedy request on every path.
-pub async fn run(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, u64)> {
-    let http = reqwest::Client::builder().timeout(opts.timeout).build()?;
+/// Runs the contract: the quick items on every replica and path, then the trigger
+/// comparison with the reference, if one is given.
+pub async fn run(opts: &ContractOptions) -> anyhow::Result<ContractRun> {
+    let (mut checks, mut requests) = quick_items(opts).await?;
+    let mut comparison = None;
+    if let Some(reference) = &opts.reference {
+        let (c, n) = compare(opts, reference).await?;
+        checks.extend(super::trigger::judge(&c, opts, &reference.url));
+        requests += n;
+        comparison = Some(c);
+    }
+    Ok(ContractRun {
+        checks,
+        requests,
+        comparison,
+    })
+}
+
+/// The same cases to the first replica and the reference.
+async fn compare(
+    opts: &ContractOptions,
+    reference: &Reference,
+) -> anyhow::Result<(super::trigger::Comparison, u64)> {
+    use super::trigger;
+    anyhow::ensure!(!reference.cases.is_empty(), "no tool cases to compare");
+    let url = opts.urls.first().context("no --url")?;
+    let tested = match &opts.http {
+        Some(h) => h.clone(),
+        None => reqwest::Client::builder().timeout(opts.timeout).build()?,
+    };
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = &reference.api_key {
+        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+            .context("the reference key is not a valid header value")?;
+        v.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, v);
+    }
+    let other = reqwest::Client::builder()
+        .timeout(opts.timeout)
+        .default_headers(headers)
+        .build()?;
+    let ref_model = reference.model.as_deref().unwrap_or(&opts.model);
+    let mut pairs = Vec::new();
+    for case in reference
+        .cases
+        .iter()
+        .cycle()
+        .take(reference.requests.max(1))
+    {
+        let mine = trigger::request(case, &opts.model, opts);
+        let theirs = trigger::request(case, ref_model, opts);
+        let (s1, a1) = post(&tested, url, None, &mine).await;
+        let (s2, a2) = post(&other, &reference.url, None, &theirs).await;
+        pairs.push((
+            trigger::outcome(&mine, s1, &a1),
+            trigger::outcome(&theirs, s2, &a2),
+        ));
+    }
+    let n = 2 * pairs.len() as u64;
+    Ok((trigger::score(&pairs), n))
+}
+
+/// The params item on every replica, prompt tokens and reasoning on every replica,
+/// and the short greedy request on every path.
+async fn quick_items(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, u64)> {
+    let http = match &opts.http {
+        Some(h) => h.clone(),
+        None => reqwest::Client::builder().timeout(opts.timeout).build()?,
+    };
     let mut checks = Vec::new();
     let mut requests = 0;
     for url in &opts.urls {
@@ -133,10 +230,10 @@ async fn prompt_token_items(
 /// The `usage.prompt_tokens` of the last SSE chunk that has one.
 fn streamed_prompt_tokens(sse: &str) -> Option<u64> {
     sse.lines()
+        .rev()
         .filter_map(|l| l.strip_prefix("data:"))
         .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-        .filter_map(|v| v["usage"]["prompt_tokens"].as_u64())
-        .last()
+        .find_map(|v| v["usage"]["prompt_tokens"].as_u64())
 }
 
 /// reasoning: with thinking on, the reasoning arrives in `reasoning_content` (or

@@ -30,6 +30,8 @@ crate::names::snake_case_names! {
         StreamSilence,
         Soak,
         AgentUnderLoad,
+        /// The contract stage's summary, or that it was skipped.
+        Contract,
     }
 }
 

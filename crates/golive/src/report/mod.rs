@@ -89,6 +89,8 @@ pub enum Stage {
     Stability,
     /// Same answer on every serving path (cold/cached, replicas).
     Agreement,
+    /// The model's API contract (the profile's `[contract]`).
+    Contract,
 }
 
 /// What a failing check means for the verdict.

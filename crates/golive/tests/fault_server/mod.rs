@@ -341,7 +341,8 @@ async fn serve(
                 }
                 ("POST", "/v1/chat/completions") => {
                     counter.fetch_add(1, Ordering::Relaxed);
-                    let prefill_ms = {
+                    // Its usage counts the prompt as its /tokenize does (words).
+                    let (prefill_ms, prompt) = {
                         let mut s = state.lock().unwrap();
                         let t = vllm_tokens(&req.body, nonce_prefix, &mut s);
                         let mut hit = 0;
@@ -365,19 +366,22 @@ async fn serve(
                         let ms = (t.len() - hit) as f64 * 0.2;
                         s.prefill_s += ms / 1000.0;
                         s.prefill_n += 1;
-                        ms
+                        (ms, t.len())
                     };
                     tokio::time::sleep(Duration::from_micros((prefill_ms * 1000.0) as u64)).await;
                     let stream = String::from_utf8_lossy(&req.body).contains("\"stream\":true");
                     if !stream {
-                        respond(&mut sock, "200 OK", "application/json", br#"{"choices":[{"index":0,"message":{"role":"assistant","content":"Hello there."},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":3}}"#).await?;
+                        let body = format!(
+                            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"Hello there."}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":{prompt},"completion_tokens":3}}}}"#
+                        );
+                        respond(&mut sock, "200 OK", "application/json", body.as_bytes()).await?;
                         continue;
                     }
                     sock.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").await?;
                     for i in 0..3 {
                         chunk(&mut sock, &content_event(&format!("w{i}"))).await?;
                     }
-                    chunk(&mut sock, "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":3}}\n\ndata: [DONE]\n\n").await?;
+                    chunk(&mut sock, &format!("data: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {{\"choices\":[],\"usage\":{{\"prompt_tokens\":{prompt},\"completion_tokens\":3}}}}\n\ndata: [DONE]\n\n")).await?;
                     sock.write_all(b"0\r\n\r\n").await?;
                     continue;
                 }
