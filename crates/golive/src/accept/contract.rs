@@ -55,8 +55,13 @@ fn result(run: &ContractRun, started: Instant) -> StageResult {
         })
         .collect();
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
+    let status = if failed > 0 {
+        Status::Fail
+    } else {
+        Status::Pass
+    };
     let mut summary = summary(
-        Status::Pass,
+        status,
         format!(
             "{} items, {failed} failed; {} requests",
             checks.len(),

@@ -255,8 +255,9 @@ async fn reasoning_items(
             Verdict {
                 status: Status::Fail,
                 evidence: format!(
-                    "thinking {}: HTTP {status}",
-                    if thinking { "on" } else { "off" }
+                    "thinking {}: {}",
+                    if thinking { "on" } else { "off" },
+                    http_failure(status, &answer)
                 ),
                 owner: Some(Owner::Server),
             }
@@ -286,6 +287,7 @@ async fn every_path(http: &reqwest::Client, opts: &ContractOptions) -> (Vec<Cont
         "messages": [{"role": "user", "content": "Name the capital of France in one short sentence."}]});
     let share = opts.spec.replacement_char_max_share.unwrap_or(0.01);
     let mut answers: Vec<(String, String)> = Vec::new();
+    let mut failed = 0;
     let mut checks = Vec::new();
     for url in &opts.urls {
         for rank in 0..opts.dp_size.max(1) {
@@ -304,7 +306,7 @@ async fn every_path(http: &reqwest::Client, opts: &ContractOptions) -> (Vec<Cont
             } else {
                 Verdict {
                     status: Status::Fail,
-                    evidence: format!("HTTP {status}"),
+                    evidence: http_failure(status, &answer),
                     owner: Some(Owner::Server),
                 }
             };
@@ -313,7 +315,12 @@ async fn every_path(http: &reqwest::Client, opts: &ContractOptions) -> (Vec<Cont
                 path: path.clone(),
                 verdict,
             });
-            answers.push((path, text));
+            // Only answers are compared: a failed path is already named above.
+            if status == 200 {
+                answers.push((path, text));
+            } else {
+                failed += 1;
+            }
         }
     }
     let pairs: Vec<(&str, &str)> = answers
@@ -333,7 +340,20 @@ async fn every_path(http: &reqwest::Client, opts: &ContractOptions) -> (Vec<Cont
             verdict,
         });
     }
-    (checks, answers.len() as u64)
+    (checks, answers.len() as u64 + failed)
+}
+
+/// `HTTP 400: <the server's error message>` (shortened).
+fn http_failure(status: u16, answer: &Value) -> String {
+    let message = answer["error"]["message"]
+        .as_str()
+        .or_else(|| answer["message"].as_str())
+        .or_else(|| answer["detail"].as_str())
+        .unwrap_or("");
+    match message {
+        "" => format!("HTTP {status}"),
+        m => format!("HTTP {status}: {}", crate::text::truncate(m, 200)),
+    }
 }
 
 /// The body fields that select a parameter's thinking mode (`on`/`off`), if any.

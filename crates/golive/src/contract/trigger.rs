@@ -112,7 +112,9 @@ pub fn builtin_cases() -> Vec<Case> {
     .iter()
     .enumerate()
     .map(|(i, prompt)| {
-        let body = json!({"messages": [{"role": "user", "content": prompt}], "tools": tools});
+        // A bound on the answer: a call fits in it, and a CPU test server ends in seconds.
+        let body = json!({"messages": [{"role": "user", "content": prompt}], "tools": tools,
+            "max_tokens": 128});
         Case {
             line: i + 1,
             body: body.as_object().cloned().unwrap_or_default(),
@@ -172,6 +174,20 @@ pub fn judge(c: &Comparison, opts: &ContractOptions, reference: &str) -> Vec<Con
             s.triggered
         ),
     );
+    // A reference that never called a tool makes F1 1.0 on any silent server: say so.
+    let f1 = if s.confusion.tp + s.confusion.fn_ == 0 {
+        Verdict {
+            status: Status::Warn,
+            evidence: format!(
+                "{}; the reference called no tool in {n} cases, so the sample says nothing \
+                 about triggers: use cases that need a tool (--cases)",
+                f1.evidence
+            ),
+            owner: None,
+        }
+    } else {
+        f1
+    };
     [("tool_trigger_f1", f1), ("tool_schema_accuracy", schema)]
         .into_iter()
         .map(|(item, verdict)| ContractCheck {
@@ -237,6 +253,32 @@ mod tests {
         let stop = outcome(&req, 200, &answer("stop", Some(r#"{"city":"Paris"}"#))).unwrap();
         assert!(!stop.triggered);
         assert_eq!(outcome(&req, 500, &Value::Null), None);
+    }
+
+    #[test]
+    fn a_reference_that_never_calls_a_tool_is_a_warning_not_a_perfect_f1() {
+        let quiet = Some(Outcome {
+            triggered: false,
+            finish: "stop".into(),
+            schema_valid: false,
+        });
+        let c = score(&[(quiet.clone(), quiet.clone()), (quiet.clone(), quiet)]);
+        assert_eq!(c.score.f1, 1.0);
+        let opts = ContractOptions {
+            urls: vec!["http://t".into()],
+            model: "m".into(),
+            dp_size: 1,
+            spec: Default::default(),
+            timeout: std::time::Duration::from_secs(1),
+            reference: None,
+            http: None,
+        };
+        let checks = judge(&c, &opts, "http://r");
+        assert_eq!(checks[0].verdict.status, Status::Warn);
+        assert!(checks[0]
+            .verdict
+            .evidence
+            .contains("called no tool in 2 cases"));
     }
 
     #[test]
