@@ -383,3 +383,67 @@ fn no_content_keeps_prompts_and_answers_out_of_the_report() {
         .to_string();
     assert!(content.starts_with("sha256:"), "{content}");
 }
+
+/// A replica of known capacity (4 slots of 200 ms: 20 req/s) answers how many replicas
+/// three targets need: one run for the verdict, the same steps for the other targets.
+#[test]
+fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
+    use golive::accept::capacity::{answer, Objectives, TargetLoad};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Slots {
+        slots: 4,
+        service_ms: 200,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let out = accept(
+        &server.url,
+        dir.path(),
+        &[
+            "--concurrency",
+            "8",
+            "--ramp-requests",
+            "4",
+            "--slo-e2e-p95-ms",
+            "300",
+            "--target-rate",
+            "40",
+            "--skip",
+            "soak",
+            "--skip",
+            "prefix-cache",
+            "--skip",
+            "agreement",
+            "--skip",
+            "contract",
+        ],
+    );
+    let r = report(dir.path());
+    let cap = check(&r, "capacity");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(cap["status"], "fail", "{cap:#}\n{text}");
+    assert_eq!(cap["impact"], "capacity");
+    assert_eq!(r["verdict"], "expand", "{}", r["verdict_reason"]);
+    let per = cap["data"]["per_replica"].as_f64().unwrap();
+    assert!(
+        (16.8..=20.5).contains(&per),
+        "one replica holds ~20 req/s: {cap:#}"
+    );
+    assert_eq!(cap["data"]["replicas"], 3, "{cap:#}");
+    assert!(
+        cap["measurement"].as_str().unwrap().contains("E2E p95"),
+        "{cap:#}"
+    );
+
+    let steps: Vec<golive::report::RampStep> =
+        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
+    let slo = Objectives {
+        e2e_p95_ms: Some(300.0),
+        ..Default::default()
+    };
+    for (target, replicas) in [(15.0, 1), (40.0, 3), (70.0, 5)] {
+        let a = answer(&steps, TargetLoad::Rate(target), &slo, 0.2, 1).unwrap();
+        assert_eq!(a.replicas, replicas, "target {target}: {}", a.line());
+    }
+    assert!(r["verdict_reason"].as_str().unwrap().contains("capacity: target 40.00 req/s"));
+    eprintln!("{}", cap["measurement"]);
+}

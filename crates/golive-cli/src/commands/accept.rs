@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use golive::accept::capacity::TargetLoad;
 use golive::accept::{self, AcceptEnd, AcceptOptions, SkippableStage};
 use golive::agent::AgentOptions;
 use golive::events::{Event, Events, ReportError, Reporter};
@@ -141,6 +142,16 @@ pub struct AcceptArgs {
     /// be refused (401/403), else access_control fails and the verdict is rebuild.
     #[arg(long)]
     pub expect_auth: bool,
+    /// The production rate (req/s of this mix): the capacity check says how many
+    /// replicas hold it at the --slo-* objectives, with --headroom.
+    #[arg(help_heading = "Capacity", long, value_parser = crate::args::f64_in(0.001, 1.0e6), conflicts_with = "target_concurrency")]
+    pub target_rate: Option<f64>,
+    /// The production concurrency (requests in flight), instead of a rate.
+    #[arg(help_heading = "Capacity", long, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub target_concurrency: Option<u32>,
+    /// Spare capacity on top of the target, as a fraction.
+    #[arg(help_heading = "Capacity", long, default_value_t = 0.2, value_parser = crate::args::f64_in(0.0, 10.0))]
+    pub headroom: f64,
     /// Data-parallel size of each node: the contract stage tests every rank through the
     /// X-data-parallel-rank header.
     #[arg(help_heading = "Server", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -188,6 +199,12 @@ impl From<AcceptArgs> for AcceptOptions {
             reference_url: a.reference_url,
             expect_auth: a.expect_auth,
             data_parallel_size: a.data_parallel_size,
+            target_load: match (a.target_rate, a.target_concurrency) {
+                (Some(r), _) => Some(TargetLoad::Rate(r)),
+                (None, Some(c)) => Some(TargetLoad::Concurrency(c)),
+                (None, None) => None,
+            },
+            headroom: a.headroom,
         }
     }
 }

@@ -13,6 +13,7 @@
 pub mod access;
 pub mod agent_load;
 pub mod agreement;
+pub mod capacity;
 mod contract;
 pub mod engine;
 mod outputs;
@@ -109,6 +110,11 @@ pub struct AcceptOptions {
     pub expect_auth: bool,
     /// Data-parallel size: the contract stage tests each rank by `X-data-parallel-rank`.
     pub data_parallel_size: u32,
+    /// What production must carry (`--target-rate` / `--target-concurrency`): the
+    /// capacity check answers how many replicas that needs.
+    pub target_load: Option<capacity::TargetLoad>,
+    /// Spare capacity on top of the target, e.g. 0.2.
+    pub headroom: f64,
 }
 
 impl AcceptOptions {
@@ -470,7 +476,37 @@ fn closing_checks(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
         let agent = agent_load::check(steps, soak_agent.as_ref().map(|(c, a)| (*c, a)));
         (silence, agent)
     });
-    StageResult::of_checks(silence.into_iter().chain(agent).collect())
+    let capacity = ctx.edit(|r| capacity_check(plan, &r.measurements.ramp));
+    StageResult::of_checks(silence.into_iter().chain(agent).chain(capacity).collect())
+}
+
+/// With a target: the replicas it needs, from the ramp (see [`capacity`]).
+fn capacity_check(plan: &AcceptPlan<'_>, steps: &[crate::report::RampStep]) -> Option<Check> {
+    let args = plan.args;
+    let target = args.target_load?;
+    let slo = capacity::Objectives {
+        ttft_p95_ms: args.slo_ttft_p95_ms,
+        itl_p95_ms: args.slo_itl_p95_ms,
+        e2e_p95_ms: args.slo_e2e_p95_ms,
+    };
+    let replicas = plan.nodes.len() as u32;
+    Some(
+        match capacity::answer(steps, target, &slo, args.headroom, replicas) {
+            Some(a) => a.check(),
+            None => {
+                let mut c = Check::new(
+                    CheckId::Capacity,
+                    Stage::Ramp,
+                    Status::Skip,
+                    "replicas needed for the target at the objectives, from the ramp",
+                );
+                c.measurement = "no answer: no ramp step held, or no goodput was measured \
+                                 (a rate target needs --slo-* objectives)"
+                    .into();
+                c
+            }
+        },
+    )
 }
 
 /// `--no-content`: prompts and answers become hashes and lengths.

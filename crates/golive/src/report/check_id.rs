@@ -30,6 +30,8 @@ crate::names::snake_case_names! {
         StreamSilence,
         Soak,
         AgentUnderLoad,
+        /// Replicas needed for the target at the objectives (`--target-rate`).
+        Capacity,
         /// The contract stage's summary, or that it was skipped.
         Contract,
     }

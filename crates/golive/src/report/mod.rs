@@ -549,7 +549,13 @@ impl Report {
 
     /// Sets `verdict` and `verdict_reason` from the checks.
     pub fn decide(&mut self) {
-        let (verdict, reason) = decide_verdict(&self.checks);
+        let (verdict, mut reason) = decide_verdict(&self.checks);
+        // An `expand` says how much: the capacity answer, when a target was given.
+        if let Some(c) = self.checks.iter().find(|c| c.id == CheckId::Capacity) {
+            if verdict == Verdict::Expand || c.status != Status::Skip {
+                reason.push_str(&format!("; capacity: {}", c.measurement));
+            }
+        }
         self.verdict = Some(verdict);
         self.verdict_reason = reason;
     }

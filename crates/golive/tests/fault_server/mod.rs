@@ -66,6 +66,9 @@ pub enum Fault {
     /// A replica that answers every `/v1/completions` prompt with the same scripted
     /// tokens (with logprobs); otherwise like `Ok { tokens: 4, delay_ms: 2 }`.
     Replica,
+    /// A replica of known capacity: `slots` requests are served at once, each for
+    /// `service_ms`, the rest wait for a slot (closed-loop capacity slots / service).
+    Slots { slots: usize, service_ms: u64 },
 }
 
 /// Counters and seen prompts of the vLLM-like engine.
@@ -80,6 +83,8 @@ struct VllmState {
     nonce: u64,
     in_flight: u64,
     rejected: u64,
+    /// The slots of `Fault::Slots`.
+    slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 pub struct FaultServer {
@@ -100,7 +105,13 @@ pub async fn start(fault: Fault) -> FaultServer {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let requests = Arc::new(AtomicU64::new(0));
     let counter = requests.clone();
-    let state = Arc::new(std::sync::Mutex::new(VllmState::default()));
+    let state = Arc::new(std::sync::Mutex::new(VllmState {
+        slots: match fault {
+            Fault::Slots { slots, .. } => Some(Arc::new(tokio::sync::Semaphore::new(slots))),
+            _ => None,
+        },
+        ..VllmState::default()
+    }));
     let task = tokio::spawn(async move {
         loop {
             let Ok((sock, _)) = listener.accept().await else {
@@ -453,6 +464,16 @@ async fn serve(
                         state.lock().unwrap().in_flight -= 1;
                         served?;
                     }
+                    Fault::Slots { service_ms, .. } => {
+                        let slots = state.lock().unwrap().slots.clone().expect("slots");
+                        let _slot = slots.acquire_owned().await.expect("open semaphore");
+                        tokio::time::sleep(Duration::from_millis(service_ms)).await;
+                        if stream {
+                            ok_stream(&mut sock, 4, 0).await?
+                        } else {
+                            json_answer(&mut sock, 4).await?
+                        }
+                    }
                     Fault::Ok { tokens, delay_ms } if !stream => {
                         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
                         json_answer(&mut sock, tokens).await?
@@ -529,6 +550,7 @@ async fn serve(
                             | Fault::Overloaded { .. }
                             | Fault::Flaky { .. }
                             | Fault::ToolParserUnderLoad
+                            | Fault::Slots { .. }
                             | Fault::Replica => {
                                 unreachable!()
                             }

@@ -1,0 +1,404 @@
+//! The capacity answer (issue 27): from the ramp's measured steps, what one replica holds
+//! at the objectives, what binds it, how many replicas the target needs with headroom,
+//! and a backtest of the interpolation the answer rests on.
+//!
+//! Per prompt length the ramp is a series of steps of rising concurrency. A step holds
+//! when it passed (its objectives and errors); one replica's capacity is the best holding
+//! step: its goodput (requests per second within every objective) for `--target-rate`, its
+//! concurrency for `--target-concurrency`. The true boundary lies between that step and
+//! the first failing one above it (the bracket), so the replica count is given for both
+//! ends. The prompt length with the smallest capacity binds (the conservative answer).
+//!
+//! Backtest: each interior holding step is predicted from its two holding neighbours by
+//! linear interpolation of goodput over concurrency, held out of its own prediction; the
+//! error at the step nearest the capacity is reported, and above 15% (or with fewer than
+//! three holding steps) the answer is `low confidence`.
+
+use serde::Serialize;
+
+use crate::report::{Check, CheckId, Impact, RampStep, Stage, Status};
+
+/// What production must carry.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "value")]
+pub enum TargetLoad {
+    /// Requests per second of this mix.
+    Rate(f64),
+    /// Requests in flight.
+    Concurrency(u32),
+}
+
+/// A held-out step, predicted from its neighbours.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Backtest {
+    pub step: String,
+    pub predicted: f64,
+    pub measured: f64,
+    /// |predicted - measured| / measured.
+    pub error: f64,
+}
+
+/// The backtest error above which the answer is low confidence.
+pub const MAX_BACKTEST_ERROR: f64 = 0.15;
+
+/// The answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityAnswer {
+    pub target: TargetLoad,
+    /// The prompt length (tokens) whose capacity binds.
+    pub prompt_tokens: u32,
+    /// One replica's capacity at the objectives (req/s, or concurrency).
+    pub per_replica: f64,
+    /// Where the boundary lies: the holding step, and the first failing step above it
+    /// (none: the ramp never failed, so the capacity is at least `per_replica`).
+    pub bracket: (f64, Option<f64>),
+    /// What failed first above the capacity.
+    pub binding: String,
+    pub headroom: f64,
+    /// Replicas needed at `per_replica`, and at the bracket's upper end.
+    pub replicas: u32,
+    pub replicas_at_best: u32,
+    /// Replicas under test (`--url`).
+    pub replicas_now: u32,
+    pub backtest: Option<Backtest>,
+    pub low_confidence: bool,
+}
+
+/// What the ramp measured on one prompt length.
+struct Series<'a> {
+    prompt_tokens: u32,
+    steps: Vec<&'a RampStep>,
+}
+
+fn series(steps: &[RampStep]) -> Vec<Series<'_>> {
+    let mut out: Vec<Series> = Vec::new();
+    for s in steps {
+        match out.iter_mut().find(|x| x.prompt_tokens == s.prompt_tokens) {
+            Some(x) => x.steps.push(s),
+            None => out.push(Series {
+                prompt_tokens: s.prompt_tokens,
+                steps: vec![s],
+            }),
+        }
+    }
+    for x in &mut out {
+        x.steps.sort_by_key(|s| s.concurrency);
+    }
+    out
+}
+
+fn holds(s: &RampStep) -> bool {
+    matches!(s.status, Some(Status::Pass | Status::Warn))
+}
+
+fn goodput(s: &RampStep) -> Option<f64> {
+    s.goodput.as_ref().map(|g| g.requests_per_s)
+}
+
+/// The figure the target is measured in, for one step.
+fn figure(s: &RampStep, target: TargetLoad) -> Option<f64> {
+    match target {
+        TargetLoad::Rate(_) => goodput(s),
+        TargetLoad::Concurrency(_) => Some(f64::from(s.concurrency)),
+    }
+}
+
+/// The capacity of one series: the best holding step's figure, the first failing
+/// step's figure above it, and that step.
+fn series_capacity<'a>(
+    x: &Series<'a>,
+    target: TargetLoad,
+) -> Option<(f64, Option<f64>, &'a RampStep, Option<&'a RampStep>)> {
+    let (i, best) = x
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| holds(s))
+        .filter_map(|(i, s)| figure(s, target).map(|f| (i, f)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let fail = x.steps[i + 1..].iter().find(|s| !holds(s)).copied();
+    // A failing step's all-request rate bounds the capacity from above.
+    let upper = fail.and_then(|f| match target {
+        TargetLoad::Rate(_) => f
+            .goodput
+            .as_ref()
+            .filter(|g| g.slo_attainment > 0.0)
+            .map(|g| g.requests_per_s / g.slo_attainment),
+        TargetLoad::Concurrency(_) => Some(f64::from(f.concurrency)),
+    });
+    Some((best, upper, x.steps[i], fail))
+}
+
+/// What failed first in `s`, in words (its judgement, else its errors).
+fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
+    let Some(s) = s else {
+        return "none reached: the ramp held at every step".into();
+    };
+    let mut why = Vec::new();
+    let over = |v: f64, lim: Option<f64>| lim.is_some_and(|l| v > l);
+    if over(s.ttft_ms.p95, slo.ttft_p95_ms) {
+        why.push(format!("TTFT p95 {:.0} ms", s.ttft_ms.p95));
+    }
+    if over(s.itl_ms.p95, slo.itl_p95_ms) {
+        why.push(format!("ITL p95 {:.0} ms", s.itl_ms.p95));
+    }
+    if over(s.e2e_ms.p95, slo.e2e_p95_ms) {
+        why.push(format!("E2E p95 {:.0} ms", s.e2e_ms.p95));
+    }
+    if s.errors > 0 {
+        why.push(format!("{} errors", s.errors));
+    }
+    if s.preemptions.is_some_and(|p| p > 0.0) {
+        why.push("preemptions".into());
+    }
+    if why.is_empty() {
+        why.push("the step's judgement".into());
+    }
+    format!("{} at concurrency {}", why.join(", "), s.concurrency)
+}
+
+/// The step-level objectives (`--slo-*-p95-ms`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Objectives {
+    pub ttft_p95_ms: Option<f64>,
+    pub itl_p95_ms: Option<f64>,
+    pub e2e_p95_ms: Option<f64>,
+}
+
+/// Each interior step predicted from its neighbours; the one nearest `near` (by
+/// concurrency) is returned.
+fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
+    // Only holding steps: the answer rests on goodput rising with concurrency below the
+    // boundary, and that is what a held-out step tests.
+    let points: Vec<(u32, f64, &str)> = x
+        .steps
+        .iter()
+        .filter(|s| holds(s))
+        .filter_map(|s| goodput(s).map(|g| (s.concurrency, g, s.label.as_str())))
+        .collect();
+    points
+        .windows(3)
+        .filter(|w| w[1].1 > 0.0 && w[2].0 > w[0].0)
+        .map(|w| {
+            let (a, b, c) = (w[0], w[1], w[2]);
+            let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
+            let predicted = a.1 + (c.1 - a.1) * along;
+            let held_out = Backtest {
+                step: b.2.to_string(),
+                predicted,
+                measured: b.1,
+                error: (predicted - b.1).abs() / b.1,
+            };
+            (b.0.abs_diff(near), held_out)
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, b)| b)
+}
+
+/// The capacity answer, or `None` when no step held (or, for a rate, no goodput was
+/// measured: the objectives are needed).
+pub fn answer(
+    steps: &[RampStep],
+    target: TargetLoad,
+    slo: &Objectives,
+    headroom: f64,
+    replicas_now: u32,
+) -> Option<CapacityAnswer> {
+    let all = series(steps);
+    let (x, (best, upper, step, fail)) = all
+        .iter()
+        .filter_map(|x| series_capacity(x, target).map(|c| (x, c)))
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
+    if best <= 0.0 {
+        return None;
+    }
+    let want = match target {
+        TargetLoad::Rate(r) => r,
+        TargetLoad::Concurrency(c) => f64::from(c),
+    } * (1.0 + headroom);
+    let count = |per: f64| (want / per).ceil().max(1.0) as u32;
+    let backtest = backtest(x, step.concurrency);
+    let low_confidence = backtest
+        .as_ref()
+        .is_none_or(|b| b.error > MAX_BACKTEST_ERROR);
+    // The binding objective: where this series failed, else where another one did.
+    let other_fail = || {
+        all.iter()
+            .filter_map(|y| series_capacity(y, target).and_then(|c| c.3))
+            .next()
+    };
+    Some(CapacityAnswer {
+        target,
+        prompt_tokens: x.prompt_tokens,
+        per_replica: best,
+        bracket: (best, upper),
+        binding: binding(fail.or_else(other_fail), slo),
+        headroom,
+        replicas: count(best),
+        replicas_at_best: count(upper.unwrap_or(best).max(best)),
+        replicas_now,
+        backtest,
+        low_confidence,
+    })
+}
+
+impl CapacityAnswer {
+    /// `target 12 req/s: one replica holds 3.1 req/s (boundary below 4.0), binding TTFT
+    /// p95 2300 ms at concurrency 8; 5 replicas (4 at the boundary) with 20% headroom`.
+    pub fn line(&self) -> String {
+        let (unit, target) = match self.target {
+            TargetLoad::Rate(r) => ("req/s", format!("{r:.2} req/s")),
+            TargetLoad::Concurrency(c) => ("in flight", format!("{c} in flight")),
+        };
+        let bound = match self.bracket.1 {
+            Some(u) => format!("boundary below {u:.2}"),
+            None => "the ramp never failed: at least this".into(),
+        };
+        let mut line = format!(
+            "target {target} ({} prompt tokens): one replica holds {:.2} {unit} ({bound}); binding: {}; {} replica(s) ({} at the boundary) with {:.0}% headroom, {} under test",
+            self.prompt_tokens,
+            self.per_replica,
+            self.binding,
+            self.replicas,
+            self.replicas_at_best,
+            self.headroom * 100.0,
+            self.replicas_now
+        );
+        match &self.backtest {
+            Some(b) => line.push_str(&format!(
+                "; backtest {}: predicted {:.2}, measured {:.2} req/s, error {:.0}%",
+                b.step,
+                b.predicted,
+                b.measured,
+                b.error * 100.0
+            )),
+            None => line.push_str("; no backtest (fewer than three steps with goodput)"),
+        }
+        if self.low_confidence {
+            line.push_str(" — LOW CONFIDENCE");
+        }
+        line
+    }
+
+    /// The `capacity` check: fails on capacity (expand) when the replicas under test are
+    /// fewer than needed; a low-confidence answer that holds is a warning.
+    pub fn check(&self) -> Check {
+        let mut c = Check::new(
+            CheckId::Capacity,
+            Stage::Ramp,
+            Status::Pass,
+            "replicas needed for the target at the objectives, from the ramp",
+        );
+        c.measurement = self.line();
+        c.data = serde_json::to_value(self).unwrap_or_default();
+        if self.replicas > self.replicas_now {
+            c.status = Status::Fail;
+            c.impact = Impact::Capacity;
+            c.next_step = format!(
+                "add capacity: {} replica(s) for the target ({} now)",
+                self.replicas, self.replicas_now
+            );
+        } else if self.low_confidence {
+            c.status = Status::Warn;
+        }
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Goodput, Percentiles};
+
+    /// A replica of `slots` slots and `service_s` per request under closed-loop load:
+    /// below the slots every request takes the service time, above them requests queue.
+    fn step(c: u32, slots: u32, service_s: f64, e2e_slo_ms: f64) -> RampStep {
+        let rate = f64::from(c.min(slots)) / service_s;
+        let e2e = service_s * 1000.0 * f64::from(c.div_ceil(slots));
+        let ok = e2e <= e2e_slo_ms;
+        RampStep {
+            label: format!("c{c}"),
+            concurrency: c,
+            prompt_tokens: 100,
+            e2e_ms: Percentiles {
+                p95: e2e,
+                ..Default::default()
+            },
+            status: Some(if ok { Status::Pass } else { Status::Fail }),
+            goodput: Some(Goodput {
+                slo_attainment: if ok { 1.0 } else { 0.0 },
+                requests_per_s: if ok { rate } else { 0.0 },
+                output_tokens_per_s: 0.0,
+            }),
+            ..Default::default()
+        }
+    }
+
+    fn ramp(slots: u32) -> Vec<RampStep> {
+        [1, 2, 4, 8, 16]
+            .into_iter()
+            .map(|c| step(c, slots, 0.2, 300.0))
+            .collect()
+    }
+
+    #[test]
+    fn a_known_replica_gives_the_replica_count_for_three_targets() {
+        let slo = Objectives {
+            e2e_p95_ms: Some(300.0),
+            ..Default::default()
+        };
+        // 4 slots of 200 ms: 20 req/s per replica.
+        let steps = ramp(4);
+        for (target, replicas) in [(15.0, 1), (40.0, 3), (75.0, 5)] {
+            let a = answer(&steps, TargetLoad::Rate(target), &slo, 0.2, 1).unwrap();
+            assert_eq!(a.per_replica, 20.0);
+            assert_eq!(a.replicas, replicas, "target {target}: {}", a.line());
+        }
+        let a = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        assert!(
+            a.binding.contains("E2E p95 400 ms at concurrency 8"),
+            "{}",
+            a.binding
+        );
+        assert_eq!(a.check().status, Status::Fail);
+        assert_eq!(a.check().impact, Impact::Capacity);
+        let held = answer(&steps, TargetLoad::Rate(15.0), &slo, 0.2, 1).unwrap();
+        assert_ne!(held.check().status, Status::Fail);
+        // In concurrency: 4 in flight per replica.
+        let a = answer(&steps, TargetLoad::Concurrency(10), &slo, 0.2, 2).unwrap();
+        assert_eq!((a.per_replica, a.replicas), (4.0, 3));
+    }
+
+    #[test]
+    fn the_backtest_predicts_a_held_out_step_from_its_neighbours() {
+        let slo = Objectives::default();
+        // Goodput linear in concurrency below the slots: the interpolation is exact.
+        let steps = ramp(16);
+        let a = answer(&steps, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
+        let b = a.backtest.clone().unwrap();
+        assert!(b.error < 1e-9, "{b:?}");
+        assert!(!a.low_confidence);
+        // A knee between the neighbours: the interpolation misses, low confidence.
+        let mut bent = ramp(16);
+        bent[3].goodput.as_mut().unwrap().requests_per_s = 20.0;
+        let a = answer(&bent, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
+        assert!(a.low_confidence, "{}", a.line());
+        assert!(a.line().contains("LOW CONFIDENCE"));
+    }
+
+    #[test]
+    fn without_goodput_a_rate_target_has_no_answer() {
+        let mut steps = ramp(4);
+        for s in &mut steps {
+            s.goodput = None;
+        }
+        assert!(answer(
+            &steps,
+            TargetLoad::Rate(5.0),
+            &Objectives::default(),
+            0.2,
+            1
+        )
+        .is_none());
+    }
+}
