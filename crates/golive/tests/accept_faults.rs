@@ -444,6 +444,9 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
         let a = answer(&steps, TargetLoad::Rate(target), &slo, 0.2, 1).unwrap();
         assert_eq!(a.replicas, replicas, "target {target}: {}", a.line());
     }
-    assert!(r["verdict_reason"].as_str().unwrap().contains("capacity: target 40.00 req/s"));
+    assert!(r["verdict_reason"]
+        .as_str()
+        .unwrap()
+        .contains("capacity: target 40.00 req/s"));
     eprintln!("{}", cap["measurement"]);
 }

@@ -45,13 +45,16 @@ pub const MAX_BACKTEST_ERROR: f64 = 0.15;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapacityAnswer {
     pub target: TargetLoad,
-    /// The prompt length (tokens) whose capacity binds.
+    /// The kind of request whose capacity binds (`short`, `long`), and its longest prompt.
+    pub kind: String,
     pub prompt_tokens: u32,
     /// One replica's capacity at the objectives (req/s, or concurrency).
     pub per_replica: f64,
     /// Where the boundary lies: the holding step, and the first failing step above it
     /// (none: the ramp never failed, so the capacity is at least `per_replica`).
     pub bracket: (f64, Option<f64>),
+    /// The concurrency of the first failing step above the capacity, if the ramp got there.
+    pub failing_concurrency: Option<u32>,
     /// What failed first above the capacity.
     pub binding: String,
     pub headroom: f64,
@@ -64,18 +67,33 @@ pub struct CapacityAnswer {
     pub low_confidence: bool,
 }
 
-/// What the ramp measured on one prompt length.
+/// What the ramp measured on one kind of request (`short`, `long`).
 struct Series<'a> {
+    kind: &'a str,
     prompt_tokens: u32,
     steps: Vec<&'a RampStep>,
+}
+
+/// A step's kind, from its label (`4 x long (256 tokens context)`: `long`); the long
+/// prompts grow with the step, so the length itself does not group them.
+fn kind(s: &RampStep) -> &str {
+    s.label
+        .split(" x ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or(&s.label)
 }
 
 fn series(steps: &[RampStep]) -> Vec<Series<'_>> {
     let mut out: Vec<Series> = Vec::new();
     for s in steps {
-        match out.iter_mut().find(|x| x.prompt_tokens == s.prompt_tokens) {
-            Some(x) => x.steps.push(s),
+        match out.iter_mut().find(|x| x.kind == kind(s)) {
+            Some(x) => {
+                x.steps.push(s);
+                x.prompt_tokens = x.prompt_tokens.max(s.prompt_tokens);
+            }
             None => out.push(Series {
+                kind: kind(s),
                 prompt_tokens: s.prompt_tokens,
                 steps: vec![s],
             }),
@@ -132,7 +150,7 @@ fn series_capacity<'a>(
 /// What failed first in `s`, in words (its judgement, else its errors).
 fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
     let Some(s) = s else {
-        return "none reached: the ramp held at every step".into();
+        return "none: the ramp held at every step".into();
     };
     let mut why = Vec::new();
     let over = |v: f64, lim: Option<f64>| lim.is_some_and(|l| v > l);
@@ -221,17 +239,20 @@ pub fn answer(
     let low_confidence = backtest
         .as_ref()
         .is_none_or(|b| b.error > MAX_BACKTEST_ERROR);
-    // The binding objective: where this series failed, else where another one did.
+    // The binding objective: where this series failed, else where the ramp first did.
     let other_fail = || {
-        all.iter()
-            .filter_map(|y| series_capacity(y, target).and_then(|c| c.3))
-            .next()
+        steps
+            .iter()
+            .filter(|s| s.status == Some(Status::Fail))
+            .min_by_key(|s| s.concurrency)
     };
     Some(CapacityAnswer {
         target,
+        kind: x.kind.to_string(),
         prompt_tokens: x.prompt_tokens,
         per_replica: best,
         bracket: (best, upper),
+        failing_concurrency: fail.map(|f| f.concurrency),
         binding: binding(fail.or_else(other_fail), slo),
         headroom,
         replicas: count(best),
@@ -250,12 +271,14 @@ impl CapacityAnswer {
             TargetLoad::Rate(r) => ("req/s", format!("{r:.2} req/s")),
             TargetLoad::Concurrency(c) => ("in flight", format!("{c} in flight")),
         };
-        let bound = match self.bracket.1 {
-            Some(u) => format!("boundary below {u:.2}"),
-            None => "the ramp never failed: at least this".into(),
+        let bound = match (self.failing_concurrency, self.bracket.1) {
+            (Some(c), Some(u)) => format!("the step at concurrency {c} fails, below {u:.2}"),
+            (Some(c), None) => format!("the step at concurrency {c} fails"),
+            _ => "no failing step of this kind above it: at least this".into(),
         };
         let mut line = format!(
-            "target {target} ({} prompt tokens): one replica holds {:.2} {unit} ({bound}); binding: {}; {} replica(s) ({} at the boundary) with {:.0}% headroom, {} under test",
+            "target {target} ({} requests, up to {} prompt tokens): one replica holds {:.2} {unit} ({bound}); binding: {}; {} replica(s) ({} at the boundary) with {:.0}% headroom, {} under test",
+            self.kind,
             self.prompt_tokens,
             self.per_replica,
             self.binding,
@@ -317,7 +340,7 @@ mod tests {
         let e2e = service_s * 1000.0 * f64::from(c.div_ceil(slots));
         let ok = e2e <= e2e_slo_ms;
         RampStep {
-            label: format!("c{c}"),
+            label: format!("{c} x short (100 tokens)"),
             concurrency: c,
             prompt_tokens: 100,
             e2e_ms: Percentiles {
