@@ -103,6 +103,9 @@ pub struct Evaluation {
     /// The latest probe of the window (`--probe-every-s`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeSample>,
+    /// Who rolls back, from the baseline's sign-off (`signoff --rollback-owner`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_owner: Option<String>,
 }
 
 /// A counter restart seen between two readings.

@@ -547,6 +547,14 @@ impl Report {
         write_atomic(&dir.join(exporters::Json.file_name()), &json)
     }
 
+    /// Who rolls back, as the newest sign-off that names one says.
+    pub fn rollback_owner(&self) -> Option<&str> {
+        self.signoffs
+            .iter()
+            .rev()
+            .find_map(|s| s.rollback_owner.as_deref())
+    }
+
     /// Sets `verdict` and `verdict_reason` from the checks.
     pub fn decide(&mut self) {
         let (verdict, mut reason) = decide_verdict(&self.checks);

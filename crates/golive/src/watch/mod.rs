@@ -128,9 +128,13 @@ pub async fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEn
         args.probe_every.is_none_or(|d| !d.is_zero()) && !args.probe_deadline.is_zero(),
         "--probe-every-s and --probe-deadline-s must be above zero"
     );
-    let baseline = match &args.baseline {
-        Some(p) => Report::load(p)?.baseline,
-        None => Baseline::default(),
+    let (baseline, rollback_owner) = match &args.baseline {
+        Some(p) => {
+            let r = Report::load(p)?;
+            let owner = r.rollback_owner().map(str::to_string);
+            (r.baseline, owner)
+        }
+        None => (Baseline::default(), None),
     };
     let target = crate::target::Target::new(&args.url, &args.target)?;
     let client = target.http_client()?;
@@ -141,7 +145,8 @@ pub async fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEn
         deadline: args.probe_deadline,
     };
     let metrics_url = target.url("/metrics");
-    let end = watch_loop(args, events, &baseline, &client, &metrics_url, &prober).await?;
+    let accepted = (&baseline, rollback_owner.as_deref());
+    let end = watch_loop(args, events, accepted, &client, &metrics_url, &prober).await?;
     // A reporter that failed on the last window (stdout on a full disk) ends the watch.
     events.check()?;
     Ok(end)
@@ -183,7 +188,7 @@ impl Prober {
 async fn watch_loop(
     args: &WatchOptions,
     events: &Events,
-    baseline: &Baseline,
+    (baseline, rollback_owner): (&Baseline, Option<&str>),
     client: &reqwest::Client,
     metrics_url: &str,
     prober: &Prober,
@@ -320,7 +325,8 @@ async fn watch_loop(
         state.trim(t);
         let window_full = t + 1e-6 >= window_s;
         if window_full {
-            let ev = state.evaluate(baseline, &limits);
+            let mut ev = state.evaluate(baseline, &limits);
+            ev.rollback_owner = rollback_owner.map(str::to_string);
             if !ev.firing.is_empty() {
                 events.emit(Event::Evaluated(Box::new(ev)));
                 return Ok(WatchEnd::Fired);
@@ -490,6 +496,9 @@ pub fn render_text(url: &str, ev: &Evaluation) -> String {
     }
     if !ev.firing.is_empty() {
         let _ = writeln!(out, "{ROLLBACK_REMINDER}");
+        if let Some(owner) = &ev.rollback_owner {
+            let _ = writeln!(out, "Rollback owner: {owner}");
+        }
     }
     out
 }
@@ -497,6 +506,31 @@ pub fn render_text(url: &str, ev: &Evaluation) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_firing_names_the_rollback_owner_of_the_signed_baseline() {
+        let mut ev = Evaluation {
+            window_s: 60.0,
+            samples: 3,
+            engine: None,
+            summary: Default::default(),
+            firing: vec![crate::events::watch::Firing {
+                trigger: crate::events::watch::Trigger::Oom,
+                title: "repeated OOM",
+                evidence: vec!["CUDA out of memory".into()],
+            }],
+            resets: Vec::new(),
+            notes: Vec::new(),
+            probe: None,
+            rollback_owner: Some("oncall-llm".into()),
+        };
+        let text = render_text("http://x", &ev);
+        assert!(text.contains("Rollback owner: oncall-llm"), "{text}");
+        let json = evaluation_json("http://x", &ev).unwrap();
+        assert_eq!(json["rollback_owner"], "oncall-llm");
+        ev.rollback_owner = None;
+        assert!(!render_text("http://x", &ev).contains("Rollback owner"));
+    }
 
     #[test]
     fn a_scrape_waits_about_one_interval() {

@@ -380,6 +380,18 @@ pub fn render_yaml(file: &RuleFile, source: &str, left_out: &[String]) -> anyhow
     Ok(out)
 }
 
+/// Every rollback rule names who rolls back (`signoff --rollback-owner`).
+pub fn name_the_owner(file: &mut RuleFile, owner: &str) {
+    for g in &mut file.groups {
+        for r in &mut g.rules {
+            if r.annotations.contains_key("rollback") {
+                r.annotations
+                    .insert("rollback_owner".to_string(), owner.to_string());
+            }
+        }
+    }
+}
+
 /// The rule file for the baseline of `args`, as YAML, and the rules left out (why).
 pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> {
     anyhow::ensure!(
@@ -407,7 +419,10 @@ pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> 
         tool_error_counters: args.tool_error_counters.clone(),
         stall_after: args.stall_after,
     };
-    let (file, left_out) = build_rules(&report.baseline, &opts);
+    let (mut file, left_out) = build_rules(&report.baseline, &opts);
+    if let Some(owner) = report.rollback_owner() {
+        name_the_owner(&mut file, owner);
+    }
     let source = crate::report::report_path(&args.baseline)
         .display()
         .to_string();
@@ -418,6 +433,28 @@ pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rollback_owner_is_named_on_every_rollback_rule() {
+        let b = Baseline {
+            ttft_p50_ms: Some(250.0),
+            waiting_max: Some(4.0),
+            request_rate_rps: Some(2.0),
+            ..Default::default()
+        };
+        let (mut file, _) = build_rules(&b, &RuleOptions::default());
+        name_the_owner(&mut file, "oncall-llm");
+        let rules: Vec<&AlertRule> = file.groups.iter().flat_map(|g| &g.rules).collect();
+        assert!(rules.iter().any(|r| r.annotations.contains_key("rollback")));
+        for r in rules {
+            assert_eq!(
+                r.annotations.get("rollback_owner").map(String::as_str),
+                r.annotations.get("rollback").map(|_| "oncall-llm"),
+                "{}",
+                r.alert
+            );
+        }
+    }
 
     #[test]
     fn numbers_and_durations_are_promql() {

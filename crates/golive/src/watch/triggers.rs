@@ -98,6 +98,7 @@ pub fn evaluate_with_probes(
         resets: signals::resets(readings),
         notes: Vec::new(),
         probe: probes.last().cloned(),
+        rollback_owner: None,
     };
     summarize(readings, &mut ev.summary);
     judge_oom(readings, hits, baseline, limits, &mut ev);
