@@ -549,3 +549,47 @@ json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
     let p = triage_text(&log(other)).primary.unwrap();
     assert_ne!(p.rule, "config-model-json-corrupt", "{p:?}");
 }
+
+/// An exception raised inside a third-party kernel or hardware package the engine calls
+/// (flashinfer, bitsandbytes, a hardware plugin) is a dependency mismatch, whatever the
+/// engine frames above it; one raised inside Triton stays the engine's (its kernel).
+#[test]
+fn an_error_inside_a_kernel_package_is_a_dependency() {
+    let log = |pkg_frame: &str, exc: &str| {
+        format!(
+            "INFO 06-06 00:28:20 [core.py:60] Initializing a V1 LLM engine (v0.9.0) with config: model='m'
+ERROR 06-06 00:28:27 [core.py:500] EngineCore failed to start.
+ERROR 06-06 00:28:27 [core.py:500] Traceback (most recent call last):
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py\", line 2101, in profile_run
+ERROR 06-06 00:28:27 [core.py:500]     hidden_states = self._dummy_run(self.max_num_tokens)
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/{pkg_frame}\", line 88, in run
+ERROR 06-06 00:28:27 [core.py:500]     out = op(*args)
+ERROR 06-06 00:28:27 [core.py:500] {exc}
+"
+        )
+    };
+    for (frame, exc) in [
+        (
+            "flashinfer/decode.py",
+            "RuntimeError: BatchDecodeWithPagedKVCache failed with error code no kernel image",
+        ),
+        (
+            "bitsandbytes/functional.py",
+            "RuntimeError: quantize_4bit not implemented for this device",
+        ),
+        (
+            "vllm_ascend/worker/model_runner_v1.py",
+            "RuntimeError: call aclnnInplaceZero failed, error code is 561103",
+        ),
+    ] {
+        let p = triage_text(&log(frame, exc)).primary.unwrap();
+        assert_eq!((p.class, p.line), (Class::Dependency, 8), "{frame}: {p:?}");
+        assert_eq!(p.rule, "frames-dependency-kernels", "{frame}");
+    }
+    let triton = log(
+        "triton/runtime/jit.py",
+        "RuntimeError: the kernel's launch failed in a way nobody names",
+    );
+    let p = triage_text(&triton).primary.unwrap();
+    assert_ne!(p.class, Class::Dependency, "{p:?}");
+}
