@@ -164,10 +164,16 @@ fn by_checks(item: &ItemSpec, checks: &[Check]) -> (ItemState, Vec<String>, Stri
         return (ItemState::Proven, passed, detail);
     }
     let skipped = ids(&[Status::Skip, Status::Unknown]);
-    let why = if skipped.is_empty() {
-        "no check of the run covers it".to_string()
-    } else {
-        format!("its checks did not run ({})", skipped.join(", "))
+    let why = match matched
+        .iter()
+        .find(|c| matches!(c.status, Status::Skip | Status::Unknown))
+    {
+        None => "no check of the run covers it".to_string(),
+        Some(first) => format!(
+            "its checks could not judge it ({}: {})",
+            skipped.join(", "),
+            first.measurement
+        ),
     };
     (
         ItemState::NeedsPerson,
@@ -331,7 +337,7 @@ mod tests {
         let e = judge(&item, &r);
         assert_eq!(e.state, ItemState::NeedsPerson);
         assert!(
-            e.detail.contains("did not run (agent_tool)"),
+            e.detail.contains("could not judge it (agent_tool: "),
             "{}",
             e.detail
         );
