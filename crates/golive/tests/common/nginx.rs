@@ -70,7 +70,19 @@ http {{
 }
 
 impl Drop for Nginx {
+    /// SIGTERM, so that the master stops its worker (a SIGKILLed master leaves the worker
+    /// running, orphaned); SIGKILL only when it has not ended within 5 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while std::time::Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
