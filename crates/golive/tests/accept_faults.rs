@@ -388,7 +388,8 @@ fn no_content_keeps_prompts_and_answers_out_of_the_report() {
 /// three targets need: one run for the verdict, the same steps for the other targets.
 #[test]
 fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
-    use golive::accept::capacity::{answer, Objectives, TargetLoad};
+    use golive::accept::capacity::{answer, TargetLoad};
+    use golive::accept::ramp::StepObjectives;
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(start(Fault::Slots {
         slots: 4,
@@ -436,7 +437,7 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
 
     let steps: Vec<golive::report::RampStep> =
         serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
-    let slo = Objectives {
+    let slo = StepObjectives {
         e2e_p95_ms: Some(300.0),
         ..Default::default()
     };

@@ -16,6 +16,7 @@
 
 use serde::Serialize;
 
+use super::ramp::StepObjectives;
 use crate::report::{Check, CheckId, Impact, RampStep, Stage, Status};
 
 /// What production must carry.
@@ -147,22 +148,18 @@ fn series_capacity<'a>(
     Some((best, upper, x.steps[i], fail))
 }
 
-/// What failed first in `s`, in words (its judgement, else its errors).
-fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
+/// What failed first in `s`, in words (its missed objectives, then its errors).
+fn binding(s: Option<&RampStep>, slo: &StepObjectives) -> String {
     let Some(s) = s else {
         return "none: the ramp held at every step".into();
     };
-    let mut why = Vec::new();
-    let over = |v: f64, lim: Option<f64>| lim.is_some_and(|l| v > l);
-    if over(s.ttft_ms.p95, slo.ttft_p95_ms) {
-        why.push(format!("TTFT p95 {:.0} ms", s.ttft_ms.p95));
-    }
-    if over(s.itl_ms.p95, slo.itl_p95_ms) {
-        why.push(format!("ITL p95 {:.0} ms", s.itl_ms.p95));
-    }
-    if over(s.e2e_ms.p95, slo.e2e_p95_ms) {
-        why.push(format!("E2E p95 {:.0} ms", s.e2e_ms.p95));
-    }
+    let mut missed = slo.missed(&s.ttft_ms, &s.itl_ms, &s.e2e_ms);
+    // Named as the request sees them: first token, tokens, whole answer.
+    missed.sort_by_key(|m| ["TTFT", "ITL", "E2E"].iter().position(|n| *n == m.name));
+    let mut why: Vec<String> = missed
+        .iter()
+        .map(|m| format!("{} p95 {:.0} ms", m.name, m.p95))
+        .collect();
     if s.errors > 0 {
         why.push(format!("{} errors", s.errors));
     }
@@ -173,14 +170,6 @@ fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
         why.push("the step's judgement".into());
     }
     format!("{} at concurrency {}", why.join(", "), s.concurrency)
-}
-
-/// The step-level objectives (`--slo-*-p95-ms`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Objectives {
-    pub ttft_p95_ms: Option<f64>,
-    pub itl_p95_ms: Option<f64>,
-    pub e2e_p95_ms: Option<f64>,
 }
 
 /// Each interior step predicted from its neighbours; the one nearest `near` (by
@@ -218,7 +207,7 @@ fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
 pub fn answer(
     steps: &[RampStep],
     target: TargetLoad,
-    slo: &Objectives,
+    slo: &StepObjectives,
     headroom: f64,
     replicas_now: u32,
 ) -> Option<CapacityAnswer> {
@@ -344,6 +333,7 @@ mod tests {
             concurrency: c,
             prompt_tokens: 100,
             e2e_ms: Percentiles {
+                count: u64::from(c) * 4,
                 p95: e2e,
                 ..Default::default()
             },
@@ -366,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_known_replica_gives_the_replica_count_for_three_targets() {
-        let slo = Objectives {
+        let slo = StepObjectives {
             e2e_p95_ms: Some(300.0),
             ..Default::default()
         };
@@ -394,7 +384,7 @@ mod tests {
 
     #[test]
     fn the_backtest_predicts_a_held_out_step_from_its_neighbours() {
-        let slo = Objectives::default();
+        let slo = StepObjectives::default();
         // Goodput linear in concurrency below the slots: the interpolation is exact.
         let steps = ramp(16);
         let a = answer(&steps, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
@@ -418,7 +408,7 @@ mod tests {
         assert!(answer(
             &steps,
             TargetLoad::Rate(5.0),
-            &Objectives::default(),
+            &StepObjectives::default(),
             0.2,
             1
         )

@@ -127,6 +127,15 @@ impl AcceptOptions {
             self.slo_e2e_p95_ms,
         )
     }
+
+    /// The same objectives at the step level: a ramp step's p95s against them.
+    pub fn step_objectives(&self) -> ramp::StepObjectives {
+        ramp::StepObjectives {
+            ttft_p95_ms: self.slo_ttft_p95_ms,
+            itl_p95_ms: self.slo_itl_p95_ms,
+            e2e_p95_ms: self.slo_e2e_p95_ms,
+        }
+    }
 }
 
 /// One API server under test.
@@ -484,11 +493,7 @@ fn closing_checks(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
 fn capacity_check(plan: &AcceptPlan<'_>, steps: &[crate::report::RampStep]) -> Option<Check> {
     let args = plan.args;
     let target = args.target_load?;
-    let slo = capacity::Objectives {
-        ttft_p95_ms: args.slo_ttft_p95_ms,
-        itl_p95_ms: args.slo_itl_p95_ms,
-        e2e_p95_ms: args.slo_e2e_p95_ms,
-    };
+    let slo = args.step_objectives();
     let replicas = plan.nodes.len() as u32;
     Some(
         match capacity::answer(steps, target, &slo, args.headroom, replicas) {

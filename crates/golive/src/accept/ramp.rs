@@ -18,7 +18,9 @@ use crate::agent::mix::AgentMix;
 use crate::client::{ErrorClass, ErrorKind, Slo};
 use crate::events::Event;
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
-use crate::report::{Baseline, Check, CheckId, Impact, Owner, RampStep, Stage, Status};
+use crate::report::{
+    Baseline, Check, CheckId, Impact, Owner, Percentiles, RampStep, Stage, Status,
+};
 
 /// One planned step.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,12 +45,8 @@ pub struct RampConfig {
     pub requests_per_stream: u32,
     /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
     pub tokens_per_word: f64,
-    /// A step fails when its TTFT p95 (ms) is above this.
-    pub slo_ttft_p95_ms: Option<f64>,
-    /// A step fails when its ITL p95 (ms) is above this.
-    pub slo_itl_p95_ms: Option<f64>,
-    /// A step fails when its E2E p95 (ms) is above this.
-    pub slo_e2e_p95_ms: Option<f64>,
+    /// A step fails when one of its latency p95s is above its objective.
+    pub objectives: StepObjectives,
     /// The per-request objectives each step counts goodput against.
     pub slo: Option<Slo>,
     /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
@@ -129,9 +127,7 @@ impl RampConfig {
             short_prompt: args.short_prompt,
             requests_per_stream: args.ramp_requests,
             tokens_per_word: plan.tokens_per_word,
-            slo_ttft_p95_ms: args.slo_ttft_p95_ms,
-            slo_itl_p95_ms: args.slo_itl_p95_ms,
-            slo_e2e_p95_ms: args.slo_e2e_p95_ms,
+            objectives: args.step_objectives(),
             slo: args.slo(),
             agent_mix: plan.agent_mix.clone(),
         }
@@ -390,36 +386,62 @@ fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
             j.warn(format!("{pre:.0} preemptions"));
         }
     }
-    let (ttft, itl) = (s.ttft_ms(), s.itl_ms());
-    if let Some(slo) = cfg
-        .slo_ttft_p95_ms
-        .filter(|slo| ttft.count > 0 && ttft.p95 > *slo)
+    for m in cfg
+        .objectives
+        .missed(&s.ttft_ms(), &s.itl_ms(), &s.e2e_ms())
     {
+        let d = m.digits;
         j.fail(
             true,
-            format!("TTFT p95 {:.0} ms above the SLO {slo:.0} ms", ttft.p95),
-        );
-    }
-    let e2e = s.e2e_ms();
-    if let Some(slo) = cfg
-        .slo_e2e_p95_ms
-        .filter(|slo| e2e.count > 0 && e2e.p95 > *slo)
-    {
-        j.fail(
-            true,
-            format!("E2E p95 {:.0} ms above the SLO {slo:.0} ms", e2e.p95),
-        );
-    }
-    if let Some(slo) = cfg
-        .slo_itl_p95_ms
-        .filter(|slo| itl.count > 0 && itl.p95 > *slo)
-    {
-        j.fail(
-            true,
-            format!("ITL p95 {:.1} ms above the SLO {slo:.1} ms", itl.p95),
+            format!(
+                "{} p95 {:.d$} ms above the SLO {:.d$} ms",
+                m.name, m.p95, m.limit
+            ),
         );
     }
     j
+}
+
+/// The step-level latency objectives (`--slo-*-p95-ms`): a ramp step fails on each one
+/// its p95 is above, and the capacity answer names the first missed as binding.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepObjectives {
+    pub ttft_p95_ms: Option<f64>,
+    pub itl_p95_ms: Option<f64>,
+    pub e2e_p95_ms: Option<f64>,
+}
+
+/// One objective a step missed: its name, the step's p95, the objective, and the digits
+/// it is written with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Missed {
+    pub name: &'static str,
+    pub p95: f64,
+    pub limit: f64,
+    pub digits: usize,
+}
+
+impl StepObjectives {
+    /// The objectives missed, in the order TTFT, E2E, ITL; a latency with no samples
+    /// misses nothing.
+    pub fn missed(&self, ttft: &Percentiles, itl: &Percentiles, e2e: &Percentiles) -> Vec<Missed> {
+        [
+            ("TTFT", self.ttft_p95_ms, ttft, 0),
+            ("E2E", self.e2e_p95_ms, e2e, 0),
+            ("ITL", self.itl_p95_ms, itl, 1),
+        ]
+        .into_iter()
+        .filter_map(|(name, limit, p, digits)| {
+            let limit = limit.filter(|l| p.count > 0 && p.p95 > *l)?;
+            Some(Missed {
+                name,
+                p95: p.p95,
+                limit,
+                digits,
+            })
+        })
+        .collect()
+    }
 }
 
 fn step_record(p: &StepPlan, m: &StepMeasured, status: Status) -> RampStep {
@@ -695,9 +717,7 @@ mod tests {
             short_prompt: 128,
             requests_per_stream: 2,
             tokens_per_word: 1.0,
-            slo_ttft_p95_ms: None,
-            slo_itl_p95_ms: None,
-            slo_e2e_p95_ms: None,
+            objectives: StepObjectives::default(),
             slo: None,
             agent_mix: None,
         };
