@@ -92,6 +92,19 @@ pub struct TargetOptions {
     pub pool_idle_timeout: Duration,
 }
 
+/// The `Authorization` header for `value` (`Bearer KEY`, `Basic ...`), marked sensitive
+/// so it is never logged; none: no header.
+pub fn auth_headers(value: Option<&str>) -> anyhow::Result<reqwest::header::HeaderMap> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(auth) = value {
+        let mut value = reqwest::header::HeaderValue::from_str(auth)
+            .context("API key contains characters not allowed in a header")?;
+        value.set_sensitive(true);
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    Ok(headers)
+}
+
 /// One OpenAI-compatible server.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -185,20 +198,13 @@ impl Target {
     }
 
     fn build_client(&self, max_idle_per_host: usize) -> anyhow::Result<reqwest::Client> {
-        let mut headers = reqwest::header::HeaderMap::new();
         let auth = match (self.api_key.expose(), &self.basic_auth) {
             (Some(key), _) => Some(format!("Bearer {key}")),
             (None, Some(basic)) => Some(basic.header_value()),
             (None, None) => None,
         };
-        if let Some(auth) = auth {
-            let mut value = reqwest::header::HeaderValue::from_str(&auth)
-                .context("API key contains characters not allowed in a header")?;
-            value.set_sensitive(true);
-            headers.insert(reqwest::header::AUTHORIZATION, value);
-        }
         reqwest::Client::builder()
-            .default_headers(headers)
+            .default_headers(auth_headers(auth.as_deref())?)
             .connect_timeout(self.connect_timeout)
             .timeout(self.request_timeout)
             .pool_max_idle_per_host(max_idle_per_host)

@@ -90,20 +90,17 @@ async fn compare(
     use super::trigger;
     anyhow::ensure!(!reference.cases.is_empty(), "no tool cases to compare");
     let url = opts.urls.first().context("no --url")?;
-    let tested = match &opts.http {
-        Some(h) => h.clone(),
-        None => reqwest::Client::builder().timeout(opts.timeout).build()?,
-    };
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(key) = &reference.api_key {
-        let mut v = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-            .context("the reference key is not a valid header value")?;
-        v.set_sensitive(true);
-        headers.insert(reqwest::header::AUTHORIZATION, v);
-    }
+    let tested = client(opts)?;
+    let bearer = reference
+        .api_key
+        .as_ref()
+        .map(|key| format!("Bearer {key}"));
     let other = reqwest::Client::builder()
         .timeout(opts.timeout)
-        .default_headers(headers)
+        .default_headers(
+            crate::target::auth_headers(bearer.as_deref())
+                .context("the reference key is not a valid header value")?,
+        )
         .build()?;
     let ref_model = reference.model.as_deref().unwrap_or(&opts.model);
     let mut pairs = Vec::new();
@@ -129,10 +126,7 @@ async fn compare(
 /// The params item on every replica, prompt tokens and reasoning on every replica,
 /// and the short greedy request on every path.
 async fn quick_items(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractCheck>, u64)> {
-    let http = match &opts.http {
-        Some(h) => h.clone(),
-        None => reqwest::Client::builder().timeout(opts.timeout).build()?,
-    };
+    let http = client(opts)?;
     let mut checks = Vec::new();
     let mut requests = 0;
     for url in &opts.urls {
@@ -164,6 +158,14 @@ async fn quick_items(opts: &ContractOptions) -> anyhow::Result<(Vec<ContractChec
     let (path_checks, n) = every_path(&http, opts).await;
     checks.extend(path_checks);
     Ok((checks, requests + n))
+}
+
+/// The deployment's client: accept's, with its credentials, else a plain one.
+fn client(opts: &ContractOptions) -> anyhow::Result<reqwest::Client> {
+    match &opts.http {
+        Some(h) => Ok(h.clone()),
+        None => Ok(reqwest::Client::builder().timeout(opts.timeout).build()?),
+    }
 }
 
 /// The chat both prompt-token requests send.
@@ -371,8 +373,8 @@ fn merge(body: &mut Value, extra: Option<&Value>) {
     }
 }
 
-/// POSTs JSON to a whole URL; the HTTP status (0 when no answer came) and the body,
-/// read up to the client's body cap (a longer one reads as empty).
+/// Sends a request; the HTTP status (0 when no answer came) and the body, read up to the
+/// client's body cap (a longer one reads as empty).
 async fn send(req: reqwest::RequestBuilder) -> (u16, Vec<u8>) {
     let Ok(resp) = req.send().await else {
         return (0, Vec::new());
@@ -388,24 +390,26 @@ fn json_of(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).unwrap_or(Value::Null)
 }
 
+/// POSTs JSON to a whole URL; the status and the JSON body.
 async fn post_to(http: &reqwest::Client, url: &str, body: &Value) -> (u16, Value) {
     let (status, bytes) = send(http.post(url).json(body)).await;
     (status, json_of(&bytes))
 }
 
+/// A chat completion request to the server at `url`.
+fn chat(http: &reqwest::Client, url: &str, body: &Value) -> reqwest::RequestBuilder {
+    http.post(format!("{}/v1/chat/completions", url.trim_end_matches('/')))
+        .json(body)
+}
+
 /// POSTs a streamed chat completion; the event stream as text (empty when none came).
 async fn post_stream(http: &reqwest::Client, url: &str, body: &Value) -> String {
-    let req = http
-        .post(format!("{}/v1/chat/completions", url.trim_end_matches('/')))
-        .json(body);
-    String::from_utf8_lossy(&send(req).await.1).into_owned()
+    String::from_utf8_lossy(&send(chat(http, url, body)).await.1).into_owned()
 }
 
 /// POSTs a chat completion (to one rank, by header); the status and the JSON body.
 async fn post(http: &reqwest::Client, url: &str, rank: Option<&str>, body: &Value) -> (u16, Value) {
-    let mut req = http
-        .post(format!("{}/v1/chat/completions", url.trim_end_matches('/')))
-        .json(body);
+    let mut req = chat(http, url, body);
     if let Some(r) = rank {
         req = req.header("X-data-parallel-rank", r);
     }
