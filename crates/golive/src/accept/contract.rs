@@ -13,22 +13,15 @@ use crate::report::{Check, CheckId, Impact, Stage, Status};
 
 pub(super) async fn stage(plan: &AcceptPlan<'_>) -> StageResult {
     let started = Instant::now();
-    let opts = match options(plan) {
-        Ok(o) => o,
-        Err(e) => return summary_only(Status::Fail, format!("the contract cannot run: {e:#}")),
-    };
+    let opts = options(plan);
     match crate::contract::run::run(&opts).await {
         Ok(run) => result(&run, started),
         Err(e) => summary_only(Status::Fail, format!("the contract stopped: {e:#}")),
     }
 }
 
-fn options(plan: &AcceptPlan<'_>) -> anyhow::Result<ContractOptions> {
-    let profile = match &plan.args.profile {
-        Some(p) => crate::profile::Profile::load(p)?,
-        None => crate::profile::Profile::generic().clone(),
-    };
-    Ok(ContractOptions {
+fn options(plan: &AcceptPlan<'_>) -> ContractOptions {
+    ContractOptions {
         urls: plan
             .nodes
             .iter()
@@ -36,11 +29,11 @@ fn options(plan: &AcceptPlan<'_>) -> anyhow::Result<ContractOptions> {
             .collect(),
         model: plan.model.clone(),
         dp_size: plan.args.data_parallel_size.max(1) as usize,
-        spec: profile.contract,
+        spec: plan.profile.contract.clone(),
         timeout: plan.node().target.request_timeout,
         reference: None,
         http: Some(plan.node().client.http.clone()),
-    })
+    }
 }
 
 fn result(run: &ContractRun, started: Instant) -> StageResult {

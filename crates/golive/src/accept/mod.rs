@@ -191,9 +191,10 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<Accept
         );
     }
     // The inputs are read and checked before the first request.
-    let worksheet = match &args.profile {
-        Some(p) => crate::profile::Profile::load(p)?.worksheet_items(),
-        None => crate::profile::Profile::generic().worksheet_items(),
+    // The profile, loaded once: the contract stage and the worksheet read it.
+    let profile = match &args.profile {
+        Some(p) => crate::profile::Profile::load(p)?,
+        None => crate::profile::Profile::generic().clone(),
     };
     crate::agent::validate(&args.agent)?;
     let publisher = Publisher::new(events, &args.out);
@@ -219,9 +220,10 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<Accept
         .or_else(|| std::env::var("LOGNAME").ok());
     publisher.update(&report)?;
     let outcome = tokio::select! {
-        r = run_stages(args, &publisher, &mut nodes, &mut report) => Some(r?),
+        r = run_stages(args, &profile, &publisher, &mut nodes, &mut report) => Some(r?),
         () = interrupted() => None,
     };
+    let worksheet = profile.worksheet_items();
     let end = finish(args, &publisher, &mut report, outcome, &worksheet).await?;
     Ok(AcceptOutcome { end, report })
 }
@@ -341,6 +343,7 @@ fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
 
 async fn run_stages(
     args: &AcceptOptions,
+    profile: &crate::profile::Profile,
     publisher: &Publisher,
     nodes: &mut [Node],
     report: &mut Report,
@@ -361,7 +364,8 @@ async fn run_stages(
     };
     tracker.enter(Stage::Basic, &ctx);
     let basic_ok = basic(nodes, &model, &ctx).await?;
-    let (plan, mix_error) = AcceptPlan::resolve(args, nodes, infos, model, basic_ok, &ctx).await;
+    let (plan, mix_error) =
+        AcceptPlan::resolve(args, profile, nodes, infos, model, basic_ok, &ctx).await;
     ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
     // The stages after basic: each runs, or is skipped by the plan's one rule.
     for p in &PLANNED {

@@ -7,10 +7,13 @@ use super::engine::ServerInfo;
 use super::stage::{StageCtx, StageResult};
 use super::{AcceptOptions, Node, SkippableStage};
 use crate::agent::mix::AgentMix;
+use crate::profile::Profile;
 use crate::report::{Check, CheckId, Stage};
 
 pub(super) struct AcceptPlan<'a> {
     pub args: &'a AcceptOptions,
+    /// The deployment profile (`--profile`, else the generic one), loaded once.
+    pub profile: &'a Profile,
     /// The servers under test; the load stages run on the first.
     pub nodes: &'a [Node],
     /// What the service stage learned, per node.
@@ -34,6 +37,7 @@ impl<'a> AcceptPlan<'a> {
     /// The plan for the stages after basic; an `--agent-mix` that cannot be built is a check.
     pub async fn resolve(
         args: &'a AcceptOptions,
+        profile: &'a Profile,
         nodes: &'a [Node],
         infos: Vec<ServerInfo>,
         model: String,
@@ -57,6 +61,7 @@ impl<'a> AcceptPlan<'a> {
         let max_context = max_context(args, &infos[0], ctx);
         let plan = AcceptPlan {
             args,
+            profile,
             nodes,
             infos,
             model,

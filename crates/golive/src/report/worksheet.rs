@@ -231,32 +231,31 @@ fn with_signoffs(entry: &mut Entry, signoffs: &[Signoff]) {
     }
 }
 
-/// The report's worksheet as it stands now: the run's items with what every sign-off
-/// added.
-pub fn current(report: &Report) -> Vec<Entry> {
+/// The run's items with what `signoffs` add.
+fn judged_with(report: &Report, signoffs: &[Signoff]) -> Vec<Entry> {
     report
         .worksheet
         .iter()
         .cloned()
         .map(|mut e| {
-            with_signoffs(&mut e, &report.signoffs);
+            with_signoffs(&mut e, signoffs);
             e
         })
         .collect()
+}
+
+/// The report's worksheet as it stands now: the run's items with what every sign-off
+/// added.
+pub fn current(report: &Report) -> Vec<Entry> {
+    judged_with(report, &report.signoffs)
 }
 
 /// The items a new sign-off `s` would leave open (failed or unattended, not accepted).
 pub fn open_after(report: &Report, s: &Signoff) -> Vec<Entry> {
     let mut signoffs = report.signoffs.clone();
     signoffs.push(s.clone());
-    report
-        .worksheet
-        .iter()
-        .cloned()
-        .map(|mut e| {
-            with_signoffs(&mut e, &signoffs);
-            e
-        })
+    judged_with(report, &signoffs)
+        .into_iter()
         .filter(|e| e.state.is_open())
         .collect()
 }
