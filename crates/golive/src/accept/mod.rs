@@ -306,8 +306,8 @@ async fn finish(
     }
 }
 
-fn environment_checks(args: &AcceptOptions) -> Vec<Check> {
-    match crate::check::check_bundles(&args.bundle, args.profile.as_deref()) {
+fn environment_checks(args: &AcceptOptions, profile: &crate::profile::Profile) -> Vec<Check> {
+    match crate::check::check_bundles_against(&args.bundle, profile) {
         Ok(r) => r
             .items
             .into_iter()
@@ -351,7 +351,7 @@ async fn run_stages(
     let ctx = StageCtx::new(publisher, report);
     let mut tracker = StageTracker::new();
     if !args.bundle.is_empty() {
-        ctx.keep(StageResult::of_checks(environment_checks(args)))?;
+        ctx.keep(StageResult::of_checks(environment_checks(args, profile)))?;
     }
     tracker.enter(Stage::Service, &ctx);
     let Some(infos) = service(nodes, args.expect_auth, &ctx).await? else {

@@ -63,12 +63,19 @@ impl CheckReport {
 /// Judges bundles against a profile (`None`: the generic vLLM profile). `profile`
 /// is a built-in name, a profile TOML file or a recipe YAML file.
 pub fn check_bundles(bundles: &[PathBuf], profile: Option<&str>) -> anyhow::Result<CheckReport> {
-    let profile = Profile::load(profile.unwrap_or("vllm"))?;
+    check_bundles_against(bundles, &Profile::load(profile.unwrap_or("vllm"))?)
+}
+
+/// Judges bundles against a profile already loaded.
+pub fn check_bundles_against(
+    bundles: &[PathBuf],
+    profile: &Profile,
+) -> anyhow::Result<CheckReport> {
     let loaded = bundles
         .iter()
         .map(|b| Bundle::load(b))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(judge(&loaded, &profile))
+    Ok(judge(&loaded, profile))
 }
 
 #[derive(Debug, Clone)]
