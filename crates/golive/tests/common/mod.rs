@@ -26,9 +26,7 @@ pub fn repo_root() -> PathBuf {
 
 /// A file under `crates/golive/tests/fixtures`.
 pub fn fixture_path(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(rel)
+    repo_root().join("crates/golive/tests/fixtures").join(rel)
 }
 
 /// Whether this is a CI run (`CI=true`), where a missing peer fails the test.
@@ -70,40 +68,16 @@ pub fn shared_file(rel: &str) -> Option<PathBuf> {
     }
 }
 
-/// The `golive` binary of this checkout, as cargo builds it now: `cargo build` runs once
-/// per test process (a no-op when the binary is fresh), so an edited source is never
-/// tested through a stale binary, and the path is the one cargo reports
-/// (`CARGO_TARGET_DIR`, a configured target dir and the profile are honoured).
+/// The `golive` binary that cargo built for this test run: only golive-cli's integration
+/// tests have it (`CARGO_BIN_EXE_golive`), so the tests that drive the binary live there and
+/// never run a nested `cargo build` (issue 25 item 6).
 pub fn golive_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let mut cargo = Command::new(env!("CARGO"));
-        // `--example fuzz` builds one of this crate's dev targets beside the binary, so
-        // its dev-dependencies take part in feature resolution as they do in
-        // `cargo build --all-targets` and `cargo test`: the binary is then the one those
-        // built (fresh), not a second variant compiled with fewer features.
-        cargo
-            .args(["build", "-p", "golive-cli", "--bin", "golive"])
-            .args(["-p", "golive", "--example", "fuzz"])
-            .arg("--message-format=json-render-diagnostics")
-            .current_dir(repo_root());
-        if !cfg!(debug_assertions) {
-            cargo.arg("--release");
+    match option_env!("CARGO_BIN_EXE_golive") {
+        Some(path) => PathBuf::from(path),
+        None => {
+            panic!("golive_bin() is for golive-cli's integration tests, which cargo builds it for")
         }
-        let out = cargo.output().expect("cannot run cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build -p golive-cli failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "golive")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo build reported no golive executable")
-    })
-    .clone()
+    }
 }
 
 /// Runs `golive` with `args` and waits for it.

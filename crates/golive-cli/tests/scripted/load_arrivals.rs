@@ -1,0 +1,171 @@
+//! Open-loop arrivals and the client's self-check (issue 27, item 3): `golive load --rate R
+//! --arrival poisson|gamma` keeps the rate, and says how late it started requests against the
+//! schedule; a client that cannot keep the schedule (here: one request in flight at a time
+//! against a server that takes 30 ms per answer) is marked `client_limited`.
+
+use crate::common;
+use crate::fault_server;
+
+use std::process::Command;
+
+use fault_server::{start, Fault};
+
+fn load(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
+    let out = Command::new(common::golive_bin())
+        .args(["load", "--url", url, "--max-tokens", "2", "--no-calibrate"])
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .unwrap();
+    let json = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (
+        out.status.code(),
+        json,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_poisson_schedule_keeps_its_rate_and_reports_its_lateness() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 2,
+        delay_ms: 1,
+    }));
+    let (code, s, err) = load(
+        &server.url,
+        &[
+            "--rate",
+            "200",
+            "--requests",
+            "300",
+            "--arrival",
+            "poisson",
+            "--seed",
+            "3",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(s["arrival"]["kind"], "poisson", "{s:#}");
+    assert_eq!(s["requests"], 300);
+    assert_eq!(s["schedule_lateness_ms"]["count"], 300, "{s:#}");
+    assert_eq!(s["client_limited"], false, "{s:#}");
+    // 300 exponential intervals of mean 5 ms: 1.5 s within a few standard deviations
+    // (sd of the sum: 5 ms * sqrt(300) = 87 ms), plus the last answer.
+    let secs = s["duration_s"].as_f64().unwrap();
+    assert!((1.1..2.2).contains(&secs), "{secs} s");
+    assert!(s["client_cpu_share"].as_f64().unwrap() > 0.0, "{s:#}");
+}
+
+#[test]
+fn a_client_that_cannot_keep_the_schedule_is_client_limited() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 2,
+        delay_ms: 30,
+    }));
+    // 100 req/s planned, one in flight at a time, 60 ms an answer: the schedule slips.
+    let (code, s, err) = load(
+        &server.url,
+        &["--rate", "100", "--requests", "20", "--concurrency", "1"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(s["client_limited"], true, "{s:#}");
+    assert!(
+        s["schedule_lateness_ms"]["p99"].as_f64().unwrap() > 100.0,
+        "{s:#}"
+    );
+    // The same load with room in flight keeps the schedule.
+    let (_, s, _) = load(
+        &server.url,
+        &["--rate", "100", "--requests", "20", "--concurrency", "64"],
+    );
+    assert_eq!(s["client_limited"], false, "{s:#}");
+}
+
+#[test]
+fn arrival_flags_that_do_not_fit_are_usage_errors() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 2,
+        delay_ms: 1,
+    }));
+    for bad in [
+        &["--arrival", "poisson"][..],
+        &["--rate", "10", "--arrival", "gamma"],
+        &["--rate", "10", "--arrival", "poisson", "--burstiness", "2"],
+        &["--rate", "10", "--arrival", "gamma", "--burstiness", "0"],
+        &["--rate", "10", "--arrival", "uniform"],
+    ] {
+        let (code, _, err) = load(&server.url, bad);
+        assert_eq!(code, Some(2), "{bad:?}: {err}");
+    }
+}
+
+/// Every request of a load carries an `X-Request-Id` (`golive-<run>-<index>`), the CSV keeps
+/// it, and a failure's evidence names it, so its server log line can be found.
+#[test]
+fn every_request_carries_an_x_request_id_and_a_failure_names_it() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let ids = seen.clone();
+    std::thread::spawn(move || {
+        for sock in listener.incoming().flatten() {
+            let mut reader = BufReader::new(sock.try_clone().unwrap());
+            let mut line = String::new();
+            let mut length = 0usize;
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("x-request-id:") {
+                    ids.lock().unwrap().push(v.trim().to_string());
+                }
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                line.clear();
+            }
+            let mut body = vec![0u8; length];
+            let _ = std::io::Read::read_exact(&mut reader, &mut body);
+            let answer = "{\"error\":{\"message\":\"scripted\"}}";
+            let _ = write!(
+                &sock,
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r.csv");
+    let (code, s, err) = load(
+        &url,
+        &[
+            "--model",
+            "m",
+            "--requests",
+            "3",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(1), "every request failed: {err}");
+    let ids = seen.lock().unwrap().clone();
+    assert_eq!(ids.len(), 3, "{ids:?}");
+    assert!(ids.iter().all(|i| i.starts_with("golive-")), "{ids:?}");
+    let example = s["error_examples"]["http_status"].as_str().unwrap();
+    assert!(
+        ids.iter()
+            .any(|i| example.contains(&format!("X-Request-Id {i}"))),
+        "{example}"
+    );
+    let rows = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        rows.lines().next().unwrap().ends_with(",request_id"),
+        "{rows}"
+    );
+    for id in &ids {
+        assert!(rows.contains(id.as_str()), "{id} not in {rows}");
+    }
+}
