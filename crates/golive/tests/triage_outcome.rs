@@ -295,6 +295,11 @@ fn messages_that_name_the_blame_give_its_class() {
             Class::Config,
             "config-device-ordinal",
         ),
+        (
+            "0.00.321.514 E srv         start: couldn't bind HTTP server socket, hostname: 127.0.0.1, port: 8080",
+            Class::Config,
+            "config-port-in-use",
+        ),
     ];
     for (line, class, rule) in cases {
         let text = log(&[
@@ -310,4 +315,123 @@ fn messages_that_name_the_blame_give_its_class() {
             "{line}"
         );
     }
+}
+
+/// uvicorn's traceback of one request that raised (`Exception in ASGI application`, frames
+/// through `run_asgi`), ending with `exc`.
+fn asgi_request(exc: &str) -> Vec<String> {
+    let mut v = vec![
+        "ERROR:    Exception in ASGI application".to_string(),
+        "Traceback (most recent call last):".to_string(),
+        "  File \"/usr/lib/python3/dist-packages/uvicorn/protocols/http/httptools_impl.py\", line 409, in run_asgi".to_string(),
+        "    result = await app(self.scope, self.receive, self.send)".to_string(),
+        "  File \"/usr/lib/python3/dist-packages/vllm/multimodal/video.py\", line 136, in load_bytes".to_string(),
+        "    assert i == num_frames".to_string(),
+    ];
+    v.push(exc.to_string());
+    v.push("INFO:     10.0.0.1:20037 - \"POST /v1/chat/completions HTTP/1.1\" 500 Internal Server Error".to_string());
+    v
+}
+
+#[test]
+fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found() {
+    let exc = "AssertionError: Expected reading 32 frames, but only loaded 17 frames from video.";
+    let mut lines = vec!["INFO:     Application startup complete.".to_string()];
+    lines.extend(asgi_request(exc));
+    let healthy = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = triage(&healthy);
+    assert!(r.primary.is_none(), "{:?}", r.primary);
+    assert!(
+        r.survived
+            .iter()
+            .any(|s| s.text.contains("Expected reading 32 frames")),
+        "{:?}",
+        r.survived
+    );
+    lines.push(format!(
+        "ERROR 12-01 10:00:12 [core.py:700] RuntimeError: {FATAL}"
+    ));
+    let failed = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let p = triage(&failed)
+        .primary
+        .expect("the fatal error after the request");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::GpuFault, line_of(&failed, FATAL))
+    );
+}
+
+/// A traceback of vLLM's engine core through `frames` (file below vllm/, function), ending
+/// with `exc`.
+fn engine_traceback(frames: &[(&str, &str)], exc: &str) -> String {
+    let p = "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:09 [core.py:1007]";
+    let mut v = vec![format!("{p} Traceback (most recent call last):")];
+    for (file, func) in frames {
+        v.push(format!(
+            "{p}   File \"/usr/lib/python3/dist-packages/vllm/{file}\", line 10, in {func}"
+        ));
+        v.push(format!("{p}     return f()"));
+    }
+    v.push(format!("{p} {exc}"));
+    log(&v.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn a_value_error_while_running_requests_is_the_engines_and_at_startup_a_refusal() {
+    let exc = "ValueError: max() arg is an empty sequence";
+    let serving = engine_traceback(
+        &[
+            ("v1/engine/core.py", "step"),
+            ("v1/worker/gpu_model_runner.py", "execute_model"),
+        ],
+        exc,
+    );
+    let p = triage(&serving).primary.expect("the engine's ValueError");
+    assert_eq!(
+        (p.class, p.rule.as_str()),
+        (Class::Engine, "config-engine-value-error")
+    );
+    assert!(p.why.contains("ran requests"), "{}", p.why);
+    let startup = engine_traceback(
+        &[
+            ("v1/engine/core.py", "__init__"),
+            ("v1/worker/gpu_model_runner.py", "load_model"),
+        ],
+        exc,
+    );
+    let p = triage(&startup).primary.expect("the refusal at startup");
+    assert_eq!(
+        (p.class, p.rule.as_str()),
+        (Class::Config, "config-engine-value-error")
+    );
+}
+
+#[test]
+fn an_error_loading_the_tokenizer_files_is_config_and_a_known_message_keeps_its_class() {
+    let p = "(EngineCore_DP0 pid=2) ERROR 12-01 10:00:09 [core.py:1007]";
+    let text = |exc: &str| {
+        log(&[
+            &format!("{p} Traceback (most recent call last):"),
+            &format!("{p}   File \"/usr/lib/python3/dist-packages/vllm/v1/engine/core.py\", line 10, in __init__"),
+            &format!("{p}     self.tokenizer = get_tokenizer()"),
+            &format!("{p}   File \"/usr/lib/python3/dist-packages/vllm/tokenizers/hf.py\", line 79, in from_pretrained"),
+            &format!("{p}     tokenizer = AutoTokenizer.from_pretrained("),
+            &format!("{p}   File \"/usr/lib/python3/dist-packages/sentencepiece/__init__.py\", line 316, in LoadFromFile"),
+            &format!("{p}     return _sentencepiece.SentencePieceProcessor_LoadFromFile(self, arg)"),
+            &format!("{p} {exc}"),
+        ])
+    };
+    let f = triage(&text("TypeError: not a string"))
+        .primary
+        .expect("tokenizer error");
+    assert_eq!(
+        (f.class, f.rule.as_str()),
+        (Class::Config, "frames-tokenizer-files")
+    );
+    let f = triage(&text(
+        "AttributeError: Qwen2Tokenizer has no attribute all_special_tokens_extended",
+    ))
+    .primary
+    .expect("attribute error");
+    assert_eq!(f.class, Class::Dependency);
 }

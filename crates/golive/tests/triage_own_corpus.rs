@@ -203,12 +203,17 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 92/106 lines. A request the server made (urllib3) is no request it served: tune 39/53, all
 /// 70/106. A structured-output backend crash is the engine's, a code bug in the distributed
 /// layer no failed transport: tune 43/53, held 33/53, all 76/106. Another runtime's device-allocation failure: tune 44/53,
-/// 47/53; all 77/106, 93/106. A model file that is not JSON: tune 45/53, all 78/106. An error inside a kernel or hardware package is a dependency: tune 47/53, held 34/53, all 81/106. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 47/53; all 77/106, 93/106. A model file that is not JSON: tune 45/53, all 78/106. An error inside a kernel or hardware package is a dependency: tune 47/53, held 34/53, all 81/106. Then 70 more logs (ids 220-289, two batches gathered and labelled by hand this round, measured
+/// as they came, before any rule was changed for them: the first 16/25 class, 17/25 line, 8/10
+/// quiet; the second 9/18, 14/18, 14/17): tune 58/66, held 42/65. A ValueError raised while the
+/// engine ran requests is its bug, a request that raised is survived, llama.cpp's bind failure,
+/// the tokenizer's files: tune 66/75 class, 66/75 line, 68/70 quiet; held 45/74, 60/74, 67/70;
+/// all 111/149, 126/149, 135/140. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 88.0, 87.5, 99.0, 0),
-    ("held", 63.5, 86.0, 96.0, 2),
-    ("all", 76.0, 87.0, 98.0, 2),
+    ("tune", 87.5, 87.5, 97.0, 0),
+    ("held", 60.5, 80.5, 95.5, 2),
+    ("all", 74.0, 84.5, 96.0, 2),
 ];
 
 #[test]

@@ -228,9 +228,13 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// A tool-call parser failure is never survived: the server goes on, but it answers the
 /// request (2xx) without the tool call, so the agent interface is what failed.
 /// A line that ends its process (an abort: `fatal` in `rules.toml`) is never survived either.
+/// An exception raised while the HTTP server handled one request failed that request: the
+/// server itself went on (a dead engine fails every request, and says so on its own lines).
 pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
     let fatal = rules.rules.get(f.rule).is_some_and(|r| r.fatal);
-    !fatal && f.class != Class::ToolParser && life.went_on_after(f.rank.as_deref(), f.last_line)
+    !fatal
+        && f.class != Class::ToolParser
+        && (f.request || life.went_on_after(f.rank.as_deref(), f.last_line))
 }
 
 /// The outcome of each process of one input, the processes with a failure first.

@@ -538,6 +538,10 @@ fn decide(
                 why = format!("{why} It was logged from {src}: {}", rules.rules[fr].why);
                 next = rules.rules[fr].next_step.clone();
             }
+            if r.startup_refusal && f.class != r.class {
+                why = "Raised while the engine ran requests (the traceback's frames are its step or model runner), not while it checked its configuration at startup: a bug in the engine's code, or an input it does not handle.".to_string();
+                next = "Report it to the engine with the traceback and the request that triggered it; meanwhile pin the previous engine version or avoid the feature the frames name.".to_string();
+            }
             if let Some(w) = &r.when {
                 if facts.contains(w) {
                     if let Some(x) = &r.why_when {

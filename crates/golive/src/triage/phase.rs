@@ -71,6 +71,12 @@ impl Evidence {
         }
     }
 
+    /// The frames are the request path (the engine's step, decode, the request loop) and none
+    /// of startup's (profiling, loading, warm-up, KV-cache sizing).
+    pub fn in_request_path(self) -> bool {
+        self.runtime_by_meaning || (self.runtime && !self.startup)
+    }
+
     /// `oom_startup` or `oom_runtime` for an out-of-memory with this evidence; `served`: the
     /// server had served since its last start when the line was logged.
     pub fn class(self, served: bool) -> Class {

@@ -80,6 +80,10 @@ struct RuleDef {
     #[serde(default)]
     code_bug: bool,
     #[serde(default)]
+    startup_refusal: bool,
+    #[serde(default)]
+    request: bool,
+    #[serde(default)]
     next_step: String,
     #[serde(default)]
     why: String,
@@ -157,6 +161,13 @@ pub struct Rule {
     /// code the frames name, never a failed transport (the distributed layer's frames do not
     /// make it `nccl`).
     pub code_bug: bool,
+    /// The class is a refusal the engine states while it checks its configuration at startup:
+    /// raised in the request path instead (the traceback's frames are the engine's step or
+    /// model runner while it ran requests), the same exception is a bug of the engine.
+    pub startup_refusal: bool,
+    /// The line reports one HTTP request that failed (uvicorn's `Exception in ASGI
+    /// application`): the server went on.
+    pub request: bool,
     /// Frame-map entries: a fallback (see [`RuleSet::frame_rule`]).
     pub fallback: bool,
     /// Frame-map entries: regex over one frame line.
@@ -394,6 +405,8 @@ impl RuleSet {
                 weak: d.weak,
                 catch_all: d.catch_all,
                 code_bug: d.code_bug,
+                startup_refusal: d.startup_refusal,
+                request: d.request,
                 fallback: false,
                 frame_path: None,
                 frame_words: None,
@@ -433,6 +446,8 @@ impl RuleSet {
                 weak: false,
                 catch_all: false,
                 code_bug: false,
+                startup_refusal: false,
+                request: false,
                 fallback: f.fallback,
                 frame_path: Some(re),
                 frame_words: words,

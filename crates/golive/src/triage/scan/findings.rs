@@ -40,6 +40,9 @@ pub struct RawFinding {
     pub(super) msg_hash: u64,
     /// Merged into an earlier occurrence (dropped at the end).
     pub(super) merged: bool,
+    /// Raised while the HTTP server handled one request (its traceback runs through the ASGI
+    /// server's request task): it failed that request, and the server went on.
+    pub request: bool,
 }
 
 pub(super) fn msg_hash(msg: &str) -> u64 {

@@ -159,9 +159,9 @@ impl Scanner<'_> {
 
     /// A finding on this line, without context lines (see [`Self::attach_context`]).
     pub(super) fn new_finding(&self, rule: usize, pl: &ParsedLine, line_no: u64) -> RawFinding {
-        let (kind, class) = match self.rules.rules.get(rule) {
-            Some(r) => (r.kind, r.class),
-            None => (RuleKind::Cause, Class::Unknown),
+        let (kind, class, request) = match self.rules.rules.get(rule) {
+            Some(r) => (r.kind, r.class, r.request),
+            None => (RuleKind::Cause, Class::Unknown, false),
         };
         RawFinding {
             rule,
@@ -183,6 +183,7 @@ impl Scanner<'_> {
             last_ts: pl.ts,
             msg_hash: msg_hash(pl.msg()),
             merged: false,
+            request,
         }
     }
 

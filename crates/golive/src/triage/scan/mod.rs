@@ -554,6 +554,19 @@ impl Scanner<'_> {
                     (None, None, None) => None,
                 },
             };
+            // A refusal rule's exception raised while the engine ran requests is its bug.
+            if let Some(f) = finding.as_mut() {
+                f.request |= request_task(&tb.frames);
+                if self
+                    .rules
+                    .rules
+                    .get(f.rule)
+                    .is_some_and(|r| r.startup_refusal)
+                    && self.frames_memo.phase(slot, &tb.frames).in_request_path()
+                {
+                    f.class = Class::Engine;
+                }
+            }
             // The exception line of a raw traceback has no prefix; its header's rank holds.
             if let Some(f) = finding.as_mut() {
                 if f.rank.is_none() {
@@ -717,6 +730,12 @@ pub fn is_worker_label(label: &str) -> bool {
         || label.starts_with("VllmWorker")
         || label.starts_with("TP")
         || label.contains(" TP")
+}
+
+/// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
+/// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
+fn request_task(frames: &str) -> bool {
+    frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
 }
 
 #[cfg(test)]
