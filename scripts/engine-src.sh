@@ -2,7 +2,7 @@
 # Downloads the pinned engine wheels (no dependencies) and unpacks their Python sources for the
 # triage coverage test; prints the source roots, one per line.
 #   usage: scripts/engine-src.sh            (cache: ${GOLIVE_CACHE:-~/.cache/golive})
-#   then:  GOLIVE_ENGINE_SRC="$(scripts/engine-src.sh | paste -sd:)" cargo test -p golive --test triage_engine_coverage
+#   then:  GOLIVE_ENGINE_SRC="$(scripts/engine-src.sh | paste -sd:)" cargo test -p golive --test triage triage_engine_coverage
 set -euo pipefail
 CACHE=${GOLIVE_CACHE:-$HOME/.cache/golive}
 WHEELS="$CACHE/wheels"

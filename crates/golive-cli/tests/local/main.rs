@@ -4,6 +4,7 @@
 #[path = "../../../golive/tests/common/mod.rs"]
 mod common;
 
+mod accept_e2e;
 mod agent_user;
 mod hostile_outputs;
 mod integration_accept_local;

@@ -1,6 +1,6 @@
 //! The golden acceptance run: one `golive accept` against a scripted server whose
 //! report.json and report.md are compared with the files committed under
-//! `tests/golden/accept/`, after masking what varies from run to run (timestamps,
+//! `crates/golive/tests/golden/accept/`, after masking what varies from run to run (timestamps,
 //! durations and latencies, rates, ports, the output folder, the build's commit, the
 //! prefix-cache proof's session nonce and the token estimate that depends on it). Restructuring the stages, the agent judge or the
 //! report writers must leave both files as they are; a change on purpose is blessed
@@ -25,7 +25,7 @@ use serde_json::Value;
 use fault_server::{start, Fault};
 
 fn golden_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/accept")
+    common::repo_root().join("crates/golive/tests/golden/accept")
 }
 
 /// Masks in free text, in this order: `(pattern, replacement)`.

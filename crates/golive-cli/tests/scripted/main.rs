@@ -3,9 +3,10 @@
 
 #[path = "../../../golive/tests/common/mod.rs"]
 mod common;
-#[path = "../../../golive/tests/fault_server/mod.rs"]
+#[path = "../fault_server/mod.rs"]
 mod fault_server;
 
+mod accept_engines;
 mod accept_faults;
 mod accept_golden;
 mod agent_under_load;

@@ -1,9 +1,9 @@
 //! report.html in headless Chromium (common::chromium): a constructed report with every
 //! chart and hostile text renders, with its charts visible. The report of a real run is
 //! rendered by integration_accept_local.rs, on the run it accepts; an earlier run's can
-//! be checked here with `GOLIVE_HTML_REPORT=DIR cargo test --test html_chromium -- --ignored`.
+//! be checked here with `GOLIVE_HTML_REPORT=DIR cargo test -p golive --test library html_chromium -- --ignored`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -4,7 +4,7 @@
 //! from the runbook's sentences wherever the runbook quotes the recipe in the recipe's
 //! words. The seeds are read in place.
 
-mod common;
+use crate::common;
 
 use golive::profile::recipe::{ProseFact, PROSE};
 use golive::profile::Profile;

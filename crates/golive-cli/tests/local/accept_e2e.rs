@@ -3,7 +3,7 @@
 //! with `--no-cache-prompt` must fail the prefix-cache check with the cause "feature off".
 //! Ports 18201-18202 are this test's own; the servers are stopped at the end.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! prebuilt llama-server that dies with SIGILL, as the real one does on AVX2-only EPYCs,
 //! makes the script fall back to the source build for this CPU, which then serves.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! tests/fixtures/env), the host and image items: driver, CUDA layers, GPUs visible,
 //! the official image, and a bundle of only the files a runbook said to save.
 
-mod common;
+use crate::common;
 
 use golive::check::check_bundles;
 use golive::report::Status;

@@ -3,7 +3,7 @@
 //! (RDMA or NVLink backend, errno 524 and nvidia_peermem), parallelism against the
 //! visible GPUs and the fabric, node consistency, and a rendered pod spec as the launch.
 
-mod common;
+use crate::common;
 
 use golive::check::check_bundles;
 use golive::report::Status;

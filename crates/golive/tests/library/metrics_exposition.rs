@@ -2,7 +2,7 @@
 //! whole `/metrics` and the docs excerpt in `../shared/reference`, a live llama-server
 //! scrape (`llamacpp:` names), the format's own examples, and bad input.
 
-mod common;
+use crate::common;
 
 use golive::metrics::exposition::{MetricType, ParseError, Reader, Record, Sample};
 use golive::metrics::{Engine, MetricsSnapshot};

@@ -2,7 +2,7 @@
 //! facts of its INDEX.tsv are asserted. Skips with a message when ../shared is absent
 //! (under `CI=true` that fails).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

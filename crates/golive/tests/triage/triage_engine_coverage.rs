@@ -9,7 +9,7 @@
 //! Without it the test skips, except under `CI=true`, where it runs the script itself and
 //! fails if that fails. The extraction is `scripts/engine_messages.py` (Python's `ast`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -3,7 +3,7 @@
 
 use golive::fuzz::{self, Rng};
 
-mod common;
+use crate::common;
 
 /// Mutated inputs per target in CI (the seeds are run first, whole).
 const SMOKE: usize = 300;

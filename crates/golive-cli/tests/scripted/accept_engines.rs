@@ -3,8 +3,8 @@
 //! `vllm:prefix_cache_{queries,hits}` and `/tokenize`, and each of the three failure
 //! causes with the impact the verdict needs.
 
-mod common;
-mod fault_server;
+use crate::common;
+use crate::fault_server;
 
 use std::path::Path;
 

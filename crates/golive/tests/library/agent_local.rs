@@ -3,7 +3,7 @@
 //! `scripts/templates/gemma3-tool-calls.jinja`, which llama.cpp's chat parser recognises,
 //! as the positive tool-call control. Repeat 1 and tiny max_tokens keep it short.
 
-mod common;
+use crate::common;
 
 use golive::agent::AgentOptions;
 use golive::report::{Check, Owner, Status};
@@ -115,7 +115,7 @@ async fn recognised_template_makes_required_tool_calls_a_positive_control() {
     }
 }
 
-/// The whole default stage (repeat 5), for measuring: `cargo test --test agent_local -- --ignored --nocapture`.
+/// The whole default stage (repeat 5), for measuring: `cargo test -p golive --test library agent_local -- --ignored --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore]
 async fn full_default_stage_on_both_templates() {

@@ -2,7 +2,7 @@
 //! `CI=true`) and on the repository's own fixtures (lines written in the real message formats).
 //! The figures on `../shared` are exact: the misses must equal the committed known-misses list.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
