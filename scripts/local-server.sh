@@ -195,15 +195,36 @@ start() {
       *) extra+=("$1"); shift ;;
     esac
   done
+  # A server on the port that this checkout did not start is an error before anything is
+  # installed (start_locked checks again under the lock).
+  if healthy "$PORT" && ! ours; then foreign_server; fi
   install
   mkdir -p "$LOCAL/run"
   # One starter per port at a time: a second caller waits, then finds the server healthy.
   ( flock 8; start_locked "$name" ${extra[@]+"${extra[@]}"} ) 8>"$LOCAL/run/$PORT.lock"
 }
 
+# Whether the llama-server this checkout started on $PORT still runs (its pid file names a
+# live llama-server).
+ours() {
+  local pidf="$LOCAL/run/$PORT.pid" pid
+  [[ -f "$pidf" ]] || return 1
+  pid="$(cat "$pidf")"
+  [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'llama-server'
+}
+
+foreign_server() {
+  log "127.0.0.1:$PORT already answers, but not with a llama-server this checkout started"
+  log "(no live pid in $LOCAL/run/$PORT.pid): stop that server or pass another --port"
+  exit 1
+}
+
 start_locked() {
   local name="$1"; shift
   if healthy "$PORT"; then
+    # Reuse only a server of this checkout: one another checkout or the user started has
+    # other flags, another model or another log file.
+    if ! ours; then foreign_server; fi
     log "already serving on 127.0.0.1:$PORT"
     echo "http://127.0.0.1:$PORT"
     return 0

@@ -5,6 +5,7 @@
 use crate::common;
 
 use std::process::Command;
+use std::time::Duration;
 
 #[test]
 fn a_prebuilt_server_that_dies_with_sigill_falls_back_to_the_source_build() {
@@ -50,4 +51,49 @@ fn a_prebuilt_server_that_dies_with_sigill_falls_back_to_the_source_build() {
         body["tokens_predicted"].as_u64().unwrap_or(0) >= 1,
         "{body}"
     );
+}
+
+#[test]
+fn a_server_on_the_port_that_this_checkout_did_not_start_is_an_error_not_reused() {
+    // Another program answers /health on the port (another checkout's server, the user's).
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("health"), "{\"status\":\"ok\"}").unwrap();
+    let port = common::free_port();
+    let mut other = Command::new("python3")
+        .args([
+            "-m",
+            "http.server",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+        ])
+        .current_dir(served.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    common::wait_until("the other server", Duration::from_secs(10), || {
+        common::http_get(&addr, "/health").is_some_and(|(code, _)| code == 200)
+    });
+    let local = tempfile::tempdir().unwrap();
+    let out = Command::new(common::repo_root().join("scripts/local-server.sh"))
+        .args(["start", "--port", &port.to_string()])
+        .env("GOLIVE_LOCAL", local.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let alive = other.try_wait().unwrap().is_none();
+    let _ = other.kill();
+    let _ = other.wait();
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{addr} already answers")),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "no URL for a server that is not ours"
+    );
+    assert!(alive, "the other server is left running");
 }
