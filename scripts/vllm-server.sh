@@ -135,8 +135,25 @@ parse_common() {
   done
 }
 
+# Whether the vLLM this checkout started on $PORT still runs (its pid file names a live vllm).
+ours() {
+  local pidf="$RUN/$PORT.pid" pid
+  [[ -f "$pidf" ]] || return 1
+  pid="$(cat "$pidf")"
+  [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'vllm'
+}
+
+# A server on the port that this checkout did not start: never reused (other flags, another
+# model, another log), never stopped.
+foreign_server() {
+  log "127.0.0.1:$PORT already answers, but not with a vLLM this checkout started"
+  log "(no live pid in $RUN/$PORT.pid): stop that server or pass another --port"
+  exit 1
+}
+
 start() {
   parse_common "$@"
+  if healthy "$PORT" && ! ours; then foreign_server; fi
   install
   mkdir -p "$RUN"
   ( flock 8; start_locked ) 8>"$RUN/$PORT.lock"
@@ -144,6 +161,7 @@ start() {
 
 start_locked() {
   if healthy "$PORT"; then
+    ours || foreign_server
     log "already serving on 127.0.0.1:$PORT"
     echo "http://127.0.0.1:$PORT"; return 0
   fi
@@ -185,6 +203,8 @@ stop_port() {
   local pidf="$RUN/$PORT.pid" pid
   [[ -f "$pidf" ]] || return 0
   pid="$(cat "$pidf")"
+  # Only the vLLM this script started: a pid the system gave to another program since is left.
+  if ! ours; then rm -f "$pidf"; return 0; fi
   # SIGTERM to the API server: it shuts EngineCore and the Worker down itself (~2 s).
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
