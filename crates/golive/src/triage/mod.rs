@@ -438,8 +438,24 @@ fn decide(
     // Outcome first: an error its process went on after (it loaded on, the server served) was
     // survived. It is the cause only when the log ended badly and no failure that was not got
     // past is found; a log with no such failure is healthy, whatever it survived.
-    let went_on =
-        |(fi, f): &(usize, &RawFinding)| lifecycle::survived(rules, &results[*fi].1.life, f);
+    // An error line (no exception of its own) of a process that went on to die of a later
+    // exception of another known class was survived too: that exception ended the process.
+    let overtaken = |(fi, f): &(usize, &RawFinding)| {
+        !f.exception
+            && !rules.rules.get(f.rule).is_some_and(|r| r.fatal)
+            && all.iter().any(|(gi, g)| {
+                gi == fi
+                    && g.exception
+                    && g.kind == RuleKind::Cause
+                    && g.line > f.last_line
+                    && g.class != f.class
+                    && g.class.explains()
+                    && same_process(f, g)
+            })
+    };
+    let went_on = |x: &(usize, &RawFinding)| {
+        lifecycle::survived(rules, &results[x.0].1.life, x.1) || overtaken(x)
+    };
     let bad_end = all
         .iter()
         .any(|x| lifecycle::ends_process(x.1) && !went_on(x));
@@ -773,4 +789,11 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
             }
         }
     }
+}
+
+/// Whether two findings of one input come from the same process (their rank labels without
+/// the pid, or both without one).
+fn same_process(a: &RawFinding, b: &RawFinding) -> bool {
+    let label = |f: &RawFinding| scan::strip_pid(f.rank.as_deref().unwrap_or("")).to_string();
+    label(a) == label(b)
 }

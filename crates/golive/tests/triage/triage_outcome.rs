@@ -435,3 +435,28 @@ fn an_error_loading_the_tokenizer_files_is_config_and_a_known_message_keeps_its_
     .expect("attribute error");
     assert_eq!(f.class, Class::Dependency);
 }
+
+#[test]
+fn an_error_line_before_an_uncaught_exception_of_another_class_was_survived() {
+    let probe = "Failed to get device capability: nvcc not found and PyTorch is not built with CUDA support. Could not determine CUDA version..";
+    let exc = "ValueError: Quantization method specified in the model config (compressed-tensors) does not match the quantization method specified in the `quantization` argument (awq).";
+    let text = log(&[
+        probe,
+        "Traceback (most recent call last):",
+        "  File \"/sglang/python/sglang/srt/configs/model_config.py\", line 700, in _verify_quantization",
+        "    raise ValueError(",
+        exc,
+    ]);
+    let r = triage(&text);
+    let p = r.primary.expect("the exception that ended the process");
+    assert_eq!((p.class, p.line), (Class::Config, 5), "{}", p.text);
+    assert!(
+        r.survived.iter().any(|s| s.line == 1),
+        "the probe is listed as survived: {:?}",
+        r.survived
+    );
+    // Alone, the probe line is still found: nothing else ended the process.
+    let alone = log(&[probe, "Segmentation fault (core dumped)"]);
+    let p = triage(&alone).primary.expect("the probe line");
+    assert_eq!(p.line, 1, "{}", p.text);
+}

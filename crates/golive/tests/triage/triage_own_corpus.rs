@@ -208,12 +208,16 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// quiet; the second 9/18, 14/18, 14/17): tune 58/66, held 42/65. A ValueError raised while the
 /// engine ran requests is its bug, a request that raised is survived, llama.cpp's bind failure,
 /// the tokenizer's files: tune 66/75 class, 66/75 line, 68/70 quiet; held 45/74, 60/74, 67/70;
-/// all 111/149, 126/149, 135/140. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// all 111/149, 126/149, 135/140. Then 47 more (ids 290-336, two more batches, measured as they
+/// came: 4/6 class, 6/6 line, 14/14 quiet; 3/7, 5/7, 19/20): tune 68/81, held 50/81. An error
+/// line of a process that then died of an uncaught exception of another class was survived:
+/// tune 70/81 class, 72/81 line, 84/87 quiet; held 50/81, 67/81, 84/87; all 120/162, 139/162,
+/// 168/174. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 87.5, 87.5, 97.0, 0),
-    ("held", 60.5, 80.5, 95.5, 2),
-    ("all", 74.0, 84.5, 96.0, 2),
+    ("tune", 86.0, 88.5, 96.5, 0),
+    ("held", 61.5, 82.5, 96.5, 2),
+    ("all", 74.0, 85.5, 96.5, 2),
 ];
 
 #[test]

@@ -43,6 +43,9 @@ pub struct RawFinding {
     /// Raised while the HTTP server handled one request (its traceback runs through the ASGI
     /// server's request task): it failed that request, and the server went on.
     pub request: bool,
+    /// The exception line that ends a traceback (an uncaught exception: what ended its
+    /// process, unless something caught it).
+    pub exception: bool,
 }
 
 pub(super) fn msg_hash(msg: &str) -> u64 {

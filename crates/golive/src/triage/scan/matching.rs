@@ -184,6 +184,7 @@ impl Scanner<'_> {
             msg_hash: msg_hash(pl.msg()),
             merged: false,
             request,
+            exception: false,
         }
     }
 

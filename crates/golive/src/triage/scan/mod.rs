@@ -557,6 +557,7 @@ impl Scanner<'_> {
             // A refusal rule's exception raised while the engine ran requests is its bug.
             if let Some(f) = finding.as_mut() {
                 f.request |= request_task(&tb.frames);
+                f.exception = true;
                 if self
                     .rules
                     .rules
