@@ -451,3 +451,61 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
         .contains("capacity: target 40.00 req/s"));
     eprintln!("{}", cap["measurement"]);
 }
+
+#[test]
+fn the_capacity_answer_counts_gpus_from_the_bundles_launch_layout() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Slots {
+        slots: 4,
+        service_ms: 200,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    // One server of this layout: TP 4 x PP 1 x DP 2 = 8 GPUs.
+    let node = common::bundle::bundle(
+        dir.path(),
+        "node0",
+        &[(
+            "cmdline.txt",
+            "vllm serve moonshotai/Kimi-K3 --tensor-parallel-size 4 --data-parallel-size 2",
+        )],
+    );
+    let out = dir.path().join("run");
+    let o = accept(
+        &server.url,
+        &out,
+        &[
+            "--concurrency",
+            "8",
+            "--ramp-requests",
+            "4",
+            "--slo-e2e-p95-ms",
+            "300",
+            "--target-rate",
+            "40",
+            "--bundle",
+            node.to_str().unwrap(),
+            "--skip",
+            "soak",
+            "--skip",
+            "prefix-cache",
+            "--skip",
+            "agreement",
+            "--skip",
+            "contract",
+        ],
+    );
+    let r = report(&out);
+    let cap = check(&r, "capacity");
+    assert_eq!(
+        cap["data"]["gpus_per_replica"],
+        8,
+        "{cap:#}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let replicas = cap["data"]["replicas"].as_u64().unwrap();
+    let line = cap["measurement"].as_str().unwrap();
+    assert!(
+        line.contains(&format!("= {} GPUs (8 per replica", replicas * 8)),
+        "{line}"
+    );
+}

@@ -66,6 +66,10 @@ pub struct CapacityAnswer {
     pub replicas_now: u32,
     pub backtest: Option<Backtest>,
     pub low_confidence: bool,
+    /// GPUs one replica uses (TP x PP x DP from the bundles), when known; the GPUs needed are
+    /// `replicas` times it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_per_replica: Option<u64>,
 }
 
 /// What the ramp measured on one kind of request (`short`, `long`).
@@ -249,10 +253,22 @@ pub fn answer(
         replicas_now,
         backtest,
         low_confidence,
+        gpus_per_replica: None,
     })
 }
 
 impl CapacityAnswer {
+    /// The answer with the GPUs one replica uses.
+    pub fn with_gpus(mut self, gpus_per_replica: Option<u64>) -> Self {
+        self.gpus_per_replica = gpus_per_replica;
+        self
+    }
+
+    /// GPUs needed for the target: replicas x GPUs per replica.
+    pub fn gpus(&self) -> Option<u64> {
+        self.gpus_per_replica.map(|g| g * u64::from(self.replicas))
+    }
+
     /// `target 12 req/s: one replica holds 3.1 req/s (boundary below 4.0), binding TTFT
     /// p95 2300 ms at concurrency 8; 5 replicas (4 at the boundary) with 20% headroom`.
     pub fn line(&self) -> String {
@@ -276,6 +292,11 @@ impl CapacityAnswer {
             self.headroom * 100.0,
             self.replicas_now
         );
+        if let (Some(per), Some(all)) = (self.gpus_per_replica, self.gpus()) {
+            line.push_str(&format!(
+                " = {all} GPUs ({per} per replica: TP x PP x DP of the launch command)"
+            ));
+        }
         match &self.backtest {
             Some(b) => line.push_str(&format!(
                 "; backtest {}: predicted {:.2}, measured {:.2} req/s, error {:.0}%",
@@ -380,6 +401,25 @@ mod tests {
         // In concurrency: 4 in flight per replica.
         let a = answer(&steps, TargetLoad::Concurrency(10), &slo, 0.2, 2).unwrap();
         assert_eq!((a.per_replica, a.replicas), (4.0, 3));
+    }
+
+    #[test]
+    fn gpus_are_the_replicas_times_the_layout_of_one() {
+        let slo = StepObjectives {
+            e2e_p95_ms: Some(1000.0),
+            ..Default::default()
+        };
+        let a = answer(&ramp(4), TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        assert_eq!((a.gpus_per_replica, a.gpus()), (None, None));
+        assert!(!a.line().contains("GPUs"), "{}", a.line());
+        let a = a.with_gpus(Some(16));
+        assert_eq!(a.gpus(), Some(u64::from(a.replicas) * 16));
+        assert!(
+            a.line()
+                .contains(&format!("= {} GPUs (16 per replica", a.replicas * 16)),
+            "{}",
+            a.line()
+        );
     }
 
     #[test]

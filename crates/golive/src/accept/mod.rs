@@ -306,9 +306,12 @@ async fn finish(
     }
 }
 
-fn environment_checks(args: &AcceptOptions, profile: &crate::profile::Profile) -> Vec<Check> {
-    match crate::check::check_bundles_against(&args.bundle, profile) {
-        Ok(r) => r
+fn environment_checks(
+    bundles: &anyhow::Result<Vec<crate::envparse::Bundle>>,
+    profile: &crate::profile::Profile,
+) -> Vec<Check> {
+    match bundles {
+        Ok(b) => crate::check::judge(b, profile)
             .items
             .into_iter()
             .map(|item| {
@@ -350,9 +353,17 @@ async fn run_stages(
 ) -> anyhow::Result<StagesEnd> {
     let ctx = StageCtx::new(publisher, report);
     let mut tracker = StageTracker::new();
+    // The bundles are read once: judged here, and their layout sizes the capacity answer.
+    let bundles = crate::check::load_bundles(&args.bundle);
     if !args.bundle.is_empty() {
-        ctx.keep(StageResult::of_checks(environment_checks(args, profile)))?;
+        ctx.keep(StageResult::of_checks(environment_checks(
+            &bundles, profile,
+        )))?;
     }
+    let gpus_per_server = bundles
+        .as_ref()
+        .ok()
+        .and_then(|b| crate::check::gpus_per_server(b));
     tracker.enter(Stage::Service, &ctx);
     let Some(infos) = service(nodes, args.expect_auth, &ctx).await? else {
         tracker.end(&ctx);
@@ -364,8 +375,9 @@ async fn run_stages(
     };
     tracker.enter(Stage::Basic, &ctx);
     let basic_ok = basic(nodes, &model, &ctx).await?;
-    let (plan, mix_error) =
+    let (mut plan, mix_error) =
         AcceptPlan::resolve(args, profile, nodes, infos, model, basic_ok, &ctx).await;
+    plan.gpus_per_server = gpus_per_server;
     ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
     // The stages after basic: each runs, or is skipped by the plan's one rule.
     for p in &PLANNED {
@@ -500,7 +512,9 @@ fn capacity_check(plan: &AcceptPlan<'_>, steps: &[crate::report::RampStep]) -> O
     let slo = args.step_objectives();
     let replicas = plan.nodes.len() as u32;
     Some(
-        match capacity::answer(steps, target, &slo, args.headroom, replicas) {
+        match capacity::answer(steps, target, &slo, args.headroom, replicas)
+            .map(|a| a.with_gpus(plan.gpus_per_server))
+        {
             Some(a) => a.check(),
             None => {
                 let mut c = Check::new(

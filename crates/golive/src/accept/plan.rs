@@ -28,6 +28,8 @@ pub(super) struct AcceptPlan<'a> {
     pub max_context: u32,
     /// The agent cases mixed into ramp and soak (`--agent-mix`).
     pub agent_mix: Option<Arc<AgentMix>>,
+    /// GPUs one server uses (TP x PP x DP of the bundles' launch command), when known.
+    pub gpus_per_server: Option<u64>,
 }
 
 /// Why the later stages do not run when the first node failed its basic request.
@@ -70,6 +72,7 @@ impl<'a> AcceptPlan<'a> {
             expected_concurrency: args.expected_concurrency.unwrap_or(args.concurrency),
             max_context,
             agent_mix,
+            gpus_per_server: None,
         };
         (plan, mix_error)
     }

@@ -71,11 +71,19 @@ pub fn check_bundles_against(
     bundles: &[PathBuf],
     profile: &Profile,
 ) -> anyhow::Result<CheckReport> {
-    let loaded = bundles
-        .iter()
-        .map(|b| Bundle::load(b))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(judge(&loaded, profile))
+    Ok(judge(&load_bundles(bundles)?, profile))
+}
+
+/// Reads the bundle directories (one per node).
+pub fn load_bundles(bundles: &[PathBuf]) -> anyhow::Result<Vec<Bundle>> {
+    bundles.iter().map(|b| Bundle::load(b)).collect()
+}
+
+/// GPUs one server of this layout uses: tensor x pipeline x data parallel of the first
+/// bundle's launch command (`None` without one).
+pub fn gpus_per_server(bundles: &[Bundle]) -> Option<u64> {
+    let launch = bundles.iter().find_map(|b| b.launch.as_ref())?;
+    Some(launch.tensor_parallel() * launch.pipeline_parallel() * launch.data_parallel())
 }
 
 #[derive(Debug, Clone)]
@@ -94,12 +102,7 @@ pub fn check(opts: &CheckOptions) -> anyhow::Result<CheckReport> {
         Some(r) => Profile::load_recipe(r)?,
         None => Profile::load(opts.profile.as_deref().unwrap_or("vllm"))?,
     };
-    let loaded = opts
-        .bundles
-        .iter()
-        .map(|b| Bundle::load(b))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    Ok(judge(&loaded, &profile))
+    Ok(judge(&load_bundles(&opts.bundles)?, &profile))
 }
 
 /// The report for people: the repair direction first, then every item.
