@@ -29,14 +29,16 @@ pub struct OutputFailed {
     pub source: anyhow::Error,
 }
 
-/// What an error that ended a command means for the exit code. (A closed stdout is
+/// What an error that ended a command means for the exit code: the library's kind
+/// ([`golive::Error::kind_of`]), or a file this binary could not write. (A closed stdout is
 /// no error: [`crate::out`] stops writing and the command keeps its own code.)
 pub fn code_for(err: &anyhow::Error) -> u8 {
-    if err
-        .chain()
-        .any(|c| c.is::<OutputFailed>() || c.is::<golive::report::WriteFailed>())
-    {
+    if err.chain().any(|c| c.is::<OutputFailed>()) {
         return INTERNAL;
     }
-    USAGE
+    match golive::Error::kind_of(err) {
+        golive::ErrorKind::Input => USAGE,
+        golive::ErrorKind::Unreachable => UNREACHABLE,
+        golive::ErrorKind::Write | golive::ErrorKind::Internal => INTERNAL,
+    }
 }

@@ -249,7 +249,7 @@ pub fn render_text(r: &DiffReport) -> String {
 }
 
 /// Loads both bundles and compares them.
-pub fn diff(opts: &DiffOptions) -> anyhow::Result<DiffReport> {
+pub fn diff(opts: &DiffOptions) -> crate::Result<DiffReport> {
     let a = Bundle::load(&opts.a)?;
     let b = Bundle::load(&opts.b)?;
     Ok(diff_bundles(&a, &b))

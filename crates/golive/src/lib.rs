@@ -15,6 +15,7 @@ pub mod command;
 pub mod contract;
 pub mod diff;
 pub mod envparse;
+mod error;
 pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
@@ -33,6 +34,8 @@ pub mod target;
 pub mod text;
 pub mod triage;
 pub mod watch;
+
+pub use error::{Error, ErrorKind, Result};
 
 /// Version of this tool, recorded in every bundle and report.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -81,12 +81,12 @@ impl ProbeOutcome {
 }
 
 /// Runs one probe.
-pub async fn run(opts: &ProbeOptions) -> anyhow::Result<ProbeOutcome> {
-    anyhow::ensure!(
+pub async fn run(opts: &ProbeOptions) -> crate::Result<ProbeOutcome> {
+    crate::error::ensure_input!(
         (1..=4).contains(&opts.max_tokens),
         "--max-tokens must be 1 to 4: the probe asks for the smallest generation"
     );
-    anyhow::ensure!(!opts.deadline.is_zero(), "--deadline-s must be above zero");
+    crate::error::ensure_input!(!opts.deadline.is_zero(), "--deadline-s must be above zero");
     let target = Target::new(&opts.url, &opts.target)?;
     let client = OpenAiClient::new(&target)?;
     Ok(probe(

@@ -180,7 +180,7 @@ fn check_files(dir: &Path) -> anyhow::Result<(Report, Vec<Integrity>)> {
 /// Every recorded sign-off of the report in `dir`, checked against the files now, the
 /// chain, and report.html as the rendering of the signed report. Signatures are
 /// checked separately ([`verify_signature`]).
-pub fn verify(dir: &Path) -> anyhow::Result<(Report, Vec<Integrity>)> {
+pub fn verify(dir: &Path) -> crate::Result<(Report, Vec<Integrity>)> {
     let (report, mut results) = check_files(dir)?;
     let expected = html::render_with_integrity(&report, Some(&results));
     let path = report_dir(dir).join("report.html");
@@ -339,25 +339,25 @@ pub struct SignOptions {
 
 /// Records a sign-off into `dir/report.json` (only its `signoffs` member changes).
 /// Refused while a worksheet item is failed or unattended and not accepted by name.
-pub fn sign(dir: &Path, opts: &SignOptions) -> anyhow::Result<Signoff> {
+pub fn sign(dir: &Path, opts: &SignOptions) -> crate::Result<Signoff> {
     let dir = report_dir(dir);
     let reviewer = opts.reviewer.trim();
-    anyhow::ensure!(!reviewer.is_empty(), "--reviewer must name the reviewer");
+    crate::error::ensure_input!(!reviewer.is_empty(), "--reviewer must name the reviewer");
     let report = Report::load(&dir)?;
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         report.complete || opts.allow_incomplete,
         "the run in {} did not complete; sign it only with --allow-incomplete",
         dir.display()
     );
     if let Some(op) = &report.operator {
-        anyhow::ensure!(
+        crate::error::ensure_input!(
             !op.trim().eq_ignore_ascii_case(reviewer),
             "the reviewer must be a second person, not the operator who ran it ({op})"
         );
     }
     let decision = match opts.decision.or(report.verdict) {
         Some(d) => d,
-        None => anyhow::bail!("the report has no verdict: pass --decision"),
+        None => crate::error::bail_input!("the report has no verdict: pass --decision"),
     };
     let mut signoff = Signoff {
         reviewer: reviewer.to_string(),
@@ -383,8 +383,11 @@ pub fn sign(dir: &Path, opts: &SignOptions) -> anyhow::Result<Signoff> {
         .or_insert_with(|| Value::Array(Vec::new()));
     list.as_array_mut()
         .context("report.json: signoffs is not a list")?
-        .push(serde_json::to_value(&signoff)?);
-    write_atomic(&path, &serde_json::to_vec_pretty(&v)?)?;
+        .push(serde_json::to_value(&signoff).map_err(crate::error::internal)?);
+    write_atomic(
+        &path,
+        &serde_json::to_vec_pretty(&v).map_err(crate::error::internal)?,
+    )?;
     Ok(signoff)
 }
 
@@ -418,11 +421,11 @@ fn check_worksheet(report: &Report, s: &Signoff) -> anyhow::Result<()> {
 }
 
 /// Renders `dir/report.html`, with each sign-off's integrity checked.
-pub fn write_html(dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn write_html(dir: &Path) -> crate::Result<PathBuf> {
     let dir = report_dir(dir);
     let (report, integrity) = check_files(&dir)?;
     let html = html::render_with_integrity(&report, Some(&integrity));
-    write_atomic(&dir.join("report.html"), html.as_bytes())
+    Ok(write_atomic(&dir.join("report.html"), html.as_bytes())?)
 }
 
 pub fn describe(report: &Report, x: &Integrity) -> String {

@@ -33,8 +33,9 @@ pub fn run(args: TriageArgs) -> anyhow::Result<u8> {
     let report = match triage::analyze_paths(&args.paths, &opts) {
         Ok(r) => r,
         Err(e) => {
+            let e = anyhow::Error::new(e);
             out::error(&e);
-            return Ok(exit::USAGE);
+            return Ok(exit::code_for(&e));
         }
     };
     match args.format {

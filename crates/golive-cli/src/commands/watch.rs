@@ -269,7 +269,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     if let Some(prometheus) = &args.prometheus {
         events = Events::new(Arc::new(terminal(prometheus)));
         let opts = fleet_options(&args, prometheus);
-        watch_run = Box::pin(async move { watch::fleet::run(&opts, &events).await });
+        watch_run = Box::pin(async move { Ok(watch::fleet::run(&opts, &events).await?) });
     } else {
         let opts = WatchOptions::try_from(&args)?;
         let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];
@@ -277,7 +277,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
             reporters.push(listen::serve(addr)?);
         }
         events = Events::new(Arc::new(Tee(reporters)));
-        watch_run = Box::pin(async move { watch::run(&opts, &events).await });
+        watch_run = Box::pin(async move { Ok(watch::run(&opts, &events).await?) });
     }
     // The watch runs as a task of its own, so that a closed stdout (`golive watch | head`)
     // ends the command here, as every command ends, and main returns its exit code.

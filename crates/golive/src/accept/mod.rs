@@ -165,26 +165,26 @@ pub struct AcceptOutcome {
 
 /// Runs the stages against the `url`s; progress goes to `events`, and to the report
 /// files in `args.out` (report.json after each stage, all of them at the end).
-pub async fn run(args: &AcceptOptions, events: &Events) -> anyhow::Result<AcceptOutcome> {
-    anyhow::ensure!(args.concurrency >= 1, "--concurrency must be at least 1");
-    anyhow::ensure!(
+pub async fn run(args: &AcceptOptions, events: &Events) -> crate::Result<AcceptOutcome> {
+    crate::error::ensure_input!(args.concurrency >= 1, "--concurrency must be at least 1");
+    crate::error::ensure_input!(
         args.output_tokens >= 1,
         "--output-tokens must be at least 1"
     );
     if let Some(share) = args.agent_mix {
-        anyhow::ensure!(
+        crate::error::ensure_input!(
             share > 0.0 && share <= 1.0,
             "--agent-mix is the share of agent requests: above 0 and at most 1, not {share}"
         );
     }
     if let Some(log) = &args.server_log {
-        anyhow::ensure!(
+        crate::error::ensure_input!(
             log.exists(),
             "--server-log {} does not exist",
             log.display()
         );
         // A FIFO or device never ends: the final report would wait for it for ever.
-        anyhow::ensure!(
+        crate::error::ensure_input!(
             log.is_file(),
             "--server-log {} is not a regular file (a FIFO or device would never end)",
             log.display()

@@ -22,9 +22,9 @@ pub struct ReplayOptions {
 }
 
 /// Sends the saved case `repeat` times and judges every answer.
-pub async fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
+pub async fn replay(args: &ReplayOptions) -> crate::Result<ReplayResult> {
     let reg = regress::load(&args.file)?;
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         !reg.content_withheld,
         "{} was saved with --no-content: its prompts are withheld, so it cannot be sent again \
          (rerun the failing case without --no-content on non-personal test data)",
@@ -42,7 +42,7 @@ pub async fn replay(args: &ReplayOptions) -> anyhow::Result<ReplayResult> {
         Ok(m) => m,
         Err(e) => match saved_model {
             Some(m) => m,
-            None => return Err(e),
+            None => return Err(e.into()),
         },
     };
     let mut body = reg.request.clone();

@@ -97,7 +97,7 @@ pub struct CheckOptions {
 }
 
 /// Judges the bundles against the profile or recipe of `opts`.
-pub fn check(opts: &CheckOptions) -> anyhow::Result<CheckReport> {
+pub fn check(opts: &CheckOptions) -> crate::Result<CheckReport> {
     let profile = match &opts.recipe {
         Some(r) => Profile::load_recipe(r)?,
         None => Profile::load(opts.profile.as_deref().unwrap_or("vllm"))?,

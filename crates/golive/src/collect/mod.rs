@@ -437,7 +437,7 @@ pub struct Collected {
 /// at once but at most `ssh_parallel` hosts at a time; results in that order (this
 /// host first). A host that fails is reported in its [`Collected`] and the others'
 /// bundles are kept; only an `out` that cannot be created ends the collection.
-pub async fn collect(args: &CollectOptions) -> anyhow::Result<Vec<Collected>> {
+pub async fn collect(args: &CollectOptions) -> crate::Result<Vec<Collected>> {
     for host in args.ssh.iter().map(|h| h.trim()).filter(|h| !h.is_empty()) {
         remote::check_host(host)?;
     }

@@ -66,7 +66,7 @@ pub struct ContractCheck {
 
 /// Runs the contract: the quick items on every replica and path, then the trigger
 /// comparison with the reference, if one is given.
-pub async fn run(opts: &ContractOptions) -> anyhow::Result<ContractRun> {
+pub async fn run(opts: &ContractOptions) -> crate::Result<ContractRun> {
     let (mut checks, mut requests) = quick_items(opts).await?;
     let mut comparison = None;
     if let Some(reference) = &opts.reference {

@@ -528,23 +528,23 @@ pub enum LoadOutcome {
 
 /// Checks the options, resolves the model, calibrates and runs the load; `on_record`
 /// sees every finished request.
-pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> anyhow::Result<LoadOutcome> {
-    anyhow::ensure!(
+pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Result<LoadOutcome> {
+    crate::error::ensure_input!(
         args.concurrency.is_none_or(|c| c >= 1),
         "--concurrency must be at least 1"
     );
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         args.rate.is_some() || args.arrival == Arrival::Constant,
         "--arrival poisson or gamma shapes an open loop: give its --rate"
     );
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         args.think_time.is_none() || args.rate.is_none(),
         "--think-time paces a closed loop; it cannot be combined with --rate"
     );
     if let Some(r) = args.rate {
-        anyhow::ensure!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
+        crate::error::ensure_input!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
     }
-    anyhow::ensure!(args.max_tokens >= 1, "--max-tokens must be at least 1");
+    crate::error::ensure_input!(args.max_tokens >= 1, "--max-tokens must be at least 1");
     let (shard, total_concurrency) = shard::shard_and_concurrency(args)?;
     let mut target = Target::new(&args.url, &args.target)?;
     let client = OpenAiClient::new(&target)?;

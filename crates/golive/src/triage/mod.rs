@@ -330,7 +330,7 @@ fn open(src: &Source) -> anyhow::Result<Box<dyn Read + Send>> {
 }
 
 /// Triage files, directories or `-` (stdin) read together.
-pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<TriageReport> {
+pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> crate::Result<TriageReport> {
     let rules = RuleSet::load(&opts.rules)?;
     let mut notes = Vec::new();
     let sources = expand(paths, &mut notes)?;
@@ -358,7 +358,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
         results.push((name, res));
     }
     if results.is_empty() && !sources.is_empty() {
-        anyhow::bail!(
+        crate::error::bail_input!(
             "no readable log among the inputs: {}",
             if notes.is_empty() {
                 "nothing to read".to_string()
@@ -368,7 +368,7 @@ pub fn analyze_paths(paths: &[PathBuf], opts: &TriageOptions) -> anyhow::Result<
         );
     }
     if sources.is_empty() {
-        anyhow::bail!("no log files to read: {}", notes.join("; "));
+        crate::error::bail_input!("no log files to read: {}", notes.join("; "));
     }
     Ok(decide(&rules, results, notes))
 }

@@ -62,13 +62,13 @@ fn step_for(window: Duration) -> Duration {
 }
 
 /// Runs the fleet watch until a finding, `once`/`duration`, or a signal.
-pub async fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEnd> {
-    anyhow::ensure!(!opts.interval.is_zero(), "--interval must be above zero");
-    anyhow::ensure!(
+pub async fn run(opts: &FleetOptions, events: &Events) -> crate::Result<WatchEnd> {
+    crate::error::ensure_input!(!opts.interval.is_zero(), "--interval must be above zero");
+    crate::error::ensure_input!(
         opts.imbalance_factor >= 1.0,
         "--imbalance-factor must be at least 1"
     );
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         !opts.replica_label.is_empty(),
         "--replica-label must not be empty"
     );
@@ -84,8 +84,8 @@ pub async fn run(opts: &FleetOptions, events: &Events) -> anyhow::Result<WatchEn
         opts.target.request_timeout.min(Duration::from_secs(30)),
     )?;
     use tokio::signal::unix::{signal, SignalKind};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt()).map_err(crate::error::internal)?;
+    let mut terminate = signal(SignalKind::terminate()).map_err(crate::error::internal)?;
     let start = Instant::now();
     let mut last_status = f64::NEG_INFINITY;
     let mut ever = false;

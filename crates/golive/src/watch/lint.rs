@@ -161,9 +161,9 @@ async fn exported_names(
 }
 
 /// Lints the files; errors are bad input (unreadable, not YAML/JSON, no rules).
-pub async fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
-    anyhow::ensure!(!opts.files.is_empty(), "no files to lint");
-    anyhow::ensure!(
+pub async fn lint(opts: &LintOptions) -> crate::Result<LintReport> {
+    crate::error::ensure_input!(!opts.files.is_empty(), "no files to lint");
+    crate::error::ensure_input!(
         !opts.exported.is_empty(),
         "nothing to check the names against"
     );
@@ -172,7 +172,7 @@ pub async fn lint(opts: &LintOptions) -> anyhow::Result<LintReport> {
     for f in &opts.files {
         read_file(f, &mut exprs, &mut recorded)?;
     }
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         !exprs.is_empty(),
         "no PromQL expressions found in {}",
         opts.files

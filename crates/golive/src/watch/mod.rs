@@ -114,17 +114,17 @@ impl State {
 
 /// Watches the target until a trigger fires, `once`/`duration` ends it, or a signal;
 /// every scrape, reset and judged window goes to `events`.
-pub async fn run(args: &WatchOptions, events: &Events) -> anyhow::Result<WatchEnd> {
-    anyhow::ensure!(!args.interval.is_zero(), "--interval must be above zero");
-    anyhow::ensure!(
+pub async fn run(args: &WatchOptions, events: &Events) -> crate::Result<WatchEnd> {
+    crate::error::ensure_input!(!args.interval.is_zero(), "--interval must be above zero");
+    crate::error::ensure_input!(
         args.window >= args.interval,
         "--window must be at least one --interval"
     );
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         (0.0..1.0).contains(&args.tolerance),
         "--tolerance must be between 0 and 1"
     );
-    anyhow::ensure!(
+    crate::error::ensure_input!(
         args.probe_every.is_none_or(|d| !d.is_zero()) && !args.probe_deadline.is_zero(),
         "--probe-every-s and --probe-deadline-s must be above zero"
     );

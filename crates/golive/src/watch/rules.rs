@@ -393,20 +393,20 @@ pub fn name_the_owner(file: &mut RuleFile, owner: &str) {
 }
 
 /// The rule file for the baseline of `args`, as YAML, and the rules left out (why).
-pub fn rules_yaml(args: &RulesOptions) -> anyhow::Result<(String, Vec<String>)> {
-    anyhow::ensure!(
+pub fn rules_yaml(args: &RulesOptions) -> crate::Result<(String, Vec<String>)> {
+    crate::error::ensure_input!(
         (0.0..1.0).contains(&args.tolerance),
         "--tolerance must be between 0 and 1"
     );
-    anyhow::ensure!(!args.window.is_zero(), "--window must be above zero");
-    anyhow::ensure!(
+    crate::error::ensure_input!(!args.window.is_zero(), "--window must be above zero");
+    crate::error::ensure_input!(
         !args.stall_after.is_zero(),
         "--stall-after must be above zero"
     );
     let metric_name =
         regex::Regex::new(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$").expect("name pattern compiles");
     for n in &args.tool_error_counters {
-        anyhow::ensure!(
+        crate::error::ensure_input!(
             metric_name.is_match(n),
             "--tool-error-counter {n:?} is not a Prometheus metric name"
         );

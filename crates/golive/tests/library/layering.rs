@@ -144,3 +144,40 @@ fn no_accept_function_is_over_120_lines() {
         long.join("\n")
     );
 }
+
+/// The public entry points the binary calls return `golive::Result`: the library names the
+/// kind of an error (input, unreachable, write, internal) and the binary maps it to the exit
+/// code, never the text.
+#[test]
+fn entry_points_return_the_librarys_typed_error() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let entry_points = [
+        ("accept/mod.rs", "pub async fn run("),
+        ("check/mod.rs", "pub fn check("),
+        ("collect/mod.rs", "pub async fn collect("),
+        ("contract/run.rs", "pub async fn run("),
+        ("diff.rs", "pub fn diff("),
+        ("load/mod.rs", "pub async fn load("),
+        ("probe.rs", "pub async fn run("),
+        ("agent/replay.rs", "pub async fn replay("),
+        ("signoff.rs", "pub fn sign("),
+        ("signoff.rs", "pub fn verify("),
+        ("signoff.rs", "pub fn write_html("),
+        ("triage/mod.rs", "pub fn analyze_paths("),
+        ("watch/mod.rs", "pub async fn run("),
+        ("watch/fleet.rs", "pub async fn run("),
+        ("watch/lint.rs", "pub async fn lint("),
+        ("watch/rules.rs", "pub fn rules_yaml("),
+    ];
+    for (file, start) in entry_points {
+        let text = std::fs::read_to_string(src.join(file)).unwrap();
+        let at = text
+            .find(start)
+            .unwrap_or_else(|| panic!("{file}: no `{start}`"));
+        let signature = &text[at..at + text[at..].find('{').unwrap()];
+        assert!(
+            signature.contains("-> crate::Result<"),
+            "{file}: `{start}` returns {signature}"
+        );
+    }
+}
