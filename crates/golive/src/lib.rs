@@ -17,6 +17,8 @@ pub mod diff;
 pub mod envparse;
 mod error;
 pub mod events;
+/// Fuzz targets over every parser (feature `fuzz`: `scripts/fuzz.sh`, the test suite).
+#[cfg(feature = "fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
 pub mod input;

@@ -13,6 +13,7 @@ mod stream;
 
 pub use request::{error_chain, OpenAiClient};
 pub use stats::{new_histogram, percentiles, LatencyStats, Slo};
+#[cfg(feature = "fuzz")]
 pub use stream::fuzz_scan_event;
 
 use bytes::Bytes;

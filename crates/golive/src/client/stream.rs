@@ -375,6 +375,7 @@ fn apply_usage(
     }
 }
 
+#[cfg(feature = "fuzz")]
 /// Fuzz entry: both event scanners on one `data:` payload. They may disagree on crafted
 /// chunks (the fast one looks for output keys without parsing), but neither may panic.
 #[doc(hidden)]

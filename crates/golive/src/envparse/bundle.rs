@@ -351,6 +351,7 @@ impl Bundle {
     }
 }
 
+#[cfg(feature = "fuzz")]
 /// Fuzz entry: the text readers a bundle runs on its raw files.
 #[doc(hidden)]
 pub fn fuzz_texts(text: &str) {

@@ -317,6 +317,7 @@ pub fn read_shard(path: &Path) -> anyhow::Result<ShardOutput> {
     parse_shard(&text, path)
 }
 
+#[cfg(feature = "fuzz")]
 /// A fuzz entry: a shard document parsed, bounded and decoded, without a panic.
 #[doc(hidden)]
 pub fn fuzz_shard(data: &[u8]) {

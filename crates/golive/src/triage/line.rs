@@ -84,6 +84,7 @@ pub fn parse(raw: &[u8]) -> ParsedLine<'_> {
     parse_with(raw, true)
 }
 
+#[cfg(any(test, feature = "fuzz"))]
 /// [`parse`] with the regexes alone (the reference the hand readers are compared with).
 #[doc(hidden)]
 pub fn parse_reference(raw: &[u8]) -> ParsedLine<'_> {

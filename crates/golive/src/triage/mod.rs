@@ -8,6 +8,7 @@
 mod body;
 mod classify;
 mod clean;
+#[cfg(feature = "fuzz")]
 mod fuzzing;
 pub mod lifecycle;
 mod line;
@@ -25,6 +26,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "fuzz")]
 pub use fuzzing::{fuzz_lines, fuzz_scan};
 use rules::{RuleKind, RuleSet};
 use scan::{FileResult, RawFinding};

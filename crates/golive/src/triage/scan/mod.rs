@@ -116,12 +116,14 @@ pub fn scan_slice(rules: &RuleSet, data: &[u8], context: usize) -> io::Result<Fi
     scan(rules, slice(data, CHUNK), context, true)
 }
 
+#[cfg(any(test, feature = "fuzz"))]
 /// [`scan_slice`] with every line the prefilter selects handled in full (the fuzz target
 /// compares the two).
 pub fn scan_slice_in_full(rules: &RuleSet, data: &[u8], context: usize) -> io::Result<FileResult> {
     scan(rules, slice(data, CHUNK), context, false)
 }
 
+#[cfg(any(test, feature = "fuzz"))]
 /// [`scan_slice`] read `chunk` bytes at a time (the fuzz target compares it with one read:
 /// lines, tracebacks and context across buffer boundaries).
 #[doc(hidden)]
