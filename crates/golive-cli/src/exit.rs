@@ -33,7 +33,12 @@ pub struct OutputFailed {
 /// ([`golive::Error::kind_of`]), or a file this binary could not write. (A closed stdout is
 /// no error: [`crate::out`] stops writing and the command keeps its own code.)
 pub fn code_for(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|c| c.is::<OutputFailed>()) {
+    let output_failed = |c: &(dyn std::error::Error + 'static)| {
+        c.is::<OutputFailed>()
+            || c.downcast_ref::<golive::Error>()
+                .is_some_and(|g| g.causes().any(|c| c.is::<OutputFailed>()))
+    };
+    if err.chain().any(output_failed) {
         return INTERNAL;
     }
     match golive::Error::kind_of(err) {

@@ -41,6 +41,12 @@ impl Error {
         self.kind
     }
 
+    /// The error and its causes, from the outermost (a caller's own error type that a
+    /// reporter returned, e.g. the binary's failed output, is among them).
+    pub fn causes(&self) -> anyhow::Chain<'_> {
+        self.inner.chain()
+    }
+
     /// The kind of an error from its chain of causes: an output that could not be written,
     /// a task that failed, a server that refused the connection or timed out; otherwise
     /// an input that was wrong (the capabilities state what they refused).
