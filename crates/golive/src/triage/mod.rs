@@ -19,7 +19,7 @@ mod prefix;
 pub mod rules;
 mod scan;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
@@ -442,18 +442,11 @@ fn decide(
     // past is found; a log with no such failure is healthy, whatever it survived.
     // An error line (no exception of its own) of a process that went on to die of a later
     // exception of another known class was survived too: that exception ended the process.
+    let last_exceptions = LastExceptions::of(&all);
     let overtaken = |(fi, f): &(usize, &RawFinding)| {
         !f.exception
             && !rules.rules.get(f.rule).is_some_and(|r| r.fatal)
-            && all.iter().any(|(gi, g)| {
-                gi == fi
-                    && g.exception
-                    && g.kind == RuleKind::Cause
-                    && g.line > f.last_line
-                    && g.class != f.class
-                    && g.class.explains()
-                    && same_process(f, g)
-            })
+            && last_exceptions.after(*fi, f)
     };
     let went_on = |x: &(usize, &RawFinding)| {
         lifecycle::survived(rules, &results[x.0].1.life, x.1) || overtaken(x)
@@ -793,9 +786,53 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
     }
 }
 
-/// Whether two findings of one input come from the same process (their rank labels without
-/// the pid, or both without one).
-fn same_process(a: &RawFinding, b: &RawFinding) -> bool {
-    let label = |f: &RawFinding| scan::strip_pid(f.rank.as_deref().unwrap_or("")).to_string();
-    label(a) == label(b)
+/// The process of a finding within its input: its rank label without the pid.
+fn process_of(f: &RawFinding) -> &str {
+    scan::strip_pid(f.rank.as_deref().unwrap_or(""))
+}
+
+/// Per process of each input, its last uncaught exceptions of a known class: the last one,
+/// and the last one of another class than that. One pass over the findings, so that asking
+/// whether an error line was overtaken costs no scan (a crash loop has many findings).
+struct LastExceptions<'a> {
+    by_process: HashMap<(usize, &'a str), ((u64, Class), Option<u64>)>,
+}
+
+impl<'a> LastExceptions<'a> {
+    fn of(all: &[(usize, &'a RawFinding)]) -> Self {
+        let mut by_process: HashMap<(usize, &'a str), ((u64, Class), Option<u64>)> = HashMap::new();
+        for (fi, g) in all {
+            if !(g.exception && g.kind == RuleKind::Cause && g.class.explains()) {
+                continue;
+            }
+            let e = by_process
+                .entry((*fi, process_of(g)))
+                .or_insert(((g.line, g.class), None));
+            let ((line, class), other) = *e;
+            *e = if g.line >= line {
+                // The new last; the old one is the last of another class when it differs.
+                let other = if g.class != class { Some(line) } else { other };
+                ((g.line, g.class), other)
+            } else if g.class != class {
+                ((line, class), Some(other.map_or(g.line, |o| o.max(g.line))))
+            } else {
+                ((line, class), other)
+            };
+        }
+        LastExceptions { by_process }
+    }
+
+    /// Whether an uncaught exception of another known class than `f`'s ended `f`'s process
+    /// after it.
+    fn after(&self, fi: usize, f: &RawFinding) -> bool {
+        self.by_process
+            .get(&(fi, process_of(f)))
+            .is_some_and(|&((line, class), other)| {
+                if class != f.class {
+                    line > f.last_line
+                } else {
+                    other.is_some_and(|o| o > f.last_line)
+                }
+            })
+    }
 }

@@ -455,6 +455,17 @@ fn an_error_line_before_an_uncaught_exception_of_another_class_was_survived() {
         "the probe is listed as survived: {:?}",
         r.survived
     );
+    // An exception of the probe's own class does not overtake it: the earliest line of the
+    // class that ended the process is the cause.
+    let same = log(&[
+        probe,
+        "Traceback (most recent call last):",
+        "  File \"/sglang/python/sglang/srt/layers/attention/flashinfer_backend.py\", line 10, in <module>",
+        "    import flashinfer",
+        "ModuleNotFoundError: No module named 'flashinfer'",
+    ]);
+    let p = triage(&same).primary.expect("the dependency");
+    assert_eq!((p.class, p.line), (Class::Dependency, 1), "{}", p.text);
     // Alone, the probe line is still found: nothing else ended the process.
     let alone = log(&[probe, "Segmentation fault (core dumped)"]);
     let p = triage(&alone).primary.expect("the probe line");
