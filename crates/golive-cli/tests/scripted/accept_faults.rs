@@ -386,38 +386,42 @@ fn no_content_keeps_prompts_and_answers_out_of_the_report() {
 
 /// A replica of known capacity (4 slots of 200 ms: 20 req/s) answers how many replicas
 /// three targets need: one run for the verdict, the same steps for the other targets.
-#[test]
-fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
-    use golive::accept::capacity::{answer, TargetLoad};
-    use golive::accept::ramp::StepObjectives;
+/// `golive accept --target-rate 40` against a replica of known capacity (4 slots x 200 ms =
+/// 20 req/s) with an E2E p95 objective of 300 ms, writing to `out`; `extra` is appended.
+fn accept_known_replica(out: &Path, extra: &[&str]) -> Output {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let server = rt.block_on(start(Fault::Slots {
         slots: 4,
         service_ms: 200,
     }));
+    let mut args = vec![
+        "--concurrency",
+        "8",
+        "--ramp-requests",
+        "4",
+        "--slo-e2e-p95-ms",
+        "300",
+        "--target-rate",
+        "40",
+        "--skip",
+        "soak",
+        "--skip",
+        "prefix-cache",
+        "--skip",
+        "agreement",
+        "--skip",
+        "contract",
+    ];
+    args.extend_from_slice(extra);
+    accept(&server.url, out, &args)
+}
+
+#[test]
+fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
+    use golive::accept::capacity::{answer, TargetLoad};
+    use golive::accept::ramp::StepObjectives;
     let dir = tempfile::tempdir().unwrap();
-    let out = accept(
-        &server.url,
-        dir.path(),
-        &[
-            "--concurrency",
-            "8",
-            "--ramp-requests",
-            "4",
-            "--slo-e2e-p95-ms",
-            "300",
-            "--target-rate",
-            "40",
-            "--skip",
-            "soak",
-            "--skip",
-            "prefix-cache",
-            "--skip",
-            "agreement",
-            "--skip",
-            "contract",
-        ],
-    );
+    let out = accept_known_replica(dir.path(), &[]);
     let r = report(dir.path());
     let cap = check(&r, "capacity");
     let text = String::from_utf8_lossy(&out.stderr);
@@ -454,11 +458,6 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
 
 #[test]
 fn the_capacity_answer_counts_gpus_from_the_bundles_launch_layout() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Slots {
-        slots: 4,
-        service_ms: 200,
-    }));
     let dir = tempfile::tempdir().unwrap();
     // One server of this layout: TP 4 x PP 1 x DP 2 = 8 GPUs.
     let node = common::bundle::bundle(
@@ -470,30 +469,7 @@ fn the_capacity_answer_counts_gpus_from_the_bundles_launch_layout() {
         )],
     );
     let out = dir.path().join("run");
-    let o = accept(
-        &server.url,
-        &out,
-        &[
-            "--concurrency",
-            "8",
-            "--ramp-requests",
-            "4",
-            "--slo-e2e-p95-ms",
-            "300",
-            "--target-rate",
-            "40",
-            "--bundle",
-            node.to_str().unwrap(),
-            "--skip",
-            "soak",
-            "--skip",
-            "prefix-cache",
-            "--skip",
-            "agreement",
-            "--skip",
-            "contract",
-        ],
-    );
+    let o = accept_known_replica(&out, &["--bundle", node.to_str().unwrap()]);
     let r = report(&out);
     let cap = check(&r, "capacity");
     assert_eq!(

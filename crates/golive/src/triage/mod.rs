@@ -795,12 +795,15 @@ fn process_of(f: &RawFinding) -> &str {
 /// and the last one of another class than that. One pass over the findings, so that asking
 /// whether an error line was overtaken costs no scan (a crash loop has many findings).
 struct LastExceptions<'a> {
-    by_process: HashMap<(usize, &'a str), ((u64, Class), Option<u64>)>,
+    by_process: HashMap<(usize, &'a str), Last>,
 }
+
+/// A process's last exception (line, class), and the line of its last one of another class.
+type Last = ((u64, Class), Option<u64>);
 
 impl<'a> LastExceptions<'a> {
     fn of(all: &[(usize, &'a RawFinding)]) -> Self {
-        let mut by_process: HashMap<(usize, &'a str), ((u64, Class), Option<u64>)> = HashMap::new();
+        let mut by_process: HashMap<(usize, &'a str), Last> = HashMap::new();
         for (fi, g) in all {
             if !(g.exception && g.kind == RuleKind::Cause && g.class.explains()) {
                 continue;
