@@ -63,15 +63,8 @@ impl CheckReport {
 /// Judges bundles against a profile (`None`: the generic vLLM profile). `profile`
 /// is a built-in name, a profile TOML file or a recipe YAML file.
 pub fn check_bundles(bundles: &[PathBuf], profile: Option<&str>) -> anyhow::Result<CheckReport> {
-    check_bundles_against(bundles, &Profile::load(profile.unwrap_or("vllm"))?)
-}
-
-/// Judges bundles against a profile already loaded.
-pub fn check_bundles_against(
-    bundles: &[PathBuf],
-    profile: &Profile,
-) -> anyhow::Result<CheckReport> {
-    Ok(judge(&load_bundles(bundles)?, profile))
+    let profile = Profile::load(profile.unwrap_or("vllm"))?;
+    Ok(judge(&load_bundles(bundles)?, &profile))
 }
 
 /// Reads the bundle directories (one per node).

@@ -556,10 +556,12 @@ impl Scanner<'_> {
                     (None, None, None) => None,
                 },
             };
-            // A refusal rule's exception raised while the engine ran requests is its bug.
             if let Some(f) = finding.as_mut() {
-                f.request |= request_task(&tb.frames);
+                // The exception that ends a traceback; raised in a request's task, it failed
+                // that request only.
                 f.exception = true;
+                f.request |= request_task(&tb.frames);
+                // A refusal rule's exception raised while the engine ran requests is its bug.
                 if self
                     .rules
                     .rules
@@ -569,9 +571,7 @@ impl Scanner<'_> {
                 {
                     f.class = Class::Engine;
                 }
-            }
-            // The exception line of a raw traceback has no prefix; its header's rank holds.
-            if let Some(f) = finding.as_mut() {
+                // The exception line of a raw traceback has no prefix; its header's rank holds.
                 if f.rank.is_none() {
                     f.rank.clone_from(&tb.rank);
                 }
