@@ -152,6 +152,11 @@ pub struct AcceptArgs {
     /// Spare capacity on top of the target, as a fraction.
     #[arg(help_heading = "Capacity", long, default_value_t = 0.2, value_parser = crate::args::f64_in(0.0, 10.0))]
     pub headroom: f64,
+    /// Time for the boundary search after a ramp step fails on load: the concurrency is
+    /// bisected between the last step that held and the failing one until the two are
+    /// within 10% (or one request) apart; 0s: no search.
+    #[arg(help_heading = "Capacity", long, default_value = "3m", value_parser = crate::args::duration)]
+    pub boundary_budget: Duration,
     /// Data-parallel size of each node: the contract stage tests every rank through the
     /// X-data-parallel-rank header.
     #[arg(help_heading = "Server", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -205,6 +210,7 @@ impl From<AcceptArgs> for AcceptOptions {
                 (None, None) => None,
             },
             headroom: a.headroom,
+            boundary_budget: a.boundary_budget,
         }
     }
 }

@@ -485,3 +485,90 @@ fn the_capacity_answer_counts_gpus_from_the_bundles_launch_layout() {
         "{line}"
     );
 }
+
+/// A replica of 10 slots (200 ms each) and an E2E objective of 300 ms: concurrency 10 holds,
+/// 11 queues one request behind a full batch. The doubling ramp brackets it between 8 and 16;
+/// the search bisects to 12 (fails), 10 (holds), 11 (fails): within 10% of the holding end.
+#[test]
+fn the_boundary_search_narrows_the_doubling_ramps_bracket_to_within_ten_percent() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Slots {
+        slots: 10,
+        service_ms: 200,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--concurrency",
+        "16",
+        "--slo-e2e-p95-ms",
+        "300",
+        "--target-concurrency",
+        "25",
+        "--skip",
+        "soak",
+        "--skip",
+        "prefix-cache",
+        "--skip",
+        "agreement",
+        "--skip",
+        "contract",
+    ];
+    let out = accept(&server.url, dir.path(), &args);
+    let r = report(dir.path());
+    let b = check(&r, "ramp_boundary");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(b["status"], "pass", "{b:#}\n{text}");
+    assert_eq!(
+        (b["data"]["holds"].as_u64(), b["data"]["fails"].as_u64()),
+        (Some(10), Some(11)),
+        "{b:#}"
+    );
+    assert_eq!(b["data"]["search_steps"], 3, "{b:#}");
+    assert!(b["data"]["width"].as_f64().unwrap() <= 0.10, "{b:#}");
+    // Each search step is a ramp step of its own, kept in the report.
+    assert_eq!(check(&r, "ramp_c12_short")["status"], "fail");
+    assert_eq!(check(&r, "ramp_c10_short")["status"], "pass");
+    assert_eq!(check(&r, "ramp_c11_short")["status"], "fail");
+    assert!(check(&r, "ramp_c11_short")["test_case"]
+        .as_str()
+        .unwrap()
+        .contains("boundary search"));
+    // The capacity answer of the short requests rests on the narrowed bracket: 10 in flight
+    // hold, 11 fail. (The run's own answer is the long requests': they held at 8 and were not
+    // run above it, so 8 is all that is known of them.)
+    use golive::accept::capacity::{answer, TargetLoad};
+    let steps: Vec<golive::report::RampStep> =
+        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
+    let short: Vec<_> = steps
+        .into_iter()
+        .filter(|s| s.label.contains(" x short"))
+        .collect();
+    let slo = golive::accept::ramp::StepObjectives {
+        e2e_p95_ms: Some(300.0),
+        ..Default::default()
+    };
+    let a = answer(&short, TargetLoad::Concurrency(25), &slo, 0.2, 1).unwrap();
+    assert_eq!(
+        (a.per_replica, a.failing_concurrency),
+        (10.0, Some(11)),
+        "{}",
+        a.line()
+    );
+    assert_eq!(a.replicas, 3, "25 x 1.2 / 10: {}", a.line());
+    assert_eq!(check(&r, "capacity")["data"]["per_replica"], 8.0);
+
+    // Without a budget the bracket stays as the doubling ramp left it, and the check says so.
+    let dir = tempfile::tempdir().unwrap();
+    let mut no_time = args.to_vec();
+    no_time.extend(["--boundary-budget", "0s"]);
+    accept(&server.url, dir.path(), &no_time);
+    let r = report(dir.path());
+    let b = check(&r, "ramp_boundary");
+    assert_eq!(b["status"], "warn", "{b:#}");
+    assert_eq!(
+        (b["data"]["holds"].as_u64(), b["data"]["fails"].as_u64()),
+        (Some(8), Some(16)),
+        "{b:#}"
+    );
+    assert_eq!(b["data"]["search_steps"], 0);
+}

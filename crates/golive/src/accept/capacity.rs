@@ -82,11 +82,7 @@ struct Series<'a> {
 /// A step's kind, from its label (`4 x long (256 tokens context)`: `long`); the long
 /// prompts grow with the step, so the length itself does not group them.
 fn kind(s: &RampStep) -> &str {
-    s.label
-        .split(" x ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .unwrap_or(&s.label)
+    super::ramp::step_kind(&s.label)
 }
 
 fn series(steps: &[RampStep]) -> Vec<Series<'_>> {

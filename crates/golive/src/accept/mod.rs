@@ -115,6 +115,10 @@ pub struct AcceptOptions {
     pub target_load: Option<capacity::TargetLoad>,
     /// Spare capacity on top of the target, e.g. 0.2.
     pub headroom: f64,
+    /// Time for the boundary search after a ramp step fails on load: the concurrency is
+    /// bisected between the last holding and the failing step until the bracket is within
+    /// 10%; zero: no search.
+    pub boundary_budget: Duration,
 }
 
 impl AcceptOptions {

@@ -51,6 +51,9 @@ pub struct RampConfig {
     pub slo: Option<Slo>,
     /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
     pub agent_mix: Option<Arc<AgentMix>>,
+    /// Time for the boundary search after a failure on load (`--boundary-budget`); zero:
+    /// no search.
+    pub boundary_budget: Duration,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -106,12 +109,42 @@ pub struct RampOutcome {
 }
 
 fn step_id(p: &StepPlan) -> String {
-    let kind = if p.label.contains("short") {
-        "short"
-    } else {
-        "long"
-    };
-    format!("ramp_c{}_{kind}", p.concurrency)
+    format!("ramp_c{}_{}", p.concurrency, p.kind())
+}
+
+/// A step's kind from its label (`4 x long (256 tokens context)`: `long`).
+pub(crate) fn step_kind(label: &str) -> &str {
+    label
+        .split(" x ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or(label)
+}
+
+impl StepPlan {
+    /// `short` or `long`.
+    fn kind(&self) -> &str {
+        step_kind(&self.label)
+    }
+
+    /// The step as the ramp's boundary: its label, concurrency and context.
+    fn boundary_text(&self) -> String {
+        format!(
+            "{} (concurrency {}, context {})",
+            self.label, self.concurrency, self.context
+        )
+    }
+
+    /// The same request at another concurrency, as a step of the boundary search.
+    fn searching(&self, concurrency: u32) -> StepPlan {
+        let what = self.label.split_once(" x ").map_or("", |(_, r)| r);
+        let what = what.trim_end_matches(", boundary search");
+        StepPlan {
+            label: format!("{concurrency} x {what}, boundary search"),
+            concurrency,
+            ..self.clone()
+        }
+    }
 }
 
 impl RampConfig {
@@ -130,6 +163,7 @@ impl RampConfig {
             objectives: args.step_objectives(),
             slo: args.slo(),
             agent_mix: plan.agent_mix.clone(),
+            boundary_budget: args.boundary_budget,
         }
     }
 }
@@ -196,7 +230,9 @@ fn baseline(outcome: &RampOutcome) -> Baseline {
 }
 
 /// Runs the ramp; `on_step` is called after every step (to save the report). The ramp stops
-/// at the first failed step; the steps after it are listed as skipped.
+/// at the first failed step; the steps after it are listed as skipped. A failure on load
+/// is then searched down to [`BOUNDARY_WIDTH`] between the last step of its kind that held
+/// and itself, within `cfg.boundary_budget`.
 pub async fn run(
     node: &Node,
     info: &ServerInfo,
@@ -205,6 +241,13 @@ pub async fn run(
     dcgm: Option<&str>,
     mut on_step: impl FnMut(&RampStep, &Check),
 ) -> RampOutcome {
+    let ramp = Ramp {
+        node,
+        info,
+        model,
+        cfg,
+        dcgm,
+    };
     let plans = plan_steps(cfg);
     let mut outcome = RampOutcome {
         checks: Vec::new(),
@@ -215,32 +258,30 @@ pub async fn run(
     };
     let mut level_ok: BTreeMap<u32, (bool, Option<f64>)> = BTreeMap::new();
     let mut transport = TransportTally::default();
+    let mut failed_on_load = None;
     for (i, p) in plans.iter().enumerate() {
-        let m = measure_step(node, info, model, cfg, dcgm, p).await;
-        let judged = judge_step(&m, cfg);
-        let step = step_record(p, &m, judged.status);
-        let mut c = step_check(node, model, p, &m, &step, &judged);
-        if judged.status == Status::Fail {
-            mark_failure(&mut c, p, info, cfg, &m, &judged, &outcome.steps, &step);
-            outcome.boundary = Some(format!(
-                "{} (concurrency {}, context {})",
-                p.label, p.concurrency, p.context
-            ));
-        }
+        let done = ramp.step(p, &outcome.steps, &mut transport).await;
         let entry = level_ok.entry(p.concurrency).or_insert((true, None));
-        entry.0 &= judged.status != Status::Fail;
-        if p.label.contains("short") {
-            entry.1 = Some(m.result.request_rate());
+        entry.0 &= !done.failed;
+        if p.kind() == "short" {
+            entry.1 = Some(done.rate);
         }
-        transport.add(&m.result.stats);
-        on_step(&step, &c);
-        outcome.steps.push(step);
-        outcome.checks.push(c);
-        if judged.status == Status::Fail {
-            let boundary = outcome.boundary.clone().unwrap_or_default();
+        on_step(&done.step, &done.check);
+        outcome.steps.push(done.step);
+        outcome.checks.push(done.check);
+        if done.failed {
+            let boundary = p.boundary_text();
             outcome.checks.extend(not_run(&plans[i + 1..], &boundary));
+            outcome.boundary = Some(boundary);
+            failed_on_load = done.capacity.then_some(p);
             break;
         }
+    }
+    if let Some(p) = failed_on_load {
+        let search = ramp
+            .search(p, &mut outcome, &mut transport, &mut on_step)
+            .await;
+        outcome.checks.extend(search);
     }
     outcome
         .checks
@@ -248,6 +289,214 @@ pub async fn run(
     (outcome.accepted_concurrency, outcome.accepted_rate) =
         accepted(&level_ok, &plans, &outcome.steps, cfg);
     outcome
+}
+
+/// The search stops when the bracket's width is at most this share of its lower end (or one
+/// request wide).
+pub const BOUNDARY_WIDTH: f64 = 0.10;
+
+/// What one ramp runs against, and how.
+struct Ramp<'a> {
+    node: &'a Node,
+    info: &'a ServerInfo,
+    model: &'a str,
+    cfg: &'a RampConfig,
+    dcgm: Option<&'a str>,
+}
+
+/// One step measured, judged and recorded.
+struct StepDone {
+    step: RampStep,
+    check: Check,
+    failed: bool,
+    /// The failure shows load (see [`StepJudged::capacity_evidence`]).
+    capacity: bool,
+    /// Requests per second, all requests.
+    rate: f64,
+}
+
+/// Why the boundary search ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SearchEnd {
+    /// The bracket is within [`BOUNDARY_WIDTH`] of its lower end.
+    Narrow,
+    /// The two ends are one request apart.
+    OneApart,
+    /// `--boundary-budget` was spent.
+    Budget,
+    /// A search step failed on error answers, not load: the server, not capacity.
+    NotLoad,
+}
+
+impl SearchEnd {
+    fn text(self) -> &'static str {
+        match self {
+            SearchEnd::Narrow => "within 10% of the holding step",
+            SearchEnd::OneApart => "one request apart",
+            SearchEnd::Budget => "the --boundary-budget ran out first",
+            SearchEnd::NotLoad => "a search step failed on error answers, not load",
+        }
+    }
+}
+
+/// The bracket of the search: the highest holding and the lowest failing concurrency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bracket {
+    holds: u32,
+    fails: u32,
+}
+
+impl Bracket {
+    /// Why the search should end here, if it should.
+    fn end(&self) -> Option<SearchEnd> {
+        let width = self.fails.saturating_sub(self.holds);
+        if width <= 1 {
+            Some(SearchEnd::OneApart)
+        } else if f64::from(width) <= BOUNDARY_WIDTH * f64::from(self.holds) {
+            Some(SearchEnd::Narrow)
+        } else {
+            None
+        }
+    }
+
+    fn middle(&self) -> u32 {
+        self.holds + (self.fails - self.holds) / 2
+    }
+
+    /// The width as a share of the holding end.
+    fn width(&self) -> f64 {
+        f64::from(self.fails - self.holds) / f64::from(self.holds.max(1))
+    }
+}
+
+impl Ramp<'_> {
+    /// Measures, judges and records one step.
+    async fn step(
+        &self,
+        p: &StepPlan,
+        earlier: &[RampStep],
+        transport: &mut TransportTally,
+    ) -> StepDone {
+        let m = self.measure(p).await;
+        let judged = judge_step(&m, self.cfg);
+        let step = step_record(p, &m, judged.status);
+        let mut check = step_check(self.node, self.model, p, &m, &step, &judged);
+        let failed = judged.status == Status::Fail;
+        if failed {
+            let failure = Failure {
+                m: &m,
+                judged: &judged,
+                earlier,
+                step: &step,
+            };
+            mark_failure(&mut check, p, self.info, self.cfg, &failure);
+        }
+        transport.add(&m.result.stats);
+        StepDone {
+            step,
+            check,
+            failed,
+            capacity: judged.capacity_evidence,
+            rate: m.result.request_rate(),
+        }
+    }
+
+    /// Bisects the concurrency between the last step of `failed`'s kind that held and
+    /// `failed`, holding its prompt and output lengths, until the bracket is narrow, one
+    /// request wide, the budget is spent, or a step fails without load. Each search step is
+    /// kept like a ramp step; the result is the `ramp_boundary` check.
+    async fn search(
+        &self,
+        failed: &StepPlan,
+        outcome: &mut RampOutcome,
+        transport: &mut TransportTally,
+        on_step: &mut impl FnMut(&RampStep, &Check),
+    ) -> Option<Check> {
+        let holds = outcome
+            .steps
+            .iter()
+            .filter(|s| step_kind(&s.label) == failed.kind() && s.concurrency < failed.concurrency)
+            .filter(|s| s.status != Some(Status::Fail))
+            .map(|s| s.concurrency)
+            .max()?;
+        let mut bracket = Bracket {
+            holds,
+            fails: failed.concurrency,
+        };
+        let started = std::time::Instant::now();
+        let mut searched = 0;
+        let end = loop {
+            if let Some(end) = bracket.end() {
+                break end;
+            }
+            if started.elapsed() >= self.cfg.boundary_budget {
+                break SearchEnd::Budget;
+            }
+            let p = failed.searching(bracket.middle());
+            let done = self.step(&p, &outcome.steps, transport).await;
+            searched += 1;
+            on_step(&done.step, &done.check);
+            outcome.steps.push(done.step);
+            outcome.checks.push(done.check);
+            match (done.failed, done.capacity) {
+                (false, _) => bracket.holds = p.concurrency,
+                (true, true) => {
+                    bracket.fails = p.concurrency;
+                    outcome.boundary = Some(p.boundary_text());
+                }
+                (true, false) => break SearchEnd::NotLoad,
+            }
+        };
+        Some(boundary_check(
+            failed,
+            bracket,
+            end,
+            searched,
+            started.elapsed(),
+        ))
+    }
+}
+
+/// `ramp_boundary`: where the search left the boundary of the failing kind of request.
+fn boundary_check(
+    failed: &StepPlan,
+    bracket: Bracket,
+    end: SearchEnd,
+    searched: u32,
+    took: Duration,
+) -> Check {
+    let kind = failed.kind();
+    let mut c = Check::new(
+        CheckId::RampBoundary,
+        Stage::Ramp,
+        Status::Pass,
+        format!("the boundary of {kind} requests found to within 10% (bisecting concurrency)"),
+    );
+    c.measurement = format!(
+        "{kind} requests hold at concurrency {} and fail at {}: bracket width {:.0}%, {} ({searched} search step(s), {:.0} s){}",
+        bracket.holds,
+        bracket.fails,
+        bracket.width() * 100.0,
+        end.text(),
+        took.as_secs_f64(),
+        if kind == "long" {
+            format!("; the search holds the failing step's context, {} tokens", failed.context)
+        } else {
+            String::new()
+        }
+    );
+    if end == SearchEnd::Budget {
+        c.status = Status::Warn;
+        c.next_step = "raise --boundary-budget to narrow the bracket".into();
+    }
+    c.impact = Impact::Info;
+    c.data = json!({
+        "kind": kind, "holds": bracket.holds, "fails": bracket.fails,
+        "width": bracket.width(), "end": format!("{end:?}").to_lowercase(),
+        "search_steps": searched, "seconds": took.as_secs_f64(),
+        "prompt_tokens": failed.prompt_tokens, "context": failed.context,
+    });
+    c
 }
 
 /// One step's load and what the server's metrics said during it.
@@ -260,48 +509,44 @@ struct StepMeasured {
     agent: Option<crate::report::AgentConformance>,
 }
 
-async fn measure_step(
-    node: &Node,
-    info: &ServerInfo,
-    model: &str,
-    cfg: &RampConfig,
-    dcgm: Option<&str>,
-    p: &StepPlan,
-) -> StepMeasured {
-    let names = info.names();
-    let metrics_url = engine::metrics_url(&node.client.base_url, info);
-    let scrape = || engine::scrape_at(&node.client.http, metrics_url.as_deref());
-    let plan = Arc::new(step_load(model, info, cfg, p));
-    let before = scrape().await;
-    let load_label = format!("ramp {}", p.label);
-    let bar = node.events.load_started(&load_label, plan.requests);
-    let load = run_load(
-        node.client.clone(),
-        plan.clone(),
-        Arc::new(LoadCounters::default()),
-        bar.clone(),
-    );
-    let every = Duration::from_millis(500);
-    let (result, peaks) = engine::with_peaks(
-        &node.client.http,
-        metrics_url.as_deref(),
-        dcgm,
-        names,
-        every,
-        load,
-    )
-    .await;
-    node.events.load_finished(&load_label);
-    let after = scrape().await;
-    let preemptions = match (&before, &after) {
-        (Some(b), Some(a)) => first_delta(b, a, names.preemptions),
-        _ => None,
-    };
-    StepMeasured {
-        result,
-        peaks,
-        preemptions,
-        agent: plan.agent_mix.as_ref().map(|m| m.conformance()),
+impl Ramp<'_> {
+    async fn measure(&self, p: &StepPlan) -> StepMeasured {
+        let (node, info) = (self.node, self.info);
+        let names = info.names();
+        let metrics_url = engine::metrics_url(&node.client.base_url, info);
+        let scrape = || engine::scrape_at(&node.client.http, metrics_url.as_deref());
+        let plan = Arc::new(step_load(self.model, info, self.cfg, p));
+        let before = scrape().await;
+        let load_label = format!("ramp {}", p.label);
+        let bar = node.events.load_started(&load_label, plan.requests);
+        let load = run_load(
+            node.client.clone(),
+            plan.clone(),
+            Arc::new(LoadCounters::default()),
+            bar.clone(),
+        );
+        let every = Duration::from_millis(500);
+        let (result, peaks) = engine::with_peaks(
+            &node.client.http,
+            metrics_url.as_deref(),
+            self.dcgm,
+            names,
+            every,
+            load,
+        )
+        .await;
+        node.events.load_finished(&load_label);
+        let after = scrape().await;
+        let preemptions = match (&before, &after) {
+            (Some(b), Some(a)) => first_delta(b, a, names.preemptions),
+            _ => None,
+        };
+        StepMeasured {
+            result,
+            peaks,
+            preemptions,
+            agent: plan.agent_mix.as_ref().map(|m| m.conformance()),
+        }
     }
 }
 
@@ -530,19 +775,29 @@ fn step_check(
     c
 }
 
+/// What a failed step's record is made of.
+struct Failure<'a> {
+    m: &'a StepMeasured,
+    judged: &'a StepJudged,
+    earlier: &'a [RampStep],
+    step: &'a RampStep,
+}
+
 /// A failed step: error answers without load are the server's; a failure with load is
 /// capacity at the expected load, a limit beyond it, with the runbook's OOM record.
-#[allow(clippy::too_many_arguments)]
 fn mark_failure(
     c: &mut Check,
     p: &StepPlan,
     info: &ServerInfo,
     cfg: &RampConfig,
-    m: &StepMeasured,
-    judged: &StepJudged,
-    earlier: &[RampStep],
-    step: &RampStep,
+    failure: &Failure<'_>,
 ) {
+    let Failure {
+        m,
+        judged,
+        earlier,
+        step,
+    } = *failure;
     c.owner = Some(Owner::Server);
     if !judged.capacity_evidence {
         // Error answers without any sign of load: the server or its parser is wrong,
@@ -720,6 +975,7 @@ mod tests {
             objectives: StepObjectives::default(),
             slo: None,
             agent_mix: None,
+            boundary_budget: Duration::ZERO,
         };
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();

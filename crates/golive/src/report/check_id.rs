@@ -27,6 +27,8 @@ crate::names::snake_case_names! {
         /// The whole ramp, when it is skipped.
         Ramp,
         Transport,
+        /// Where the boundary search left the bracket after a ramp failure on load.
+        RampBoundary,
         StreamSilence,
         Soak,
         AgentUnderLoad,
