@@ -29,16 +29,12 @@ pub struct OutputFailed {
     pub source: anyhow::Error,
 }
 
-/// What an error that ended a command means for the exit code: the library's kind
-/// ([`golive::Error::kind_of`]), or a file this binary could not write. (A closed stdout is
-/// no error: [`crate::out`] stops writing and the command keeps its own code.)
+/// What an error that ended a command means for the exit code: a file this binary could not
+/// write, else the library's kind ([`golive::Error::kind_of`]; a reporter's failure returned
+/// through the library is of kind Write). A closed stdout is no error: [`crate::out`] stops
+/// writing and the command keeps its own code.
 pub fn code_for(err: &anyhow::Error) -> u8 {
-    let output_failed = |c: &(dyn std::error::Error + 'static)| {
-        c.is::<OutputFailed>()
-            || c.downcast_ref::<golive::Error>()
-                .is_some_and(|g| g.causes().any(|c| c.is::<OutputFailed>()))
-    };
-    if err.chain().any(output_failed) {
+    if err.chain().any(|c| c.is::<OutputFailed>()) {
         return INTERNAL;
     }
     match golive::Error::kind_of(err) {

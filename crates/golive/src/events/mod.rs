@@ -161,10 +161,14 @@ impl Events {
         }
     }
 
-    /// The first error a reporter returned since the last call: the run stops with it.
+    /// The first error a reporter returned since the last call: the run stops with it. A
+    /// reporter writes the run's outputs, so its failure is of kind
+    /// [`crate::ErrorKind::Write`], whatever its own error type.
     pub fn check(&self) -> anyhow::Result<()> {
         let failed = self.failed.lock().ok().and_then(|mut f| f.take());
-        failed.map_or(Ok(()), Err)
+        failed.map_or(Ok(()), |e| {
+            Err(crate::Error::new(crate::ErrorKind::Write, e).into())
+        })
     }
 
     pub fn notice(&self, text: impl Into<String>) {
@@ -191,5 +195,37 @@ impl Events {
         self.emit(Event::LoadFinished {
             label: label.to_string(),
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reporter whose output is gone, with an error type of its own (as the binary's).
+    struct Broken;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("stdout is full")]
+    struct Full;
+
+    impl Reporter for Broken {
+        fn report(&self, _: &Event) -> Result<(), ReportError> {
+            Err(anyhow::Error::new(Full).into())
+        }
+    }
+
+    #[test]
+    fn a_reporters_failure_stops_the_run_as_a_write_error_with_its_cause_kept() {
+        let events = Events::new(Arc::new(Broken));
+        assert!(events.check().is_ok(), "nothing reported yet");
+        events.notice("one");
+        events.notice("two");
+        let e = events.check().unwrap_err();
+        assert_eq!(crate::Error::kind_of(&e), crate::ErrorKind::Write);
+        assert!(e.chain().any(|c| c.is::<Full>()) || format!("{e:#}").contains("stdout is full"));
+        assert_eq!(format!("{e}"), "stdout is full");
+        // The first error only, once.
+        assert!(events.check().is_ok());
     }
 }

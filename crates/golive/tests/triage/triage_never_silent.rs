@@ -306,6 +306,8 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         ("benign-optional-import", "WARNING:torchao:Skipping import of cpp extensions due to incompatible torch version\n", oom),
         ("benign-optional-import", "[2025-04-20 14:03:12 TP0] Skipping import of cpp extensions: /usr/local/lib/python3.10/dist-packages/torchao/_C.abi3.so: undefined symbol: _ZN3c105ErrorC2ENS_14SourceLocationE\n", oom),
         ("benign-vllm-commit-id", "No module named 'vllm.commit_id'\n", "ModuleNotFoundError: No module named 'vllm._C'\n"),
+        ("benign-handled-shortage", "[2025-02-03 22:28:08 TP12] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.0980 -> 1.0000\n", "[2025-02-03 22:28:09 TP12] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
+        ("benign-handled-shortage", "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving (backend_ids_changed = 1)\n", "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: cudaMalloc failed: out of memory\n"),
         ("benign-vllm-request-log", "(APIServer pid=1) ERROR 08-01 10:01:00 [validation.py:152] RequestValidationError caught. Request id: chatcmpl-1\n", oom),
         ("benign-traceback-chain", "(APIServer pid=1) ERROR 08-01 10:01:00 [api_server.py:1] The above exception was the direct cause of the following exception:\n", oom),
         ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
@@ -472,7 +474,7 @@ fn families_of_other_runtimes_and_libraries() {
         ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer\n", Class::Config, 1),
         ("ValueError: Loading Qwen/Qwen-7B-Chat requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.\n", Class::Config, 1),
         ("[2025-05-01 12:00:00 TP1] Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n", Class::Nccl, 1),
-        ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::GpuFault, 1),
+        ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::Engine, 1),
         ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa1b2c3/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/tmpa1b2c3/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.\n", Class::Dependency, 1),
         ("/tmp/tmpa1b2c3/main.c:5:10: fatal error: Python.h: No such file or directory\n", Class::Dependency, 1),
         // The compiler's own headers missing (a gcc without its include directory): the same

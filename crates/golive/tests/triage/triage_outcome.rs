@@ -471,3 +471,38 @@ fn an_error_line_before_an_uncaught_exception_of_another_class_was_survived() {
     let p = triage(&alone).primary.expect("the probe line");
     assert_eq!(p.line, 1, "{}", p.text);
 }
+
+/// Messages that say the engine handles a shortage itself (SGLang retracting requests when the
+/// KV pool is full, ggml re-reserving its graph), a device-side assertion (a check in the
+/// kernel's code), and Triton's refusal of FP8 on a GPU without it.
+#[test]
+fn handled_shortages_device_assertions_and_fp8_on_an_older_gpu() {
+    let retract = log(&[
+        "[2025-02-03 22:20:00] The server is fired up and ready to roll!",
+        "[2025-02-03 22:28:08 TP12] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.0980 -> 1.0000",
+        "[2025-02-03 22:28:09 TP0] Decode batch. #running-req: 12, #token: 5000, token usage: 0.90, gen throughput (token/s): 800.00, #queue-req: 3",
+    ]);
+    assert!(triage(&retract).primary.is_none());
+    let reserve = log(&[
+        "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving (backend_ids_changed = 1)",
+        "terminate called after throwing an instance of 'std::length_error'",
+        "  what():  vector::_M_default_append",
+        "Aborted (core dumped)",
+    ]);
+    let p = triage(&reserve).primary.expect("the C++ exception");
+    assert_eq!(p.line, 2, "{p:?}");
+    let assertion = log(&[
+        "../aten/src/ATen/native/cuda/ScatterGatherKernel.cu:144: operator(): block: [0,0,0], thread: [0,0,0] Assertion `idx_dim >= 0 && idx_dim < index_size && \"index out of bounds\"` failed.",
+        "RuntimeError: CUDA error: device-side assert triggered",
+    ]);
+    let p = triage(&assertion).primary.expect("the assertion");
+    assert_eq!((p.class, p.line), (Class::Engine, 1), "{p:?}");
+    let fp8 = log(&[
+        "triton.compiler.errors.CompilationError: at 1:0:",
+        "def _fwd_grouped_kernel_stage1(",
+        "^",
+        "ValueError(\"type fp8e4nv not supported in this architecture. The supported fp8 dtypes are ('fp8e4b15', 'fp8e5')\")",
+    ]);
+    let p = triage(&fp8).primary.expect("the FP8 refusal");
+    assert_eq!((p.class, p.line), (Class::Config, 4), "{p:?}");
+}
