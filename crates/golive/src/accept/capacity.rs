@@ -29,7 +29,7 @@ pub enum TargetLoad {
     Concurrency(u32),
 }
 
-/// A held-out step, predicted from its neighbours.
+/// A held-out step, predicted from its neighbours: its goodput, and its p95 TTFT.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Backtest {
     pub step: String,
@@ -37,6 +37,38 @@ pub struct Backtest {
     pub measured: f64,
     /// |predicted - measured| / measured.
     pub error: f64,
+    /// The step's p95 TTFT predicted the same way (none where a step had no TTFT samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_p95_ms: Option<Prediction>,
+}
+
+/// One figure of a held-out step: predicted, measured, and the relative error.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Prediction {
+    pub predicted: f64,
+    pub measured: f64,
+    pub error: f64,
+}
+
+impl Prediction {
+    /// `b`'s value interpolated linearly (in concurrency) between `a` and `c`.
+    fn between(a: (u32, f64), b: (u32, f64), c: (u32, f64)) -> Prediction {
+        let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
+        let predicted = a.1 + (c.1 - a.1) * along;
+        Prediction {
+            predicted,
+            measured: b.1,
+            error: (predicted - b.1).abs() / b.1,
+        }
+    }
+}
+
+impl Backtest {
+    /// The larger of its errors (goodput, p95 TTFT).
+    pub fn worst_error(&self) -> f64 {
+        self.ttft_p95_ms
+            .map_or(self.error, |t| t.error.max(self.error))
+    }
 }
 
 /// The backtest error above which the answer is low confidence.
@@ -177,26 +209,34 @@ fn binding(s: Option<&RampStep>, slo: &StepObjectives) -> String {
 fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
     // Only holding steps: the answer rests on goodput rising with concurrency below the
     // boundary, and that is what a held-out step tests.
-    let points: Vec<(u32, f64, &str)> = x
+    let points: Vec<&RampStep> = x
         .steps
         .iter()
-        .filter(|s| holds(s))
-        .filter_map(|s| goodput(s).map(|g| (s.concurrency, g, s.label.as_str())))
+        .copied()
+        .filter(|s| holds(s) && goodput(s).is_some())
         .collect();
+    let at = |s: &RampStep, v: f64| (s.concurrency, v);
+    let ttft = |s: &RampStep| (s.ttft_ms.count > 0 && s.ttft_ms.p95 > 0.0).then_some(s.ttft_ms.p95);
     points
         .windows(3)
-        .filter(|w| w[1].1 > 0.0 && w[2].0 > w[0].0)
+        .filter(|w| goodput(w[1]).unwrap_or(0.0) > 0.0 && w[2].concurrency > w[0].concurrency)
         .map(|w| {
-            let (a, b, c) = (w[0], w[1], w[2]);
-            let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
-            let predicted = a.1 + (c.1 - a.1) * along;
-            let held_out = Backtest {
-                step: b.2.to_string(),
-                predicted,
-                measured: b.1,
-                error: (predicted - b.1).abs() / b.1,
+            let g = |s: &RampStep| at(s, goodput(s).unwrap_or(0.0));
+            let fit = Prediction::between(g(w[0]), g(w[1]), g(w[2]));
+            let ttft_p95_ms = match (ttft(w[0]), ttft(w[1]), ttft(w[2])) {
+                (Some(a), Some(b), Some(c)) => {
+                    Some(Prediction::between(at(w[0], a), at(w[1], b), at(w[2], c)))
+                }
+                _ => None,
             };
-            (b.0.abs_diff(near), held_out)
+            let held_out = Backtest {
+                step: w[1].label.clone(),
+                predicted: fit.predicted,
+                measured: fit.measured,
+                error: fit.error,
+                ttft_p95_ms,
+            };
+            (w[1].concurrency.abs_diff(near), held_out)
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, b)| b)
@@ -227,7 +267,7 @@ pub fn answer(
     let backtest = backtest(x, step.concurrency);
     let low_confidence = backtest
         .as_ref()
-        .is_none_or(|b| b.error > MAX_BACKTEST_ERROR);
+        .is_none_or(|b| b.worst_error() > MAX_BACKTEST_ERROR);
     // The binding objective: where this series failed, else where the ramp first did.
     let other_fail = || {
         steps
@@ -294,13 +334,23 @@ impl CapacityAnswer {
             ));
         }
         match &self.backtest {
-            Some(b) => line.push_str(&format!(
-                "; backtest {}: predicted {:.2}, measured {:.2} req/s, error {:.0}%",
-                b.step,
-                b.predicted,
-                b.measured,
-                b.error * 100.0
-            )),
+            Some(b) => {
+                line.push_str(&format!(
+                    "; backtest {}: predicted {:.2}, measured {:.2} req/s, error {:.0}%",
+                    b.step,
+                    b.predicted,
+                    b.measured,
+                    b.error * 100.0
+                ));
+                if let Some(t) = b.ttft_p95_ms {
+                    line.push_str(&format!(
+                        "; TTFT p95 predicted {:.0}, measured {:.0} ms, error {:.0}%",
+                        t.predicted,
+                        t.measured,
+                        t.error * 100.0
+                    ));
+                }
+            }
             None => line.push_str("; no backtest (fewer than three steps with goodput)"),
         }
         if self.low_confidence {
@@ -352,6 +402,12 @@ mod tests {
             e2e_ms: Percentiles {
                 count: u64::from(c) * 4,
                 p95: e2e,
+                ..Default::default()
+            },
+            // The first token comes after the queue and a 50 ms prefill.
+            ttft_ms: Percentiles {
+                count: u64::from(c) * 4,
+                p95: e2e - service_s * 1000.0 + 50.0,
                 ..Default::default()
             },
             status: Some(if ok { Status::Pass } else { Status::Fail }),
@@ -426,7 +482,24 @@ mod tests {
         let a = answer(&steps, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
         let b = a.backtest.clone().unwrap();
         assert!(b.error < 1e-9, "{b:?}");
+        let t = b.ttft_p95_ms.expect("TTFT predicted too");
+        assert!(t.error < 1e-9 && t.measured == 50.0, "{t:?}");
         assert!(!a.low_confidence);
+        assert!(
+            a.line().contains("TTFT p95 predicted 50, measured 50 ms"),
+            "{}",
+            a.line()
+        );
+        // Goodput on the line but the first token late at the held-out step: low confidence.
+        let mut late = ramp(16);
+        late[3].ttft_ms.p95 = 80.0;
+        let a = answer(&late, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
+        let b = a.backtest.clone().unwrap();
+        assert!(
+            b.error < 1e-9 && b.ttft_p95_ms.unwrap().error > 0.3,
+            "{b:?}"
+        );
+        assert!(a.low_confidence, "{}", a.line());
         // A knee between the neighbours: the interpolation misses, low confidence.
         let mut bent = ramp(16);
         bent[3].goodput.as_mut().unwrap().requests_per_s = 20.0;
