@@ -14,9 +14,10 @@ use crate::{exit, out};
 pub struct LoadArgs {
     #[command(subcommand)]
     pub command: Option<LoadCommand>,
-    /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
+    /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000. Repeat it for replicas of
+    /// the same model: the requests are spread over them in turn, as a load balancer would.
     #[arg(long, required_unless_present = "k8s_job")]
-    pub url: Option<String>,
+    pub url: Vec<String>,
     /// Requests in flight at once (closed loop, default 1); with --rate, the most in
     /// flight (default 1024).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100000))]
@@ -149,7 +150,8 @@ impl TryFrom<&LoadArgs> for LoadOptions {
 
     fn try_from(a: &LoadArgs) -> anyhow::Result<Self> {
         Ok(LoadOptions {
-            url: a.url.clone().unwrap_or_default(),
+            url: a.url.first().cloned().unwrap_or_default(),
+            replicas: a.url.iter().skip(1).cloned().collect(),
             concurrency: a.concurrency,
             rate: a.rate,
             requests: a.requests,
@@ -253,7 +255,7 @@ fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
 fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
     anyhow::ensure!(shards >= 1, "--k8s-job needs at least 1 shard");
     anyhow::ensure!(
-        args.url.is_none(),
+        args.url.is_empty(),
         "--k8s-job: give the shards' load arguments after `--` (--url too), \
          e.g. golive load --k8s-job {shards} --image IMG -- --url URL --requests 4000"
     );

@@ -17,4 +17,5 @@ mod load_arrivals;
 mod load_faults;
 mod probe_stall;
 mod stream_silence;
+mod two_replicas;
 mod watch_scripted;

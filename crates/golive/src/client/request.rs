@@ -15,6 +15,9 @@ pub struct OpenAiClient {
     /// Keeps no idle connection: the one retry after a reuse race goes out on a new one.
     pub fresh: reqwest::Client,
     pub base_url: String,
+    /// Further replicas of the same server (`load --url A --url B`): requests go to
+    /// `base_url` and these in turn, by request index.
+    pub spread: Vec<String>,
     pub request_timeout: Duration,
     /// Zero point of every `*_us` time.
     pub epoch: Instant,
@@ -26,9 +29,26 @@ impl OpenAiClient {
             http: target.http_client()?,
             fresh: target.fresh_connection_client()?,
             base_url: target.base_url.clone(),
+            spread: Vec::new(),
             request_timeout: target.request_timeout,
             epoch: Instant::now(),
         })
+    }
+
+    /// The same client, sending request `i` to the `i mod n`-th of `base_url` and `more` (base
+    /// URLs of further replicas, reached with the same key and TLS settings).
+    pub fn spread_over(mut self, more: Vec<String>) -> Self {
+        self.spread = more;
+        self
+    }
+
+    /// The base URL request `index` goes to.
+    pub fn base_for(&self, index: u64) -> &str {
+        let n = 1 + self.spread.len() as u64;
+        match (index % n) as usize {
+            0 => &self.base_url,
+            k => &self.spread[k - 1],
+        }
     }
 
     pub fn micros(&self, t: Instant) -> u64 {
@@ -53,7 +73,7 @@ impl OpenAiClient {
             token_us: Vec::with_capacity(if spec.stream { spec.expected_tokens } else { 0 }),
             ..Default::default()
         };
-        let url = format!("{}{}", self.base_url, spec.api.path());
+        let url = format!("{}{}", self.base_for(index), spec.api.path());
         let post = |client: &reqwest::Client| {
             let post = client
                 .post(&url)

@@ -23,6 +23,9 @@ pub use summary::{client_limited, write_csv, LoadSummary};
 pub struct LoadOptions {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
     pub url: String,
+    /// Further replicas of the same model: the requests are spread over `url` and these in
+    /// turn (round robin by request index), as a load balancer would.
+    pub replicas: Vec<String>,
     /// Requests in flight at once (closed loop, default 1); with --rate, the most in
     /// flight (default 1024).
     pub concurrency: Option<u32>,
@@ -547,7 +550,12 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
     crate::error::ensure_input!(args.max_tokens >= 1, "--max-tokens must be at least 1");
     let (shard, total_concurrency) = shard::shard_and_concurrency(args)?;
     let mut target = Target::new(&args.url, &args.target)?;
-    let client = OpenAiClient::new(&target)?;
+    let more = args
+        .replicas
+        .iter()
+        .map(|u| Target::new(u, &args.target).map(|t| t.base_url))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let client = OpenAiClient::new(&target)?.spread_over(more);
     let model = match target.resolve_model(&client.http).await {
         Ok(m) => m,
         Err(e) => return Ok(LoadOutcome::Unreachable(e)),
@@ -582,6 +590,12 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         seed: args.seed,
     };
     let plan = Arc::new(plan);
+    // The summary names every replica the requests went to.
+    let urls = std::iter::once(&client.base_url)
+        .chain(&client.spread)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
     let result = run_load(
         Arc::new(client),
         plan.clone(),
@@ -589,7 +603,7 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         on_record,
     )
     .await;
-    let summary = LoadSummary::new(&target.base_url, &plan, &result);
+    let summary = LoadSummary::new(&urls, &plan, &result);
     Ok(LoadOutcome::Done {
         summary: Box::new(summary),
         result: Box::new(result),

@@ -157,6 +157,23 @@ pub fn start_local_server(port: u16, extra: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// Starts an extra local llama-server on `port` pinned to CPU `core` (`taskset`, which the
+/// server inherits from the script) with one thread; returns its URL.
+pub fn start_local_server_on_core(port: u16, core: u32) -> String {
+    let out = Command::new("taskset")
+        .args(["-c", &core.to_string()])
+        .arg(local_server_script())
+        .args(["start", "--port", &port.to_string(), "--", "-t", "1"])
+        .output()
+        .expect("cannot run taskset (util-linux) with scripts/local-server.sh");
+    assert!(
+        out.status.success(),
+        "local-server start on core {core} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 pub fn stop_local_server(port: u16) {
     let _ = Command::new(local_server_script())
         .args(["stop", "--port", &port.to_string()])
