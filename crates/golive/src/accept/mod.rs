@@ -379,9 +379,13 @@ async fn run_stages(
     };
     tracker.enter(Stage::Basic, &ctx);
     let basic_ok = basic(nodes, &model, &ctx).await?;
-    let (mut plan, mix_error) =
-        AcceptPlan::resolve(args, profile, nodes, infos, model, basic_ok, &ctx).await;
-    plan.gpus_per_server = gpus_per_server;
+    let learned = plan::Learned {
+        infos,
+        model,
+        basic_ok,
+        gpus_per_server,
+    };
+    let (plan, mix_error) = AcceptPlan::resolve(args, profile, nodes, learned, &ctx).await;
     ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
     // The stages after basic: each runs, or is skipped by the plan's one rule.
     for p in &PLANNED {

@@ -32,6 +32,16 @@ pub(super) struct AcceptPlan<'a> {
     pub gpus_per_server: Option<u64>,
 }
 
+/// What the stages before the plan learned: the service stage's server facts, the model,
+/// whether the first node answered its basic request, and the GPUs of one server from the
+/// bundles' launch command.
+pub(super) struct Learned {
+    pub infos: Vec<ServerInfo>,
+    pub model: String,
+    pub basic_ok: bool,
+    pub gpus_per_server: Option<u64>,
+}
+
 /// Why the later stages do not run when the first node failed its basic request.
 const NOT_SERVED: &str = "the basic request failed on the first node";
 
@@ -41,11 +51,15 @@ impl<'a> AcceptPlan<'a> {
         args: &'a AcceptOptions,
         profile: &'a Profile,
         nodes: &'a [Node],
-        infos: Vec<ServerInfo>,
-        model: String,
-        basic_ok: bool,
+        learned: Learned,
         ctx: &StageCtx<'_>,
     ) -> (Self, Option<Check>) {
+        let Learned {
+            infos,
+            model,
+            basic_ok,
+            gpus_per_server,
+        } = learned;
         let node = &nodes[0];
         let tokens_per_word = if basic_ok {
             crate::load::calibrate_tokens_per_word(&node.client, crate::client::Api::Chat, &model)
@@ -72,7 +86,7 @@ impl<'a> AcceptPlan<'a> {
             expected_concurrency: args.expected_concurrency.unwrap_or(args.concurrency),
             max_context,
             agent_mix,
-            gpus_per_server: None,
+            gpus_per_server,
         };
         (plan, mix_error)
     }
