@@ -466,6 +466,33 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
     assert_eq!((p.class, p.line), (Class::Nccl, 10), "{p:?}");
 }
 
+/// The same in the KV-cache code: Python's words for an unexpected value in the block pool are
+/// the engine's bug, not a prefix-cache setting; an error of no known words there stays
+/// `prefix_cache` (turn prefix caching off to confirm).
+#[test]
+fn a_code_bug_in_the_kv_cache_code_is_the_engines_not_a_prefix_cache_setting() {
+    let log = |exc: &str| {
+        format!(
+            "INFO 06-06 00:28:20 [core.py:60] Initializing a V1 LLM engine (v0.9.0) with config: model='m'
+INFO 06-06 00:29:00 [api_server.py:1000] Starting vLLM API server on http://0.0.0.0:8000
+ERROR 06-06 00:30:27 [core.py:500] EngineCore encountered a fatal error.
+ERROR 06-06 00:30:27 [core.py:500] Traceback (most recent call last):
+ERROR 06-06 00:30:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/core/kv_cache_manager.py\", line 250, in allocate_slots
+ERROR 06-06 00:30:27 [core.py:500]     new_blocks = self.block_pool.get_new_blocks(n)
+ERROR 06-06 00:30:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/core/block_pool.py\", line 61, in get_new_blocks
+ERROR 06-06 00:30:27 [core.py:500]     block.ref_cnt += 1
+ERROR 06-06 00:30:27 [core.py:500] {exc}
+"
+        )
+    };
+    let bug = log("AttributeError: 'NoneType' object has no attribute 'ref_cnt'");
+    let p = triage_text(&bug).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Engine, 9), "{p:?}");
+    let cache = log("RuntimeError: the block pool went wrong in a way nobody names");
+    let p = triage_text(&cache).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::PrefixCache, 9), "{p:?}");
+}
+
 /// An accelerator runtime's own words for running out of device memory are an out-of-memory
 /// like CUDA's, at startup while the engine loads.
 #[test]

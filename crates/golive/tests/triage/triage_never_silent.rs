@@ -263,12 +263,19 @@ fn sglang_radix_cache_ray_compiled_graphs_and_deepep() {
   File \"/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py\", line 1500, in event_loop_normal
     self.process_batch_result(batch, result)
   File \"/sgl-workspace/sglang/python/sglang/srt/mem_cache/radix_cache.py\", line 301, in cache_finished_req
-    kv_indices = self.req_to_token_pool.req_to_token[req.req_pool_idx, :token_ids_len]
-TypeError: 'NoneType' object is not subscriptable
+    assert len(kv_indices) == token_ids_len
+AssertionError
 ";
     let rep = triage_text(radix);
     let p = rep.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::PrefixCache, 6));
+    // The interpreter's words for a code bug in the same frames are the code's, not the cache
+    // setting's (no engine start in this excerpt, so no class at all).
+    let bug = radix.replace(
+        "AssertionError",
+        "TypeError: 'NoneType' object is not subscriptable",
+    );
+    assert_eq!(primary(&bug).0, Class::Unknown);
     // The raw traceback carries the rank of its `[.. TP1]` header, as vLLM's worker prefixes do.
     assert_eq!(p.rank.as_deref(), Some("TP1"));
     let dp = radix.replace(" TP1]", " DP1 TP3]");

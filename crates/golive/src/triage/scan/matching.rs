@@ -238,6 +238,13 @@ impl Scanner<'_> {
                     Some((f, slot)) if self.frames_memo.matches(slot, ri, fr, f) => {}
                     _ => continue,
                 }
+                // The interpreter's words for a code bug (matched before, generic) are the
+                // code's fault: frames of the KV-cache or the distributed layer do not make
+                // them a prefix-cache setting or a failed transport.
+                let code_bug = found.is_some_and(|g: usize| self.rules.rules[g].code_bug);
+                if code_bug && matches!(r.class, Class::PrefixCache | Class::Nccl) {
+                    continue;
+                }
             }
             if !r.regex_matches(pl) {
                 continue;

@@ -521,9 +521,10 @@ impl Scanner<'_> {
                 !self.rules.rules[fr].fallback
                     || generic.is_none_or(|g| self.rules.rules[g].catch_all)
             });
-            // A code bug in the distributed layer's code is no failed transport.
+            // A code bug in the distributed layer's code is no failed transport, and one in the
+            // KV-cache code no prefix-cache setting: the engine's code is wrong there.
             let frame = frame.filter(|&fr| {
-                self.rules.rules[fr].class != Class::Nccl
+                !matches!(self.rules.rules[fr].class, Class::Nccl | Class::PrefixCache)
                     || !generic.is_some_and(|g| self.rules.rules[g].code_bug)
             });
             let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
