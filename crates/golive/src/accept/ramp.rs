@@ -350,10 +350,10 @@ impl Bracket {
     /// Why the search should end here, if it should.
     fn end(&self) -> Option<SearchEnd> {
         let width = self.fails.saturating_sub(self.holds);
-        if width <= 1 {
-            Some(SearchEnd::OneApart)
-        } else if f64::from(width) <= BOUNDARY_WIDTH * f64::from(self.holds) {
+        if f64::from(width) <= BOUNDARY_WIDTH * f64::from(self.holds) {
             Some(SearchEnd::Narrow)
+        } else if width <= 1 {
+            Some(SearchEnd::OneApart)
         } else {
             None
         }
@@ -960,6 +960,32 @@ impl TransportTally {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_search_bisects_until_within_ten_percent_or_one_request_apart() {
+        let b = |holds, fails| Bracket { holds, fails };
+        assert_eq!(b(8, 16).end(), None);
+        assert_eq!(b(8, 16).middle(), 12);
+        // 10 of 11: 10% of the holding end.
+        assert_eq!(b(10, 11).end(), Some(SearchEnd::Narrow));
+        assert_eq!(b(12, 13).end(), Some(SearchEnd::Narrow));
+        // Below 10 the integers end it first.
+        assert_eq!(b(3, 4).end(), Some(SearchEnd::OneApart));
+        assert_eq!(b(20, 23).end(), None);
+        assert_eq!(b(40, 44).end(), Some(SearchEnd::Narrow));
+        assert!((b(40, 44).width() - 0.1).abs() < 1e-9);
+        // The search step is the failing one at another concurrency.
+        let p = StepPlan {
+            label: "16 x long (80 tokens context)".into(),
+            concurrency: 16,
+            prompt_tokens: 72,
+            max_tokens: 8,
+            context: 80,
+        };
+        let s = p.searching(12).searching(13);
+        assert_eq!(s.label, "13 x long (80 tokens context), boundary search");
+        assert_eq!((s.concurrency, s.prompt_tokens, s.kind()), (13, 72, "long"));
+    }
 
     #[test]
     fn steps_start_with_the_runbook_four_and_end_at_the_maxima() {
