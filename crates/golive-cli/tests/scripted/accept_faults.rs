@@ -434,6 +434,16 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
         "one replica holds ~20 req/s: {cap:#}"
     );
     assert_eq!(cap["data"]["replicas"], 3, "{cap:#}");
+    // The capacity line of the baseline, for watch and rules: the holding step's goodput.
+    assert_eq!(
+        r["baseline"]["capacity_rps"],
+        cap["data"]["per_replica_rps"]
+    );
+    assert!(
+        r["baseline"]["capacity_rps"].as_f64().unwrap() > 0.0,
+        "{:#}",
+        r["baseline"]
+    );
     assert!(
         cap["measurement"].as_str().unwrap().contains("E2E p95"),
         "{cap:#}"

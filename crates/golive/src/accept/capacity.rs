@@ -83,6 +83,10 @@ pub struct CapacityAnswer {
     pub prompt_tokens: u32,
     /// One replica's capacity at the objectives (req/s, or concurrency).
     pub per_replica: f64,
+    /// The holding step's goodput (req/s within the objectives), whatever the target's unit:
+    /// the capacity line `watch` and `rules` hold the live rate against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_replica_rps: Option<f64>,
     /// Where the boundary lies: the holding step, and the first failing step above it
     /// (none: the ramp never failed, so the capacity is at least `per_replica`).
     pub bracket: (f64, Option<f64>),
@@ -280,6 +284,7 @@ pub fn answer(
         kind: x.kind.to_string(),
         prompt_tokens: x.prompt_tokens,
         per_replica: best,
+        per_replica_rps: goodput(step),
         bracket: (best, upper),
         failing_concurrency: fail.map(|f| f.concurrency),
         binding: binding(fail.or_else(other_fail), slo),

@@ -509,35 +509,44 @@ fn closing_checks(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
         let agent = agent_load::check(steps, soak_agent.as_ref().map(|(c, a)| (*c, a)));
         (silence, agent)
     });
-    let capacity = ctx.edit(|r| capacity_check(plan, &r.measurements.ramp));
-    StageResult::of_checks(silence.into_iter().chain(agent).chain(capacity).collect())
+    let (capacity, line) = ctx.edit(|r| capacity_check(plan, &r.measurements.ramp));
+    let mut result =
+        StageResult::of_checks(silence.into_iter().chain(agent).chain(capacity).collect());
+    result.baseline.capacity_rps = line;
+    result
 }
 
-/// With a target: the replicas it needs, from the ramp (see [`capacity`]).
-fn capacity_check(plan: &AcceptPlan<'_>, steps: &[crate::report::RampStep]) -> Option<Check> {
+/// With a target: the replicas it needs, from the ramp (see [`capacity`]), and the capacity
+/// line of the baseline (one server's goodput at the objectives).
+fn capacity_check(
+    plan: &AcceptPlan<'_>,
+    steps: &[crate::report::RampStep],
+) -> (Option<Check>, Option<f64>) {
     let args = plan.args;
-    let target = args.target_load?;
+    let Some(target) = args.target_load else {
+        return (None, None);
+    };
     let slo = args.step_objectives();
     let replicas = plan.nodes.len() as u32;
-    Some(
-        match capacity::answer(steps, target, &slo, args.headroom, replicas)
-            .map(|a| a.with_gpus(plan.gpus_per_server))
-        {
-            Some(a) => a.check(),
-            None => {
-                let mut c = Check::new(
-                    CheckId::Capacity,
-                    Stage::Ramp,
-                    Status::Skip,
-                    "replicas needed for the target at the objectives, from the ramp",
-                );
-                c.measurement = "no answer: no ramp step held, or no goodput was measured \
+    let answer = capacity::answer(steps, target, &slo, args.headroom, replicas)
+        .map(|a| a.with_gpus(plan.gpus_per_server));
+    let line = answer.as_ref().and_then(|a| a.per_replica_rps);
+    let check = Some(match answer {
+        Some(a) => a.check(),
+        None => {
+            let mut c = Check::new(
+                CheckId::Capacity,
+                Stage::Ramp,
+                Status::Skip,
+                "replicas needed for the target at the objectives, from the ramp",
+            );
+            c.measurement = "no answer: no ramp step held, or no goodput was measured \
                                  (a rate target needs --slo-* objectives)"
-                    .into();
-                c
-            }
-        },
-    )
+                .into();
+            c
+        }
+    });
+    (check, line)
 }
 
 /// `--no-content`: prompts and answers become hashes and lengths.

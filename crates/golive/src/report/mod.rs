@@ -372,6 +372,11 @@ pub struct Baseline {
     pub request_rate_rps: Option<f64>,
     pub kv_cache_usage_max: Option<f64>,
     pub waiting_max: Option<f64>,
+    /// The capacity line: requests per second one server held within the objectives (the
+    /// capacity answer's holding step, `accept --target-rate/--target-concurrency` with
+    /// `--slo-*`). `watch` and `rules` warn when the live rate crosses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_rps: Option<f64>,
 }
 
 impl Baseline {
@@ -396,6 +401,7 @@ impl Baseline {
             request_rate_rps,
             kv_cache_usage_max,
             waiting_max,
+            capacity_rps,
         } = later;
         self.cache_hit_ratio = cache_hit_ratio.or(self.cache_hit_ratio);
         self.ttft_p50_ms = ttft_p50_ms.or(self.ttft_p50_ms);
@@ -407,6 +413,7 @@ impl Baseline {
         self.request_rate_rps = request_rate_rps.or(self.request_rate_rps);
         self.kv_cache_usage_max = peak(self.kv_cache_usage_max, kv_cache_usage_max);
         self.waiting_max = peak(self.waiting_max, waiting_max);
+        self.capacity_rps = capacity_rps.or(self.capacity_rps);
     }
 
     /// The baseline as labelled, formatted rows (`None`: not measured), so every
@@ -433,6 +440,10 @@ impl Baseline {
             (
                 "Peak waiting requests",
                 self.waiting_max.map(|x| format!("{x:.0}")),
+            ),
+            (
+                "Capacity line (one server)",
+                self.capacity_rps.map(|x| format!("{x:.2} req/s")),
             ),
         ]
     }

@@ -301,6 +301,28 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         ));
     }
 
+    // The capacity line: the live rate above what one server held within the objectives.
+    match baseline.capacity_rps {
+        Some(line) => rules.push(rule(
+            None,
+            "GoliveAboveCapacity",
+            "warning",
+            format!(
+                "sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) > {}",
+                num(line)
+            ),
+            &for_,
+            "vLLM finishes more requests than one server held within the objectives".into(),
+            format!(
+                "Requests finish at more than {} req/s over {w}: above the capacity line of the accepted run (one server's goodput at its --slo-* objectives). The objectives break next: add replicas (the accept report's capacity check says how many).",
+                num(line)
+            ),
+        )),
+        None => left_out.push(
+            "capacity line: the baseline has no capacity_rps (accept with --target-rate or --target-concurrency and --slo-*)".into(),
+        ),
+    }
+
     // Driver errors: the GPU reports XIDs through the DCGM exporter.
     rules.push(rule(
         Some(Trigger::DriverNccl),
@@ -454,6 +476,39 @@ mod tests {
                 r.alert
             );
         }
+    }
+
+    #[test]
+    fn the_capacity_line_of_the_baseline_is_a_warning_on_the_finished_rate() {
+        let with = Baseline {
+            capacity_rps: Some(3.25),
+            ..Default::default()
+        };
+        let (file, left_out) = build_rules(&with, &RuleOptions::default());
+        let rule = file.groups[0]
+            .rules
+            .iter()
+            .find(|r| r.alert == "GoliveAboveCapacity")
+            .expect("the capacity rule");
+        assert!(rule.expr.ends_with(") > 3.25"), "{}", rule.expr);
+        assert!(rule
+            .expr
+            .contains("rate(vllm:e2e_request_latency_seconds_count[10m])"));
+        assert_eq!(rule.labels["severity"], "warning");
+        assert!(
+            !rule.annotations.contains_key("rollback"),
+            "not a rollback trigger"
+        );
+        assert!(!left_out.iter().any(|l| l.contains("capacity")));
+        let (file, left_out) = build_rules(&Baseline::default(), &RuleOptions::default());
+        assert!(!file.groups[0]
+            .rules
+            .iter()
+            .any(|r| r.alert == "GoliveAboveCapacity"));
+        assert!(
+            left_out.iter().any(|l| l.starts_with("capacity line")),
+            "{left_out:?}"
+        );
     }
 
     #[test]

@@ -103,6 +103,7 @@ pub fn evaluate_with_probes(
     summarize(readings, &mut ev.summary);
     judge_oom(readings, hits, baseline, limits, &mut ev);
     judge_queue(readings, baseline, limits, &mut ev);
+    judge_capacity(readings, baseline, &mut ev);
     judge_driver(hits, &mut ev);
     judge_cache(readings, baseline, limits, &mut ev);
     judge_tool(readings, hits, &mut ev);
@@ -274,6 +275,23 @@ fn judge_queue(readings: &[Reading], baseline: &Baseline, limits: &Limits, ev: &
         title: Trigger::QueueGrowth.title(),
         evidence,
     });
+}
+
+/// The capacity line of the baseline: the live arrival rate above what one server held within
+/// the objectives is a warning (a note), not a rollback trigger; the server is not worse, the
+/// load is more than it was accepted for.
+fn judge_capacity(readings: &[Reading], baseline: &Baseline, ev: &mut Evaluation) {
+    let (Some(line), Some(rate)) = (
+        baseline.capacity_rps,
+        arrival_rate(signals::since_last_restart(readings)),
+    ) else {
+        return;
+    };
+    if rate > line {
+        ev.notes.push(format!(
+            "above the capacity line: requests arrive at {rate:.2} req/s, one server held {line:.2} req/s within the objectives in the accepted run; add replicas before the objectives break"
+        ));
+    }
 }
 
 fn judge_driver(hits: &[LogHit], ev: &mut Evaluation) {
@@ -460,6 +478,28 @@ mod tests {
         let ev = evaluate(&rs, &[], &Baseline::default(), &Limits::default());
         assert!(ev.firing.is_empty(), "{:?}", ev.firing);
         assert!(ev.notes.iter().any(|n| n.contains("more traffic")));
+    }
+
+    #[test]
+    fn a_rate_above_the_capacity_line_is_a_note_not_a_trigger() {
+        // 5 requests/s finish, the queue is flat: above a line of 2 req/s, below one of 8.
+        let rs: Vec<Reading> = (0..7)
+            .map(|i| r(i as f64, &vllm(0.0, 5.0 * i as f64, 0.0, 0.0, 0.0, 0.0)))
+            .collect();
+        let line = |rps| Baseline {
+            capacity_rps: Some(rps),
+            ..Baseline::default()
+        };
+        let ev = evaluate(&rs, &[], &line(2.0), &Limits::default());
+        assert!(ev.firing.is_empty(), "{:?}", ev.firing);
+        let note = ev.notes.iter().find(|n| n.contains("capacity line"));
+        assert!(
+            note.is_some_and(|n| n.contains("5.00 req/s") && n.contains("2.00 req/s")),
+            "{:?}",
+            ev.notes
+        );
+        let ev = evaluate(&rs, &[], &line(8.0), &Limits::default());
+        assert!(!ev.notes.iter().any(|n| n.contains("capacity line")));
     }
 
     #[test]
