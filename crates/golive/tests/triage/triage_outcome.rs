@@ -506,3 +506,23 @@ fn handled_shortages_device_assertions_and_fp8_on_an_older_gpu() {
     let p = triage(&fp8).primary.expect("the FP8 refusal");
     assert_eq!((p.class, p.line), (Class::Config, 4), "{p:?}");
 }
+
+/// A parent that reads from a dead child's pipe gets EOF: that reports the child's end, it is
+/// not a failure of its own (nor the distributed layer's, whose frames it runs through).
+#[test]
+fn eof_on_a_dead_childs_pipe_points_back_at_the_childs_crash() {
+    let text = log(&[
+        "[2025-07-08 06:55:01 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, dtype=torch.bfloat16, avail mem=100.5 GB, mem usage=40.1 GB.",
+        "Capturing batches (bs=448 avail_mem=87.41 GB):   8%| 4/51 [00:20<03:35,  4.59s/it]Fatal Python error: Segmentation fault",
+        "",
+        "[2025-07-08 06:57:01] DataParallelController hit an exception: Traceback (most recent call last):",
+        "  File \"/sgl-workspace/sglang/python/sglang/srt/managers/data_parallel_controller.py\", line 244, in launch_tensor_parallel_group",
+        "    scheduler_info.append(scheduler_pipe_readers[i].recv())",
+        "  File \"/usr/lib/python3.12/multiprocessing/connection.py\", line 399, in _recv",
+        "    raise EOFError",
+        "EOFError",
+        "[2025-07-08 06:57:01] Received sigquit from a child process. It usually means the child failed.",
+    ]);
+    let p = triage(&text).primary.expect("the child's crash");
+    assert_eq!((p.class, p.line), (Class::Engine, 2), "{p:?}");
+}
