@@ -212,12 +212,18 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// came: 4/6 class, 6/6 line, 14/14 quiet; 3/7, 5/7, 19/20): tune 68/81, held 50/81. An error
 /// line of a process that then died of an uncaught exception of another class was survived:
 /// tune 70/81 class, 72/81 line, 84/87 quiet; held 50/81, 67/81, 84/87; all 120/162, 139/162,
-/// 168/174. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 168/174. Then 55 more (ids 337-391, batches E (16 committed files) and F (39 issue bodies),
+/// merged with `merge.py`; measured as they came: E 6/8 class, 7/8 line, 8/8 quiet; F 11/25,
+/// 19/25, 13/14): tune 76/98 class, 85/98 line, 94/98 quiet; held 61/97, 80/97, 95/98. Handled shortages (SGLang's retraction, ggml's
+/// re-reserve) benign, a device-side assertion the engine's, FP8 on a GPU without it config, a
+/// code bug in the KV-cache code the engine's, EOF from a dead child's pipe a consequence: tune
+/// 80/98 class, 88/98 line, 94/98 quiet; held 63/97, 80/97, 95/98; all 143/195, 168/195,
+/// 189/196 (the old rows: tune 70/81, held 51/81). Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 86.0, 88.5, 96.5, 0),
-    ("held", 61.5, 82.5, 96.5, 2),
-    ("all", 74.0, 85.5, 96.5, 2),
+    ("tune", 81.0, 89.5, 95.5, 0),
+    ("held", 64.5, 82.0, 96.5, 4),
+    ("all", 73.0, 86.0, 96.0, 4),
 ];
 
 #[test]
