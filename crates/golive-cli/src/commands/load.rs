@@ -32,6 +32,11 @@ pub struct LoadArgs {
     /// With --arrival gamma: the shape of its intervals, 0.01 to 100 (1 is poisson).
     #[arg(long, value_parser = crate::args::f64_in(0.01, 100.0))]
     pub burstiness: Option<f64>,
+    /// With --rate: stop early when, over this window, the requests in flight and the time
+    /// to first token both rise significantly (over-saturation: the server cannot take the
+    /// rate); the summary keeps the statistics so far. 0s: never stop early.
+    #[arg(long, default_value = "20s", value_parser = crate::args::duration)]
+    pub saturation_window: Duration,
     /// The seed of a poisson or gamma schedule (the same for every shard of one run).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -169,6 +174,7 @@ impl TryFrom<&LoadArgs> for LoadOptions {
             slo: crate::args::slo(&a.goodput),
             arrival: Arrival::new(a.arrival.as_str(), a.burstiness)?,
             seed: a.seed,
+            saturation_window: Some(a.saturation_window).filter(|w| !w.is_zero()),
         })
     }
 }

@@ -169,3 +169,52 @@ fn every_request_carries_an_x_request_id_and_a_failure_names_it() {
         assert!(rows.contains(id.as_str()), "{id} not in {rows}");
     }
 }
+
+/// Over-saturation (issue 27 item 2): a server of 2 slots x 200 ms holds 10 req/s. At 25 req/s
+/// the requests in flight and the first token's wait both climb: the run stops early, with
+/// its statistics and the slopes, instead of waiting for timeouts. At 5 req/s it runs to the
+/// end.
+#[test]
+fn an_open_loop_above_capacity_stops_early_on_over_saturation_and_below_it_runs_out() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Slots {
+        slots: 2,
+        service_ms: 200,
+    }));
+    let (code, s, err) = load(
+        &server.url,
+        &[
+            "--rate",
+            "25",
+            "--duration",
+            "60s",
+            "--saturation-window",
+            "4s",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let sat = &s["saturation"];
+    assert!(sat.is_object(), "no early stop: {s:#}");
+    let at = sat["at_s"].as_f64().unwrap();
+    assert!((4.0..20.0).contains(&at), "{sat:#}");
+    // 25 arrive, 10 finish per second: about 15 more in flight every second.
+    let slope = sat["in_flight_slope"].as_f64().unwrap();
+    assert!((5.0..25.0).contains(&slope), "{sat:#}");
+    assert!(sat["ttft_slope_ms"].as_f64().unwrap() > 0.0, "{sat:#}");
+    assert!(s["duration_s"].as_f64().unwrap() < 45.0, "{s:#}");
+    assert!(s["requests"].as_u64().unwrap() > 20, "{s:#}");
+    let (code, s, err) = load(
+        &server.url,
+        &[
+            "--rate",
+            "5",
+            "--duration",
+            "8s",
+            "--saturation-window",
+            "4s",
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(s.get("saturation").is_none(), "{s:#}");
+    assert!(s["requests"].as_u64().unwrap() >= 35, "{s:#}");
+}

@@ -117,7 +117,13 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
     let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
     let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
     let mut c = soak_check(node, model, load, &plan, &m.result);
-    let capacity_evidence = judge(&mut c, stats, &queue, agent.as_ref());
+    let mut capacity_evidence = judge(&mut c, stats, &queue, agent.as_ref());
+    if let Some(sat) = &m.result.saturation {
+        c.status = Status::Fail;
+        capacity_evidence = true;
+        c.measurement
+            .push_str(&format!("; stopped early, {}", sat.text()));
+    }
     let request_rate = m.result.request_rate();
     c.measurement = format!(
         "{} requests, {:.2} req/s, error rate {:.2}%, TTFT p95 {:.0} ms, ITL p95 {:.1} ms, queue {:.1} -> {:.1}{}{}{}",
@@ -149,6 +155,7 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
         "stream_gap_ms": stats.stream_gap_ms(), "tool_call_gap_max_ms": stats.tool_call_gap_max_ms(),
         "first_tool_call_ms": stats.first_tool_call_ms(),
         "agent": agent,
+        "saturation": m.result.saturation,
     });
     if let Some(g) = goodput {
         c.data["goodput"] = json!(g);
@@ -185,6 +192,10 @@ fn soak_plan(model: &str, info: &ServerInfo, load: &SoakLoad) -> LoadPlan {
     plan.tokens_per_word = load.tokens_per_word;
     plan.agent_mix = load.agent_mix.clone();
     plan.slo = load.slo;
+    // An open loop the server cannot take stops early, over a third of the soak.
+    plan.saturation_window = load
+        .rate
+        .map(|_| (load.duration / 3).clamp(Duration::from_secs(5), Duration::from_secs(60)));
     plan
 }
 

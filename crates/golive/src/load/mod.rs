@@ -11,6 +11,7 @@ use crate::target::Target;
 
 pub mod arrival;
 pub mod k8s;
+pub mod saturation;
 pub mod shard;
 
 pub use arrival::{Arrival, Schedule};
@@ -62,6 +63,9 @@ pub struct LoadOptions {
     pub arrival: Arrival,
     /// The seed of a random arrival (`--seed`).
     pub seed: u64,
+    /// Open loop: stop early on over-saturation, judged over this window
+    /// (`--saturation-window`); none: run the whole plan.
+    pub saturation_window: Option<Duration>,
 }
 
 impl LoadOptions {
@@ -109,6 +113,9 @@ pub struct LoadPlan {
     pub arrival: Arrival,
     /// Open loop: the seed of a random arrival (the same for every shard of a run).
     pub seed: u64,
+    /// Open loop: stop early when the requests in flight and the TTFT both rise
+    /// significantly over this window ([`saturation`]); none: never.
+    pub saturation_window: Option<Duration>,
 }
 
 impl LoadPlan {
@@ -133,6 +140,7 @@ impl LoadPlan {
             slo: None,
             arrival: Arrival::Constant,
             seed: 0,
+            saturation_window: None,
         }
     }
 
@@ -267,6 +275,8 @@ pub struct LoadResult {
     pub elapsed: Duration,
     /// CPU time golive's process used meanwhile (all its threads), in seconds.
     pub client_cpu_s: f64,
+    /// The open loop stopped early: the server was over-saturated.
+    pub saturation: Option<saturation::Saturation>,
 }
 
 impl LoadResult {
@@ -299,19 +309,21 @@ pub async fn run_load(
         (None, Some(_)) => u64::MAX,
         (None, None) => plan.shard.share_of(100),
     };
-    let (stats, records) = if let Some(rate) = plan.rate.filter(|r| *r > 0.0) {
+    let (stats, records, saturation) = if let Some(rate) = plan.rate.filter(|r| *r > 0.0) {
         open_loop(
             client, plan, counters, progress, rate, limit, deadline, started,
         )
         .await
     } else {
-        closed_loop(client, plan, counters, progress, limit, deadline).await
+        let (stats, records) = closed_loop(client, plan, counters, progress, limit, deadline).await;
+        (stats, records, None)
     };
     LoadResult {
         stats,
         records,
         elapsed: started.elapsed(),
         client_cpu_s: process_cpu_s() - cpu_before,
+        saturation,
     }
 }
 
@@ -331,7 +343,13 @@ async fn open_loop(
     limit: u64,
     deadline: Option<Instant>,
     started: Instant,
-) -> (LatencyStats, Vec<RequestRecord>) {
+) -> (
+    LatencyStats,
+    Vec<RequestRecord>,
+    Option<saturation::Saturation>,
+) {
+    // Set when the detector finds the server over-saturated: no request starts after it.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.concurrency.max(1) as usize));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
     // A schedule that cannot be drawn (a bad burstiness from a library caller) is constant;
@@ -339,12 +357,13 @@ async fn open_loop(
     let schedule = Schedule::new(plan.arrival, rate, plan.seed)
         .or_else(|_| Schedule::new(Arrival::Constant, rate, plan.seed));
     let Ok(mut schedule) = schedule else {
-        return (LatencyStats::with_slo(plan.slo), Vec::new());
+        return (LatencyStats::with_slo(plan.slo), Vec::new(), None);
     };
     let mut index = 0u64;
     let scheduler = {
         let counters = counters.clone();
         let plan = plan.clone();
+        let stop = stop.clone();
         async move {
             while index < limit {
                 // The whole plan's schedule: a shard sends its own indices at the times
@@ -355,6 +374,9 @@ async fn open_loop(
                     break;
                 }
                 tokio::time::sleep_until(tokio::time::Instant::from_std(scheduled)).await;
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 // At most `concurrency` in flight: a saturated server delays starts,
                 // which shows as schedule lag rather than unbounded client memory.
                 let Ok(permit) = permits.clone().acquire_owned().await else {
@@ -390,7 +412,19 @@ async fn open_loop(
     let collector = async {
         let mut stats = LatencyStats::with_slo(plan.slo);
         let mut records = Vec::new();
+        let mut detector = plan.saturation_window.map(saturation::Detector::new);
+        let mut saturated = None;
         while let Some(rec) = rx.recv().await {
+            if let (Some(d), None) = (detector.as_mut(), saturated) {
+                let in_flight = counters.in_flight.load(Ordering::Relaxed) as f64;
+                let ttft = rec
+                    .first_token_us
+                    .map(|f| f.saturating_sub(rec.start_us) as f64 / 1000.0);
+                saturated = d.add(started.elapsed().as_secs_f64(), in_flight, ttft);
+                if saturated.is_some() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
             stats.record(&rec);
             if let Some(p) = &progress {
                 p(&rec);
@@ -399,7 +433,7 @@ async fn open_loop(
                 records.push(rec);
             }
         }
-        (stats, records)
+        (stats, records, saturated)
     };
     let ((), out) = tokio::join!(scheduler, collector);
     out
@@ -588,6 +622,7 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         slo: args.slo,
         arrival: args.arrival,
         seed: args.seed,
+        saturation_window: args.saturation_window,
     };
     let plan = Arc::new(plan);
     // The summary names every replica the requests went to.

@@ -63,6 +63,9 @@ pub struct LoadSummary {
     /// Goodput against `--goodput`'s per-request objectives (absent without them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<SummaryGoodput>,
+    /// The open loop stopped early on over-saturation (absent when it ran to its end).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<super::saturation::Saturation>,
 }
 
 /// The summary's goodput: the objectives, the counts (merged across shards) and the rates.
@@ -81,6 +84,7 @@ impl LoadSummary {
     pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
         let mut s = Self::from_stats(url, plan, &result.stats, result.elapsed);
         s.client_cpu_share = result.client_cpu_share();
+        s.saturation = result.saturation;
         s
     }
 
@@ -133,6 +137,7 @@ impl LoadSummary {
                     met_output_tokens: s.slo_met_output_tokens,
                     rates,
                 }),
+            saturation: None,
         }
     }
 
@@ -194,6 +199,12 @@ impl LoadSummary {
         }
         if let Some(g) = &self.goodput {
             out.push_str(&format!("{}\n", g.rates.text()));
+        }
+        if let Some(sat) = &self.saturation {
+            out.push_str(&format!(
+                "STOPPED EARLY: {}; the server cannot take this rate\n",
+                sat.text()
+            ));
         }
         out
     }
