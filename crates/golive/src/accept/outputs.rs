@@ -220,8 +220,11 @@ mod tests {
         events.emit(Event::ReportUpdated(report.clone()));
         events.emit(Event::ReportFinished(report));
         let e = run.check().expect_err("the failed write");
+        // Returned as the library's error of kind Write, with the reporter's causes inside.
+        let typed = e.downcast_ref::<crate::Error>().expect("a typed error");
+        assert_eq!(typed.kind(), crate::ErrorKind::Write);
         assert!(
-            e.chain().any(|c| c.is::<crate::report::WriteFailed>()),
+            typed.causes().any(|c| c.is::<crate::report::WriteFailed>()),
             "{e:#}"
         );
         assert!(events.check().is_ok(), "taken once");

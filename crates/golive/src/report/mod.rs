@@ -748,7 +748,8 @@ mod tests {
             ..Baseline::default()
         };
         let rows = b.rows();
-        assert_eq!(rows.len(), 10);
+        assert_eq!(rows.len(), 11);
+        assert_eq!(rows[10], ("Capacity line (one server)", None));
         assert_eq!(
             rows[0],
             ("Prefix-cache hit ratio", Some("68.7%".to_string()))

@@ -481,6 +481,9 @@ fn families_of_other_runtimes_and_libraries() {
         ("safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer\n", Class::Config, 1),
         ("ValueError: Loading Qwen/Qwen-7B-Chat requires you to execute the configuration file in that repo on your local machine. Make sure you have read the code there to avoid malicious use, then set the option `trust_remote_code=True` to remove this error.\n", Class::Config, 1),
         ("[2025-05-01 12:00:00 TP1] Exception: Capture cuda graph failed: [/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffer.cc:133] Timed out waiting 1800000ms for send operation to complete\n", Class::Nccl, 1),
+        // GGML_ABORT's own words after the source location, whatever they are, then gdb's
+        // backtrace quoting the GGML_ABORT source line.
+        ("slot update_slots: id  0 | task 0 | prompt done, n_past = 4076, n_tokens = 2028\n/home/u/llama.cpp/ggml/src/ggml-backend.cpp:750: pre-allocated tensor (cache_k_l32 (view)) in a buffer (Vulkan0) that cannot run the operation (CPY)\n[New LWP 1580837]\n750             GGML_ABORT(\"pre-allocated tensor (%s) in a buffer (%s) that cannot run the operation (%s)\", tensor->name);\n", Class::Engine, 2),
         ("/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:92: operator(): block: [5,0,0], thread: [64,0,0] Assertion `-sizes[i] <= index && index < sizes[i] && \"index out of bounds\"` failed.\n", Class::Engine, 1),
         ("torch._inductor.exc.InductorError: CalledProcessError: Command '['/usr/bin/gcc', '/tmp/tmpa1b2c3/main.c', '-O3', '-shared', '-fPIC', '-o', '/tmp/tmpa1b2c3/cuda_utils.so', '-lcuda']' returned non-zero exit status 1.\n", Class::Dependency, 1),
         ("/tmp/tmpa1b2c3/main.c:5:10: fatal error: Python.h: No such file or directory\n", Class::Dependency, 1),
