@@ -403,15 +403,8 @@ fn accept_known_replica(out: &Path, extra: &[&str]) -> Output {
         "300",
         "--target-rate",
         "40",
-        "--skip",
-        "soak",
-        "--skip",
-        "prefix-cache",
-        "--skip",
-        "agreement",
-        "--skip",
-        "contract",
     ];
+    args.extend_from_slice(&common::RAMP_ONLY);
     args.extend_from_slice(extra);
     accept(&server.url, out, &args)
 }
@@ -514,15 +507,8 @@ fn the_boundary_search_narrows_the_doubling_ramps_bracket_to_within_ten_percent(
         "300",
         "--target-concurrency",
         "25",
-        "--skip",
-        "soak",
-        "--skip",
-        "prefix-cache",
-        "--skip",
-        "agreement",
-        "--skip",
-        "contract",
     ];
+    let args = [&args[..], &common::RAMP_ONLY[..]].concat();
     let out = accept(&server.url, dir.path(), &args);
     let r = report(dir.path());
     let b = check(&r, "ramp_boundary");

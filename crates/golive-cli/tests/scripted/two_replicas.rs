@@ -45,15 +45,7 @@ fn two_real_replicas_hold_what_the_capacity_answer_predicts_within_15_percent() 
             "--target-rate",
             "1",
         ])
-        .args([
-            "--skip",
-            "soak",
-            "--skip",
-            "prefix-cache",
-            "--skip",
-            "agreement",
-        ])
-        .args(["--skip", "contract"])
+        .args(common::RAMP_ONLY)
         .output()
         .unwrap();
     let r = report(dir.path());

@@ -239,6 +239,19 @@ pub fn accept_without_agent(url: &str, out: &Path) -> Command {
     cmd
 }
 
+/// `accept` arguments that leave only the ramp after basic (and the closing checks): the
+/// capacity tests' runs.
+pub const RAMP_ONLY: [&str; 8] = [
+    "--skip",
+    "soak",
+    "--skip",
+    "prefix-cache",
+    "--skip",
+    "agreement",
+    "--skip",
+    "contract",
+];
+
 /// `golive accept` on the real local llama-server with small load settings (the CI
 /// machine has 2 cores) and the agent stage skipped; `extra` is appended.
 pub fn small_local_accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
