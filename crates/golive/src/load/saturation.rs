@@ -164,7 +164,7 @@ mod tests {
         while t < seconds {
             t += 1.0 / done;
             k += 1;
-            let jitter = if k % 2 == 0 { 0.3 } else { -0.3 };
+            let jitter = if k.is_multiple_of(2) { 0.3 } else { -0.3 };
             let backlog = ((rate - capacity).max(0.0) * t).max(0.0);
             let in_flight = 2.0 + backlog + jitter;
             let ttft = 100.0 + backlog / capacity * 1000.0 + 10.0 * jitter;
