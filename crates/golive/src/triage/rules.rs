@@ -534,6 +534,21 @@ impl RuleSet {
         pass(false).or_else(|| pass(true))
     }
 
+    /// The fallback entry (the engine's own code) of a traceback's innermost frame it matches,
+    /// skipping the layers' entries: where the frames put a code bug.
+    pub fn fallback_frame_rule(&self, frames: &str) -> Option<usize> {
+        frames
+            .lines()
+            .rev()
+            .filter(|l| l.starts_with("File \""))
+            .find_map(|l| {
+                self.frame_rules.iter().copied().find(|&ri| {
+                    let r = &self.rules[ri];
+                    r.fallback && r.frame_path.as_ref().is_some_and(|re| re.is_match(l))
+                })
+            })
+    }
+
     /// The frame-map entry of the source file a logger line names (`[core.py:708]` in vLLM's
     /// header, `file.cc:42]` in glog's): the module that logged an error says which layer
     /// failed, as the innermost frame of a traceback does.

@@ -270,12 +270,12 @@ AssertionError
     let p = rep.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::PrefixCache, 6));
     // The interpreter's words for a code bug in the same frames are the code's, not the cache
-    // setting's (no engine start in this excerpt, so no class at all).
+    // setting's: the engine's own code (its frames say so, even with no start in the excerpt).
     let bug = radix.replace(
         "AssertionError",
         "TypeError: 'NoneType' object is not subscriptable",
     );
-    assert_eq!(primary(&bug).0, Class::Unknown);
+    assert_eq!(primary(&bug).0, Class::Engine);
     // The raw traceback carries the rank of its `[.. TP1]` header, as vLLM's worker prefixes do.
     assert_eq!(p.rank.as_deref(), Some("TP1"));
     let dp = radix.replace(" TP1]", " DP1 TP3]");

@@ -523,10 +523,19 @@ impl Scanner<'_> {
             });
             // A code bug in the distributed layer's code is no failed transport, and one in the
             // KV-cache code no prefix-cache setting: the engine's code is wrong there.
-            let frame = frame.filter(|&fr| {
-                !matches!(self.rules.rules[fr].class, Class::Nccl | Class::PrefixCache)
-                    || !generic.is_some_and(|g| self.rules.rules[g].code_bug)
-            });
+            let code_bug = generic.is_some_and(|g| self.rules.rules[g].code_bug);
+            let frame = match frame {
+                Some(fr)
+                    if code_bug
+                        && matches!(
+                            self.rules.rules[fr].class,
+                            Class::Nccl | Class::PrefixCache
+                        ) =>
+                {
+                    self.rules.fallback_frame_rule(&tb.frames)
+                }
+                f => f,
+            };
             let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
                 Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
                     Some(self.new_finding(ri, &pl, line_no))
