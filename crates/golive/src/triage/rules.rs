@@ -518,25 +518,18 @@ impl RuleSet {
     /// entry matches decides; entries are tried in file order on that frame. Fallback entries
     /// (the engine's own code) count only when no other entry matches any frame.
     pub fn frame_rule(&self, frames: &str) -> Option<usize> {
-        let pass = |fallback: bool| {
-            frames
-                .lines()
-                .rev()
-                .filter(|l| l.starts_with("File \""))
-                .find_map(|l| {
-                    self.frame_rules.iter().copied().find(|&ri| {
-                        let r = &self.rules[ri];
-                        r.fallback == fallback
-                            && r.frame_path.as_ref().is_some_and(|re| re.is_match(l))
-                    })
-                })
-        };
-        pass(false).or_else(|| pass(true))
+        self.innermost_entry(frames, false)
+            .or_else(|| self.innermost_entry(frames, true))
     }
 
     /// The fallback entry (the engine's own code) of a traceback's innermost frame it matches,
     /// skipping the layers' entries: where the frames put a code bug.
     pub fn fallback_frame_rule(&self, frames: &str) -> Option<usize> {
+        self.innermost_entry(frames, true)
+    }
+
+    /// The entry (fallback or not) that matches the innermost frame any such entry matches.
+    fn innermost_entry(&self, frames: &str, fallback: bool) -> Option<usize> {
         frames
             .lines()
             .rev()
@@ -544,7 +537,7 @@ impl RuleSet {
             .find_map(|l| {
                 self.frame_rules.iter().copied().find(|&ri| {
                     let r = &self.rules[ri];
-                    r.fallback && r.frame_path.as_ref().is_some_and(|re| re.is_match(l))
+                    r.fallback == fallback && r.frame_path.as_ref().is_some_and(|re| re.is_match(l))
                 })
             })
     }
