@@ -33,10 +33,9 @@ pub enum TargetLoad {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Backtest {
     pub step: String,
-    pub predicted: f64,
-    pub measured: f64,
-    /// |predicted - measured| / measured.
-    pub error: f64,
+    /// Its goodput (report.json: `predicted`, `measured`, `error` at the backtest's top level).
+    #[serde(flatten)]
+    pub goodput: Prediction,
     /// The step's p95 TTFT predicted the same way (none where a step had no TTFT samples).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ttft_p95_ms: Option<Prediction>,
@@ -66,8 +65,8 @@ impl Prediction {
 impl Backtest {
     /// The larger of its errors (goodput, p95 TTFT).
     pub fn worst_error(&self) -> f64 {
-        self.ttft_p95_ms
-            .map_or(self.error, |t| t.error.max(self.error))
+        let g = self.goodput.error;
+        self.ttft_p95_ms.map_or(g, |t| t.error.max(g))
     }
 }
 
@@ -226,7 +225,6 @@ fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
         .filter(|w| goodput(w[1]).unwrap_or(0.0) > 0.0 && w[2].concurrency > w[0].concurrency)
         .map(|w| {
             let g = |s: &RampStep| at(s, goodput(s).unwrap_or(0.0));
-            let fit = Prediction::between(g(w[0]), g(w[1]), g(w[2]));
             let ttft_p95_ms = match (ttft(w[0]), ttft(w[1]), ttft(w[2])) {
                 (Some(a), Some(b), Some(c)) => {
                     Some(Prediction::between(at(w[0], a), at(w[1], b), at(w[2], c)))
@@ -235,9 +233,7 @@ fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
             };
             let held_out = Backtest {
                 step: w[1].label.clone(),
-                predicted: fit.predicted,
-                measured: fit.measured,
-                error: fit.error,
+                goodput: Prediction::between(g(w[0]), g(w[1]), g(w[2])),
                 ttft_p95_ms,
             };
             (w[1].concurrency.abs_diff(near), held_out)
@@ -343,9 +339,9 @@ impl CapacityAnswer {
                 line.push_str(&format!(
                     "; backtest {}: predicted {:.2}, measured {:.2} req/s, error {:.0}%",
                     b.step,
-                    b.predicted,
-                    b.measured,
-                    b.error * 100.0
+                    b.goodput.predicted,
+                    b.goodput.measured,
+                    b.goodput.error * 100.0
                 ));
                 if let Some(t) = b.ttft_p95_ms {
                     line.push_str(&format!(
@@ -486,7 +482,14 @@ mod tests {
         let steps = ramp(16);
         let a = answer(&steps, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
         let b = a.backtest.clone().unwrap();
-        assert!(b.error < 1e-9, "{b:?}");
+        assert!(b.goodput.error < 1e-9, "{b:?}");
+        // report.json keeps the goodput's figures at the backtest's top level.
+        let json = serde_json::to_value(&b).unwrap();
+        assert!(
+            json["predicted"].is_number() && json["error"].is_number(),
+            "{json}"
+        );
+        assert!(json["ttft_p95_ms"]["measured"].is_number(), "{json}");
         let t = b.ttft_p95_ms.expect("TTFT predicted too");
         assert!(t.error < 1e-9 && t.measured == 50.0, "{t:?}");
         assert!(!a.low_confidence);
@@ -501,7 +504,7 @@ mod tests {
         let a = answer(&late, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
         let b = a.backtest.clone().unwrap();
         assert!(
-            b.error < 1e-9 && b.ttft_p95_ms.unwrap().error > 0.3,
+            b.goodput.error < 1e-9 && b.ttft_p95_ms.unwrap().error > 0.3,
             "{b:?}"
         );
         assert!(a.low_confidence, "{}", a.line());

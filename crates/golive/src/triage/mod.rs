@@ -124,6 +124,14 @@ impl Class {
         !matches!(self, Class::Engine | Class::Unknown)
     }
 
+    /// Whether the class is a layer that traceback frames name (the distributed layer, the
+    /// KV cache) but that does not claim a code bug in its code: the interpreter's words for an
+    /// unexpected value there (`code-python-error`) are the engine's bug, not a failed
+    /// transport or a prefix-cache setting.
+    pub(crate) fn yields_to_code_bug(self) -> bool {
+        matches!(self, Class::Nccl | Class::PrefixCache)
+    }
+
     fn is_oom(self) -> bool {
         matches!(
             self,

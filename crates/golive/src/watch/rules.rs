@@ -110,6 +110,11 @@ fn either(names: &[&str], f: impl Fn(&str) -> String) -> String {
         .join(" or ")
 }
 
+/// Requests finished per second over `w` (the range), per scrape target.
+fn finished_rate(w: &str) -> String {
+    format!("sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}]))")
+}
+
 fn rule(
     trigger: Option<Trigger>,
     alert: &str,
@@ -158,7 +163,8 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
     let rate_text = match baseline.request_rate_rps {
         Some(rps) => {
             expr.push_str(&format!(
-                "\nand\n(sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) <= {})",
+                "\nand\n({} <= {})",
+                finished_rate(&w),
                 num(rps * (1.0 + tol))
             ));
             format!(
@@ -308,7 +314,8 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
             "GoliveAboveCapacity",
             "warning",
             format!(
-                "sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) > {}",
+                "{} > {}",
+                finished_rate(&w),
                 num(line)
             ),
             &for_,

@@ -242,7 +242,7 @@ impl Scanner<'_> {
                 // code's fault: frames of the KV-cache or the distributed layer do not make
                 // them a prefix-cache setting or a failed transport.
                 let code_bug = found.is_some_and(|g: usize| self.rules.rules[g].code_bug);
-                if code_bug && matches!(r.class, Class::PrefixCache | Class::Nccl) {
+                if code_bug && r.class.yields_to_code_bug() {
                     continue;
                 }
             }

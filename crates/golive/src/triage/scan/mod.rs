@@ -525,13 +525,7 @@ impl Scanner<'_> {
             // KV-cache code no prefix-cache setting: the engine's code is wrong there.
             let code_bug = generic.is_some_and(|g| self.rules.rules[g].code_bug);
             let frame = match frame {
-                Some(fr)
-                    if code_bug
-                        && matches!(
-                            self.rules.rules[fr].class,
-                            Class::Nccl | Class::PrefixCache
-                        ) =>
-                {
+                Some(fr) if code_bug && self.rules.rules[fr].class.yields_to_code_bug() => {
                     self.rules.fallback_frame_rule(&tb.frames)
                 }
                 f => f,
