@@ -1,9 +1,11 @@
-//! `golive rules`: Prometheus alerting rules for the rollback triggers, and
-//! `--lint`: rule files and Grafana dashboards checked against the exported names.
+//! `golive rules`: Prometheus alerting rules for the rollback triggers, `--grafana`: a
+//! dashboard of the same baseline, and `--lint`: rule files and Grafana dashboards
+//! checked against the exported names.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use golive::watch::dashboard;
 use golive::watch::lint::{self, Exported, LintOptions, LintReport};
 use golive::watch::rules::{self, RulesOptions};
 
@@ -28,6 +30,11 @@ pub struct RulesArgs {
     /// With --lint: a saved /metrics page instead of a live scrape (repeatable).
     #[arg(long, requires = "lint")]
     pub metrics_file: Vec<PathBuf>,
+    /// Write a Grafana dashboard of the baseline instead of alerting rules: request rate,
+    /// TTFT/ITL/E2E p95, queue, running, KV cache and prefix-cache panels, with the
+    /// capacity line, the --slo-* objectives and the accepted figures drawn on them.
+    #[arg(long, conflicts_with = "lint")]
+    pub grafana: bool,
     /// With --lint: text or JSON.
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
@@ -68,15 +75,20 @@ pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
     if !args.lint.is_empty() {
         return run_lint(&args);
     }
-    let (yaml, left_out) = rules::rules_yaml(&RulesOptions::from(&args))?;
+    let opts = RulesOptions::from(&args);
+    let (text, left_out) = if args.grafana {
+        dashboard::dashboard_json(&opts)?
+    } else {
+        rules::rules_yaml(&opts)?
+    };
     match &args.output {
         Some(p) => {
-            golive::report::write_atomic(p, yaml.as_bytes())?;
+            golive::report::write_atomic(p, text.as_bytes())?;
             for l in &left_out {
                 out::note("rules", format!("left out {l}"));
             }
         }
-        None => out::text(&yaml)?,
+        None => out::text(&text)?,
     }
     Ok(OK)
 }

@@ -9,6 +9,7 @@ mod env_collect;
 mod env_config_kube;
 mod env_ssh;
 mod integration_check_triage;
+mod rules_grafana;
 mod rules_lint;
 mod triage_inputs;
 mod watch_rules_promtool;

@@ -412,7 +412,7 @@ fn accept_known_replica(out: &Path, extra: &[&str]) -> Output {
 #[test]
 fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
     use golive::accept::capacity::{answer, TargetLoad};
-    use golive::accept::ramp::StepObjectives;
+    use golive::report::Objectives;
     let dir = tempfile::tempdir().unwrap();
     let out = accept_known_replica(dir.path(), &[]);
     let r = report(dir.path());
@@ -444,7 +444,7 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
 
     let steps: Vec<golive::report::RampStep> =
         serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
-    let slo = StepObjectives {
+    let slo = Objectives {
         e2e_p95_ms: Some(300.0),
         ..Default::default()
     };
@@ -539,7 +539,7 @@ fn the_boundary_search_narrows_the_doubling_ramps_bracket_to_within_ten_percent(
         .into_iter()
         .filter(|s| s.label.contains(" x short"))
         .collect();
-    let slo = golive::accept::ramp::StepObjectives {
+    let slo = golive::report::Objectives {
         e2e_p95_ms: Some(300.0),
         ..Default::default()
     };

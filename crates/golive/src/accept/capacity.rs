@@ -16,7 +16,7 @@
 
 use serde::Serialize;
 
-use super::ramp::StepObjectives;
+use crate::report::Objectives;
 use crate::report::{Check, CheckId, Impact, RampStep, Stage, Status};
 
 /// What production must carry.
@@ -184,7 +184,7 @@ fn series_capacity<'a>(
 }
 
 /// What failed first in `s`, in words (its missed objectives, then its errors).
-fn binding(s: Option<&RampStep>, slo: &StepObjectives) -> String {
+fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
     let Some(s) = s else {
         return "none: the ramp held at every step".into();
     };
@@ -247,7 +247,7 @@ fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
 pub fn answer(
     steps: &[RampStep],
     target: TargetLoad,
-    slo: &StepObjectives,
+    slo: &Objectives,
     headroom: f64,
     replicas_now: u32,
 ) -> Option<CapacityAnswer> {
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn a_known_replica_gives_the_replica_count_for_three_targets() {
-        let slo = StepObjectives {
+        let slo = Objectives {
             e2e_p95_ms: Some(300.0),
             ..Default::default()
         };
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn gpus_are_the_replicas_times_the_layout_of_one() {
-        let slo = StepObjectives {
+        let slo = Objectives {
             e2e_p95_ms: Some(1000.0),
             ..Default::default()
         };
@@ -477,7 +477,7 @@ mod tests {
 
     #[test]
     fn the_backtest_predicts_a_held_out_step_from_its_neighbours() {
-        let slo = StepObjectives::default();
+        let slo = Objectives::default();
         // Goodput linear in concurrency below the slots: the interpolation is exact.
         let steps = ramp(16);
         let a = answer(&steps, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
@@ -525,7 +525,7 @@ mod tests {
         assert!(answer(
             &steps,
             TargetLoad::Rate(5.0),
-            &StepObjectives::default(),
+            &Objectives::default(),
             0.2,
             1
         )

@@ -133,8 +133,8 @@ impl AcceptOptions {
     }
 
     /// The same objectives at the step level: a ramp step's p95s against them.
-    pub fn step_objectives(&self) -> ramp::StepObjectives {
-        ramp::StepObjectives {
+    pub fn step_objectives(&self) -> crate::report::Objectives {
+        crate::report::Objectives {
             ttft_p95_ms: self.slo_ttft_p95_ms,
             itl_p95_ms: self.slo_itl_p95_ms,
             e2e_p95_ms: self.slo_e2e_p95_ms,
@@ -513,6 +513,7 @@ fn closing_checks(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageResult {
     let mut result =
         StageResult::of_checks(silence.into_iter().chain(agent).chain(capacity).collect());
     result.baseline.capacity_rps = line;
+    result.baseline.objectives = plan.args.step_objectives().given();
     result
 }
 

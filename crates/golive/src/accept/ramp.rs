@@ -19,7 +19,7 @@ use crate::client::{ErrorClass, ErrorKind, Slo};
 use crate::events::Event;
 use crate::load::{run_load, LoadCounters, LoadPlan, LoadResult};
 use crate::report::{
-    Baseline, Check, CheckId, Impact, Owner, Percentiles, RampStep, Stage, Status,
+    Baseline, Check, CheckId, Impact, Objectives, Owner, Percentiles, RampStep, Stage, Status,
 };
 
 /// One planned step.
@@ -46,7 +46,7 @@ pub struct RampConfig {
     /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
     pub tokens_per_word: f64,
     /// A step fails when one of its latency p95s is above its objective.
-    pub objectives: StepObjectives,
+    pub objectives: Objectives,
     /// The per-request objectives each step counts goodput against.
     pub slo: Option<Slo>,
     /// Agent cases mixed into every step (`--agent-mix`); each step counts its own.
@@ -647,15 +647,6 @@ fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
     j
 }
 
-/// The step-level latency objectives (`--slo-*-p95-ms`): a ramp step fails on each one
-/// its p95 is above, and the capacity answer names the first missed as binding.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct StepObjectives {
-    pub ttft_p95_ms: Option<f64>,
-    pub itl_p95_ms: Option<f64>,
-    pub e2e_p95_ms: Option<f64>,
-}
-
 /// One objective a step missed: its name, the step's p95, the objective, and the digits
 /// it is written with.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -666,7 +657,7 @@ pub struct Missed {
     pub digits: usize,
 }
 
-impl StepObjectives {
+impl Objectives {
     /// The objectives missed, in the order TTFT, E2E, ITL; a latency with no samples
     /// misses nothing.
     pub fn missed(&self, ttft: &Percentiles, itl: &Percentiles, e2e: &Percentiles) -> Vec<Missed> {
@@ -998,7 +989,7 @@ mod tests {
             short_prompt: 128,
             requests_per_stream: 2,
             tokens_per_word: 1.0,
-            objectives: StepObjectives::default(),
+            objectives: Objectives::default(),
             slo: None,
             agent_mix: None,
             boundary_budget: Duration::ZERO,

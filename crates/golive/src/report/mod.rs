@@ -355,6 +355,39 @@ pub struct Measurements {
     pub soak: Vec<SoakSample>,
 }
 
+/// The step-level latency objectives (`--slo-*-p95-ms`): a ramp step fails on each one
+/// its p95 is above, the capacity answer names the first missed as binding, and the
+/// baseline keeps them for `watch` and the `rules --grafana` panels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Objectives {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttft_p95_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub itl_p95_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub e2e_p95_ms: Option<f64>,
+}
+
+impl Objectives {
+    /// `None` when no objective is given.
+    pub fn given(self) -> Option<Self> {
+        (self != Objectives::default()).then_some(self)
+    }
+
+    /// "TTFT p95 <= 2000 ms, ITL p95 <= 50.0 ms" (the ones given).
+    pub fn text(&self) -> String {
+        [
+            ("TTFT", self.ttft_p95_ms, 0),
+            ("ITL", self.itl_p95_ms, 1),
+            ("E2E", self.e2e_p95_ms, 0),
+        ]
+        .into_iter()
+        .filter_map(|(name, v, d)| v.map(|v| format!("{name} p95 <= {v:.d$} ms")))
+        .collect::<Vec<_>>()
+        .join(", ")
+    }
+}
+
 /// What the accepted run measured; `golive watch` and `golive rules` judge against it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {
@@ -377,6 +410,9 @@ pub struct Baseline {
     /// `--slo-*`). `watch` and `rules` warn when the live rate crosses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_rps: Option<f64>,
+    /// The objectives the run was judged against (`--slo-*`); none given: absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objectives: Option<Objectives>,
 }
 
 impl Baseline {
@@ -402,6 +438,7 @@ impl Baseline {
             kv_cache_usage_max,
             waiting_max,
             capacity_rps,
+            objectives,
         } = later;
         self.cache_hit_ratio = cache_hit_ratio.or(self.cache_hit_ratio);
         self.ttft_p50_ms = ttft_p50_ms.or(self.ttft_p50_ms);
@@ -414,6 +451,7 @@ impl Baseline {
         self.kv_cache_usage_max = peak(self.kv_cache_usage_max, kv_cache_usage_max);
         self.waiting_max = peak(self.waiting_max, waiting_max);
         self.capacity_rps = capacity_rps.or(self.capacity_rps);
+        self.objectives = objectives.or(self.objectives);
     }
 
     /// The baseline as labelled, formatted rows (`None`: not measured), so every
@@ -445,6 +483,7 @@ impl Baseline {
                 "Capacity line (one server)",
                 self.capacity_rps.map(|x| format!("{x:.2} req/s")),
             ),
+            ("Objectives", self.objectives.map(|o| o.text())),
         ]
     }
 }
@@ -748,7 +787,7 @@ mod tests {
             ..Baseline::default()
         };
         let rows = b.rows();
-        assert_eq!(rows.len(), 11);
+        assert_eq!(rows.len(), 12);
         assert_eq!(rows[10], ("Capacity line (one server)", None));
         assert_eq!(
             rows[0],

@@ -4,6 +4,7 @@
 //! and judges the runbook's rollback triggers over the last `--window` against the
 //! accepted run's baseline. Exit codes: 0 quiet, 1 a trigger fired, 3 unreachable.
 
+pub mod dashboard;
 pub mod fleet;
 pub mod lint;
 pub mod logscan;
