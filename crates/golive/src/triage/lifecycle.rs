@@ -139,6 +139,17 @@ pub fn progress_of(msg: &str) -> Progress {
     if idle {
         return Progress::None;
     }
+    if let Some(gin) = msg.strip_prefix("[GIN] ") {
+        // Ollama's access log: a model call answered, or a poll of its lists (nothing).
+        let poll = ["\"/api/tags\"", "\"/api/version\"", "\"/api/ps\"", "HEAD "]
+            .iter()
+            .any(|p| gin.contains(p));
+        return if poll {
+            Progress::None
+        } else {
+            Progress::Request
+        };
+    }
     let request = msg.contains("\" 200") || msg.contains("log_server_r: ");
     if !request {
         return Progress::All;
@@ -151,6 +162,22 @@ pub fn progress_of(msg: &str) -> Progress {
     } else {
         Progress::Request
     }
+}
+
+/// Whether a loading line states that the step failed (`llama_kv_cache_init: failed to
+/// allocate buffer`, `load_tensors: error loading model`): it is no progress.
+pub fn states_failure(msg: &str) -> bool {
+    [
+        "failed",
+        "Failed",
+        "FAILED",
+        "error",
+        "Error",
+        "ERROR",
+        "unable to",
+    ]
+    .iter()
+    .any(|w| msg.contains(w))
 }
 
 /// Whether a line with an HTTP status logs a request the process made, not one it answered:

@@ -521,6 +521,14 @@ fn decide(
             })
             .min_by(by_runbook)
     });
+    // Nothing found at all: a log that stopped before serving says last what went wrong.
+    let tail_primary = primary.is_none().then(|| {
+        results
+            .iter()
+            .enumerate()
+            .find_map(|(fi, (_, r))| r.tail.as_ref().map(|f| (fi, f)))
+    });
+    let primary = primary.or(tail_primary.flatten());
     // The earliest error that explains the bad end: an error of the same deployment class
     // logged before it in the same file, even one the process went on after (a failed import
     // of vLLM's own extension, then an attribute missing from it).
@@ -707,7 +715,16 @@ fn decide(
     let secondary = secondary.into_iter().map(redacted).collect();
     let outcome = results
         .iter()
-        .flat_map(|(name, r)| lifecycle::outcomes(rules, name, &r.life, &r.findings))
+        .enumerate()
+        .flat_map(|(fi, (name, r))| match tail_primary.flatten() {
+            // The end of the log is where that process crashed.
+            Some((tfi, tail)) if tfi == fi => {
+                let with_tail: Vec<RawFinding> =
+                    r.findings.iter().cloned().chain([tail.clone()]).collect();
+                lifecycle::outcomes(rules, name, &r.life, &with_tail)
+            }
+            _ => lifecycle::outcomes(rules, name, &r.life, &r.findings),
+        })
         .collect();
     TriageReport {
         schema_version: SCHEMA_VERSION,

@@ -96,6 +96,22 @@ struct RuleFile {
     rule: Vec<RuleDef>,
     #[serde(default)]
     frame: Vec<FrameDef>,
+    #[serde(default)]
+    tail: Vec<TailDef>,
+}
+
+/// One last-resort entry for a log that ends before its server served, with no orderly stop
+/// and no cause found: the first line after the last progress that this regex matches is
+/// what the log last says went wrong (see [`RuleSet::tail_rules`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TailDef {
+    id: String,
+    class: Class,
+    /// Regex over the line's message (without its logger prefix).
+    regex: String,
+    why: String,
+    next_step: String,
 }
 
 /// One entry of the frame-path -> class map: a traceback whose innermost matching frame is
@@ -245,6 +261,42 @@ fn required_literals(hir: &regex_syntax::hir::Hir) -> Vec<Vec<u8>> {
 }
 
 impl Rule {
+    /// An end-of-log entry: a weak, generic cause matched by its regex alone.
+    fn last_resort(id: String, class: Class, regex: Regex, why: String, next_step: String) -> Rule {
+        Rule {
+            id,
+            kind: RuleKind::Cause,
+            class,
+            regex: Some(regex),
+            frames: None,
+            phase: false,
+            alone: false,
+            on_warning: false,
+            on_info: false,
+            fatal: false,
+            chain: false,
+            fact: None,
+            when: None,
+            unless: None,
+            next_step_when: None,
+            why_when: None,
+            class_when: None,
+            generic: true,
+            weak: true,
+            catch_all: false,
+            code_bug: false,
+            startup_refusal: false,
+            request: false,
+            fallback: false,
+            frame_path: None,
+            frame_words: None,
+            next_step,
+            why,
+            on_exceptions: false,
+            text_check: OnceLock::new(),
+        }
+    }
+
     /// The rule's regex, if it has one, matches the line: an anchored regex (`^...`) the
     /// message after the prefixes, any other the whole line.
     pub fn regex_matches(&self, pl: &super::line::ParsedLine) -> bool {
@@ -299,6 +351,9 @@ pub struct RuleSet {
     pub exception_rules: Vec<usize>,
     /// The frame-path -> class map (rule indices, in file order).
     pub frame_rules: Vec<usize>,
+    /// The end-of-log entries (rule indices, in file order): tried only on the last lines of
+    /// a log that stopped before serving with nothing else found, never by the prefilter.
+    pub tail_rules: Vec<usize>,
     /// Prefilter pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR`
     /// for worker prefixes); the literals come first, in the order of `literals`.
     pub pattern_rule: Vec<Option<usize>>,
@@ -332,6 +387,7 @@ impl RuleSet {
     pub fn load(user_files: &[impl AsRef<Path>]) -> anyhow::Result<Self> {
         let mut defs = Vec::new();
         let mut frames = Vec::new();
+        let mut tails = Vec::new();
         for f in user_files {
             let f = f.as_ref();
             let text = crate::input::read_text(f)
@@ -340,15 +396,21 @@ impl RuleSet {
                 .with_context(|| format!("invalid rule file {}", f.display()))?;
             defs.extend(parsed.rule);
             frames.extend(parsed.frame);
+            tails.extend(parsed.tail);
         }
         let builtin: RuleFile =
             toml::from_str(DEFAULT_RULES).context("the built-in rule file is invalid")?;
         defs.extend(builtin.rule);
         frames.extend(builtin.frame);
-        Self::compile(defs, frames)
+        tails.extend(builtin.tail);
+        Self::compile(defs, frames, tails)
     }
 
-    fn compile(defs: Vec<RuleDef>, frame_defs: Vec<FrameDef>) -> anyhow::Result<Self> {
+    fn compile(
+        defs: Vec<RuleDef>,
+        frame_defs: Vec<FrameDef>,
+        tail_defs: Vec<TailDef>,
+    ) -> anyhow::Result<Self> {
         let mut rules = Vec::with_capacity(defs.len());
         let mut literals = Vec::new();
         let mut literal_rule = Vec::new();
@@ -457,6 +519,13 @@ impl RuleSet {
                 text_check: OnceLock::new(),
             });
         }
+        let mut tail_rules = Vec::new();
+        for t in tail_defs {
+            let re =
+                Regex::new(&t.regex).with_context(|| format!("tail {}: invalid regex", t.id))?;
+            tail_rules.push(rules.len());
+            rules.push(Rule::last_resort(t.id, t.class, re, t.why, t.next_step));
+        }
         // The patterns of the prefilter, in the order that decides between two that start at
         // one place (leftmost-first): rule literals, structural anchors, worker anchors.
         let mut patterns: Vec<Pattern> = literals
@@ -493,6 +562,7 @@ impl RuleSet {
             .collect();
         Ok(Self {
             frame_rules,
+            tail_rules,
             needles,
             prefilter,
             exception_rules,

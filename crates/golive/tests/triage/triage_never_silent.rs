@@ -530,3 +530,86 @@ INFO 03-11 08:00:40 [ray_utils.py:171] Waiting for creating a placement group of
         .collect();
     assert!(triage_text(&waiting).primary.is_none());
 }
+
+/// llama.cpp's loader lines as b3xxx prints them (a SYCL build on an Intel Arc).
+const LLAMA_LOAD: &str = "llama_model_loader: loaded meta data with 19 key-value pairs and 291 tensors from llama-2-7b.Q4_0.gguf (version GGUF V2)
+llm_load_tensors: ggml ctx size =    0.27 MiB
+llm_load_tensors:      SYCL0 buffer size =  3577.56 MiB
+llama_new_context_with_model: n_ctx      = 4096
+llama_kv_cache_init:      SYCL0 KV buffer size =  2048.00 MiB
+llama_new_context_with_model:      SYCL0 compute buffer size =   296.00 MiB
+llama_new_context_with_model: graph splits = 2
+";
+
+#[test]
+fn a_log_that_stops_before_serving_names_its_last_error_as_the_cause() {
+    // A message no rule knows, after the last loading line, and then nothing: the process
+    // died there (a backend without a kernel for the model's op; b2447's Metal words).
+    let unsupported = format!(
+        "{LLAMA_LOAD}ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n"
+    );
+    let rep = triage_text(&unsupported);
+    let p = rep.primary.as_ref().expect("the last error is the cause");
+    assert_eq!((p.line, p.rule.as_str()), (8, "end-error"), "{p:?}");
+    assert_eq!(
+        p.class,
+        Class::Engine,
+        "unknown, where the engine ran: the engine's"
+    );
+    assert_eq!(rep.outcome[0].line, Some(8), "{:?}", rep.outcome);
+    // An out-of-memory status in words no rule has is a startup OOM.
+    let oom = format!("{LLAMA_LOAD}Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_MEMORY_X) -5\nException caught at file:/app/ggml/src/ggml-sycl.cpp, line:4313\n");
+    let (class, line, rule) = primary(&oom);
+    assert_eq!(
+        (class, line, rule.as_str()),
+        (Class::OomStartup, 8, "end-out-of-memory")
+    );
+    // The same error followed by the server listening: it was survived; the log is healthy.
+    let served = format!(
+        "{unsupported}main: server is listening on 127.0.0.1:8080 - starting the main loop\n"
+    );
+    assert!(triage_text(&served).primary.is_none());
+    // An error before the last loading line was got past.
+    let before = format!(
+        "ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n{LLAMA_LOAD}"
+    );
+    assert!(triage_text(&before).primary.is_none());
+    // A fragment with no start or loading line says nothing about how a server ended.
+    let fragment = "ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n";
+    assert!(triage_text(fragment).primary.is_none());
+    // Lines a benign rule quiets, traceback frames and access lines are not read as the end.
+    let benign = format!(
+        "{LLAMA_LOAD}node:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"
+    );
+    assert!(triage_text(&benign).primary.is_none());
+    let access = format!("{LLAMA_LOAD}INFO:     10.0.0.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 500 Internal Server Error\n");
+    assert!(triage_text(&access).primary.is_none());
+    // A cause any rule finds, anywhere, wins over the end of the log.
+    let known = format!("{LLAMA_LOAD}ggml_backend_sycl_buffer_type_alloc_buffer: can't allocate 4096 Bytes of memory on device\nllama_new_context_with_model: failed to allocate compute buffers\nggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n");
+    assert_ne!(primary(&known).2, "end-error");
+}
+
+#[test]
+fn a_loading_line_that_states_a_failure_is_no_progress() {
+    // Vulkan's out-of-memory status, then llama.cpp's KV-cache lines saying the step failed:
+    // the first line is the cause, not a survived error before more loading.
+    let log = format!("{LLAMA_LOAD}ggml_vulkan: Device memory allocation of size 1610612736 failed.\nggml_vulkan: vk::Device::allocateMemory: ErrorOutOfDeviceMemory\nllama_kv_cache_init: failed to allocate buffer for kv cache\nllama_new_context_with_model: llama_kv_cache_init() failed for self-attention cache\nmain: error: unable to load model\n");
+    let (class, line, rule) = primary(&log);
+    assert_eq!(
+        (class, line, rule.as_str()),
+        (Class::OomStartup, 8, "oom-gpu-api")
+    );
+}
+
+#[test]
+fn ollama_listening_and_its_model_calls_are_serving() {
+    // Ollama's server came up and answered; a runner's ERROR after it is survived.
+    let log = "time=2026-01-11T22:52:09.253Z level=INFO source=routes.go:1607 msg=\"Listening on 127.0.0.1:11434 (version 0.13.5)\"
+[GIN] 2026/01/11 - 22:52:13 | 200 |      70.654µs |       127.0.0.1 | GET      \"/api/version\"
+time=2026-01-12T03:21:35.519Z level=ERROR source=server.go:1583 msg=\"post predict\" error=\"Post \\\"http://127.0.0.1:46431/completion\\\": EOF\"
+[GIN] 2026/01/12 - 03:21:36 | 200 |  2.797037s |       127.0.0.1 | POST     \"/api/chat\"
+";
+    let rep = triage_text(log);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    assert_eq!(rep.outcome[0].reached_line, Some(1), "{:?}", rep.outcome);
+}

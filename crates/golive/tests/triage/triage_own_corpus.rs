@@ -222,12 +222,21 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// Then 47 more (ids 392-438, batches H (23 llama-server and ollama files) and G (24 vLLM and
 /// SGLang files), measured as they came: H 4/10 class, 7/10 line, 13/13 quiet; G 9/13, 12/13,
 /// 11/11): tune 89/109 class, 99/109 line, 106/110 quiet; held 67/109, 90/109, 107/110; all
-/// 156/218, 189/218, 213/220. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 156/218, 189/218, 213/220. Then 70 more (ids 439-508, batches I (41 issue bodies, mostly
+/// llama.cpp on Metal, SYCL, Vulkan, OpenCL) and J (29 committed vLLM, ollama and llama.cpp
+/// files), measured as they came: I 8/29 class, 18/29 line, 9 with no primary, 12/12 quiet; J
+/// 2/8, 3/8, 1, 19/21), which lowered every figure: all rows before any change, tune 93/128,
+/// 106/128, 9 none, 123/127; held 73/127, 104/127, 6, 123/126. The end of a log that stopped
+/// before serving (`[[tail]]`), ollama's serving lines, a loading line that says it failed, the
+/// GPU APIs' out-of-memory and device-lost statuses, cuBLAS init as OOM, kernels missing for
+/// the GPU and old `GGML_ASSERT:` lines: tune 102/128 class, 113/128 line, 3 none, 123/127
+/// quiet; held 75/127, 107/127, 3, 123/126; all 177/255, 220/255, 6, 246/253. Raise them when
+/// triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 81.0, 90.5, 96.0, 1),
-    ("held", 61.0, 82.0, 97.0, 4),
-    ("all", 71.0, 86.5, 96.5, 5),
+    ("tune", 79.5, 88.0, 96.5, 3),
+    ("held", 59.0, 84.0, 97.5, 3),
+    ("all", 69.0, 86.0, 97.0, 6),
 ];
 
 #[test]

@@ -120,6 +120,9 @@ pub struct FileResult {
     pub bytes: u64,
     pub binary: bool,
     pub notes: Vec<String>,
+    /// The log stopped before serving: its last error after the last progress, for when
+    /// nothing else is found (see `scan::tail`).
+    pub tail: Option<RawFinding>,
 }
 
 impl Scanner<'_> {

@@ -44,6 +44,7 @@ mod matching;
 mod memo;
 mod occ;
 mod region;
+mod tail;
 mod traceback;
 
 pub(crate) use findings::strip_pid;
@@ -95,6 +96,8 @@ struct Scanner<'a> {
     /// Lines judged without a parse ([`Scanner::traceback_body_line`],
     /// [`Scanner::inert_line`]); off only to check them against the full line handler.
     fast_paths: bool,
+    /// The last lines a benign rule quieted (bounded): the end-of-log reading skips them.
+    quiet_lines: std::collections::VecDeque<u64>,
 }
 
 /// Scans one input stream, read on its own thread.
@@ -172,6 +175,7 @@ fn scan<F: fill::Fill>(
         last_exc: FxHashMap::default(),
         chain: FxHashMap::default(),
         fast_paths,
+        quiet_lines: Default::default(),
     };
     // The text scanned is buf[base..len] (positions below are relative to `base`): the text
     // kept from the buffer before, then the bytes read into this one.
@@ -286,6 +290,7 @@ fn scan<F: fill::Fill>(
     let last_is_partial = len > base && buf[len - 1] != b'\n';
     sc.res.lines = lines.newlines() + u64::from(last_is_partial);
     sc.finish();
+    sc.res.tail = sc.tail_finding(&buf[base..len], buf_at_line_start);
     if let Some(e) = read_err {
         sc.res.notes.push(format!(
             "input ended early ({e}); the {} lines before that were read",
@@ -535,7 +540,10 @@ impl Scanner<'_> {
                     Some(self.new_finding(ri, &pl, line_no))
                 }
                 // A known harmless exception (e.g. a client's request was invalid).
-                Some((_, RuleKind::Benign)) => None,
+                Some((_, RuleKind::Benign)) => {
+                    self.quieted(line_no);
+                    None
+                }
                 _ => match (tb.pending, frame, generic) {
                     (Some(mut p), _, _) => {
                         // The exception line states the cause the source line pointed at.
@@ -639,7 +647,9 @@ impl Scanner<'_> {
                 self.res.life.served(pl.rank(), line_no, progress);
                 self.covered(pl.rank(), progress);
             }
-            RuleKind::Progress if !self.stale(msg, pl.ts) => {
+            RuleKind::Progress
+                if !self.stale(msg, pl.ts) && !super::lifecycle::states_failure(msg) =>
+            {
                 self.res.life.went_on(pl.rank(), line_no, Progress::Loading);
                 self.covered(pl.rank(), Progress::Loading);
             }
@@ -665,7 +675,7 @@ impl Scanner<'_> {
                     }
                 }
             }
-            RuleKind::Benign => {}
+            RuleKind::Benign => self.quieted(line_no),
             RuleKind::Fact => {
                 if let Some(f) = &self.rules.rules[ri].fact {
                     self.res.facts.insert(f.clone());
