@@ -613,3 +613,29 @@ time=2026-01-12T03:21:35.519Z level=ERROR source=server.go:1583 msg=\"post predi
     assert!(rep.primary.is_none(), "{:?}", rep.primary);
     assert_eq!(rep.outcome[0].reached_line, Some(1), "{:?}", rep.outcome);
 }
+
+/// vLLM V0's client task failing on its output socket (0.6.x's real lines).
+const ZMQ_POLL: &str = "Task exception was never retrieved
+future: <Task finished name='Task-2' coro=<MQLLMEngineClient.run_output_handler_loop() done, defined at /usr/local/lib/python3.12/dist-packages/vllm/engine/multiprocessing/client.py:178> exception=ZMQError('Operation not supported')>
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/vllm/engine/multiprocessing/client.py\", line 184, in run_output_handler_loop
+    while await self.output_socket.poll(timeout=VLLM_RPC_TIMEOUT
+  File \"/usr/local/lib/python3.12/dist-packages/zmq/_future.py\", line 400, in poll
+    raise _zmq.ZMQError(_zmq.ENOTSUP)
+zmq.error.ZMQError: Operation not supported
+";
+
+#[test]
+fn a_closed_engine_socket_is_a_consequence_of_the_engine_error_before_it() {
+    let start = "INFO 01-06 15:46:01 api_server.py:585] vLLM API server version 0.6.4\n";
+    // The engine died of its own error first: that error is the cause, not the socket.
+    let died = format!("{start}ERROR 01-06 15:47:24 engine.py:366] Error in model execution: CUDA error: an illegal memory access was encountered\n{ZMQ_POLL}");
+    let (class, line, _) = primary(&died);
+    assert_eq!((class, line), (Class::GpuFault, 2));
+    // With nothing before it, the socket itself failed where it was created: the container.
+    let (class, line, rule) = primary(&format!("{start}{ZMQ_POLL}"));
+    assert_eq!(
+        (class, line, rule.as_str()),
+        (Class::Container, 9, "conseq-zmq-socket-closed")
+    );
+}
