@@ -25,9 +25,16 @@ pub struct LoadArgs {
     /// Requests per second (open loop, evenly spaced) instead of a fixed concurrency.
     #[arg(long, value_parser = crate::args::f64_in(0.001, 1_000_000.0))]
     pub rate: Option<f64>,
-    /// How requests arrive at --rate: constant (one every 1/rate s), poisson (independent
-    /// users) or gamma (bursts: --burstiness below 1 burstier than poisson, above 1 more even).
-    #[arg(long, value_enum, default_value_t = ArrivalKind::Constant, requires = "rate")]
+    /// An open loop whose rate moves linearly from START to END requests per second over
+    /// SECS seconds, then holds END, e.g. 1:20:120 (instead of --rate). The run lasts the
+    /// ramp unless --duration or --requests say otherwise; with --saturation-window it stops
+    /// where the server stops keeping up.
+    #[arg(long, value_name = "START:END:SECS", value_parser = rate_ramp, conflicts_with_all = ["rate", "think_time"])]
+    pub rate_ramp: Option<load::RateRamp>,
+    /// How requests arrive at --rate (or along --rate-ramp): constant (one every 1/rate s),
+    /// poisson (independent users) or gamma (bursts: --burstiness below 1 burstier than
+    /// poisson, above 1 more even).
+    #[arg(long, value_enum, default_value_t = ArrivalKind::Constant)]
     pub arrival: ArrivalKind,
     /// With --arrival gamma: the shape of its intervals, 0.01 to 100 (1 is poisson).
     #[arg(long, value_parser = crate::args::f64_in(0.01, 100.0))]
@@ -159,6 +166,7 @@ impl TryFrom<&LoadArgs> for LoadOptions {
             replicas: a.url.iter().skip(1).cloned().collect(),
             concurrency: a.concurrency,
             rate: a.rate,
+            rate_ramp: a.rate_ramp,
             requests: a.requests,
             duration: a.duration,
             think_time: a.think_time,
@@ -289,6 +297,7 @@ fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
         .get_one::<u32>("concurrency")
         .is_some_and(|c| *c < shards)
         && sub.get_one::<f64>("rate").is_none()
+        && sub.get_one::<load::RateRamp>("rate_ramp").is_none()
     {
         anyhow::bail!("--concurrency is split across the {shards} shards: give at least {shards}");
     }
@@ -301,4 +310,9 @@ fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
     })?;
     out::text(&yaml)?;
     Ok(exit::OK)
+}
+
+/// `--rate-ramp START:END:SECS`, range-checked as it is parsed.
+fn rate_ramp(text: &str) -> Result<load::RateRamp, String> {
+    load::RateRamp::parse(text).map_err(|e| e.to_string())
 }

@@ -96,6 +96,10 @@ fn arrival_flags_that_do_not_fit_are_usage_errors() {
         &["--rate", "10", "--arrival", "poisson", "--burstiness", "2"],
         &["--rate", "10", "--arrival", "gamma", "--burstiness", "0"],
         &["--rate", "10", "--arrival", "uniform"],
+        &["--rate", "10", "--rate-ramp", "1:20:10"],
+        &["--rate-ramp", "1:0:10"],
+        &["--rate-ramp", "1:20"],
+        &["--rate-ramp", "1:20:10", "--think-time", "1s"],
     ] {
         let (code, _, err) = load(&server.url, bad);
         assert_eq!(code, Some(2), "{bad:?}: {err}");
@@ -217,4 +221,88 @@ fn an_open_loop_above_capacity_stops_early_on_over_saturation_and_below_it_runs_
     assert_eq!(code, Some(0), "{err}");
     assert!(s.get("saturation").is_none(), "{s:#}");
     assert!(s["requests"].as_u64().unwrap() >= 35, "{s:#}");
+}
+
+/// `--rate-ramp START:END:SECS`: the schedule walks the rate up; the run lasts the ramp, and
+/// the requests started in each second rise from START to END (measured from the CSV's
+/// scheduled times, which the client kept).
+#[test]
+fn a_rate_ramp_walks_the_rate_up_over_its_length() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 2,
+        delay_ms: 1,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r.csv");
+    let (code, s, err) = load(
+        &server.url,
+        &[
+            "--rate-ramp",
+            "4:36:3",
+            "--saturation-window",
+            "0s",
+            "--csv",
+            csv.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    // (4 + 36) / 2 * 3 = 60 requests over the 3 s ramp.
+    let n = s["requests"].as_u64().unwrap();
+    assert!((59..=61).contains(&n), "{n}: {s:#}");
+    assert_eq!(s["rate"], 20.0, "the mean rate: {s:#}");
+    assert_eq!(s["rate_ramp"]["end"], 36.0, "{s:#}");
+    assert_eq!(s["client_limited"], false, "{s:#}");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut per_second = [0u32; 3];
+    for row in text.lines().skip(1) {
+        let scheduled_ms: f64 = row.split(',').nth(1).unwrap().parse().unwrap();
+        if let Some(c) = per_second.get_mut((scheduled_ms / 1000.0) as usize) {
+            *c += 1;
+        }
+    }
+    // Expected 9.3, 20 and 30.7 starts in the three seconds.
+    assert!((8..=11).contains(&per_second[0]), "{per_second:?}");
+    assert!((18..=22).contains(&per_second[1]), "{per_second:?}");
+    assert!((28..=33).contains(&per_second[2]), "{per_second:?}");
+}
+
+/// A ramp past a server's capacity (10 req/s: 2 slots of 200 ms) stops where it stops keeping
+/// up: after the ramp's rate crossed 10/s (at 4.2 s), long before the ramp's end.
+#[test]
+fn a_rate_ramp_past_capacity_stops_where_the_server_stops_keeping_up() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Slots {
+        slots: 2,
+        service_ms: 200,
+    }));
+    let (code, s, err) = load(
+        &server.url,
+        &["--rate-ramp", "2:40:20", "--saturation-window", "4s"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let at = s["saturation"]["at_s"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no early stop: {s:#}"));
+    let rate_there = 2.0 + 38.0 * at / 20.0;
+    assert!((10.0..32.0).contains(&rate_there), "{at} s: {rate_there}/s");
+    assert!(s["duration_s"].as_f64().unwrap() < 19.0, "{s:#}");
+    // The text names the ramp's rate where it stopped.
+    let out = std::process::Command::new(common::golive_bin())
+        .args([
+            "load",
+            "--url",
+            &server.url,
+            "--max-tokens",
+            "2",
+            "--no-calibrate",
+        ])
+        .args(["--rate-ramp", "2:40:20", "--saturation-window", "4s"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("STOPPED EARLY") && text.contains("the ramp's rate there"),
+        "{text}"
+    );
 }

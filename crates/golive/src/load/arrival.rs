@@ -43,8 +43,78 @@ impl Arrival {
     }
 }
 
+/// A rate that moves linearly from `start` to `end` requests per second over `secs`, then
+/// holds `end` (`--rate-ramp START:END:SECS`): one run that walks the load up to where the
+/// server stops keeping up, as a user ramp would.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RateRamp {
+    pub start: f64,
+    pub end: f64,
+    pub secs: f64,
+}
+
+impl RateRamp {
+    /// `START:END:SECS`, e.g. `1:20:120`: rates 0 to 100000 per second (the end above zero),
+    /// 1 second to a day.
+    pub fn parse(text: &str) -> anyhow::Result<Self> {
+        let parts: Vec<&str> = text.split(':').collect();
+        let [start, end, secs] = parts[..] else {
+            anyhow::bail!("--rate-ramp is START:END:SECS (e.g. 1:20:120), not {text:?}");
+        };
+        let number = |s: &str, what: &str| {
+            s.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| anyhow::anyhow!("--rate-ramp: {what} {s:?} is not a number"))
+        };
+        let ramp = RateRamp {
+            start: number(start, "START")?,
+            end: number(end, "END")?,
+            secs: number(secs, "SECS")?,
+        };
+        anyhow::ensure!(
+            (0.0..=100_000.0).contains(&ramp.start) && ramp.end > 0.0 && ramp.end <= 100_000.0,
+            "--rate-ramp: rates are 0 to 100000 per second, and END above zero"
+        );
+        anyhow::ensure!(
+            (1.0..=86_400.0).contains(&ramp.secs),
+            "--rate-ramp: SECS is 1 to 86400"
+        );
+        Ok(ramp)
+    }
+
+    /// The mean rate over the ramp.
+    pub fn mean_rate(&self) -> f64 {
+        (self.start + self.end) / 2.0
+    }
+
+    /// The rate `t` seconds into the run.
+    pub fn rate_at(&self, t: f64) -> f64 {
+        let f = (t / self.secs).clamp(0.0, 1.0);
+        self.start + (self.end - self.start) * f
+    }
+
+    /// When the expected number of requests reaches `u`: the inverse of the rate's integral
+    /// (`start t + slope t^2 / 2` on the ramp, then `end` per second).
+    pub fn time_of(&self, u: f64) -> f64 {
+        let on_ramp = self.mean_rate() * self.secs;
+        if u >= on_ramp {
+            return self.secs + (u - on_ramp) / self.end;
+        }
+        let slope = (self.end - self.start) / self.secs;
+        if slope.abs() < 1e-12 {
+            return u / self.start;
+        }
+        (-self.start + (self.start * self.start + 2.0 * slope * u).max(0.0).sqrt()) / slope
+    }
+}
+
 /// The planned start times of an open loop, in request-index order.
 pub struct Schedule {
+    /// The ramp the times are mapped through (the intervals are then drawn at one per unit
+    /// of expected count, and a ramp's own time replaces it: time rescaling).
+    ramp: Option<RateRamp>,
     interval: f64,
     gamma: Option<Gamma<f64>>,
     rng: Xoshiro256PlusPlus,
@@ -71,6 +141,7 @@ impl Schedule {
             .transpose()
             .map_err(|e| anyhow::anyhow!("no gamma distribution for this rate: {e}"))?;
         Ok(Schedule {
+            ramp: None,
             interval,
             gamma,
             rng: Xoshiro256PlusPlus::seed_from_u64(seed),
@@ -79,17 +150,29 @@ impl Schedule {
         })
     }
 
+    /// The schedule along `ramp`: the arrival's intervals drawn at one request per unit of
+    /// expected count, each time then mapped through the ramp, so the arrivals keep their
+    /// spread while the rate moves.
+    pub fn ramped(arrival: Arrival, ramp: RateRamp, seed: u64) -> anyhow::Result<Self> {
+        let mut s = Schedule::new(arrival, 1.0, seed)?;
+        s.ramp = Some(ramp);
+        Ok(s)
+    }
+
     /// The start of request `index`, from the start of the run. Indices must not go back:
     /// the schedule draws every interval up to `index` once.
     pub fn offset(&mut self, index: u64) -> Duration {
-        let Some(gamma) = &self.gamma else {
-            return Duration::from_secs_f64(self.interval * index as f64);
+        let at = match &self.gamma {
+            None => self.interval * index as f64,
+            Some(gamma) => {
+                while self.next < index {
+                    self.at += gamma.sample(&mut self.rng);
+                    self.next += 1;
+                }
+                self.at
+            }
         };
-        while self.next < index {
-            self.at += gamma.sample(&mut self.rng);
-            self.next += 1;
-        }
-        Duration::from_secs_f64(self.at)
+        Duration::from_secs_f64(self.ramp.map_or(at, |r| r.time_of(at)))
     }
 }
 
@@ -125,6 +208,58 @@ mod tests {
         assert!((cv - 2.0).abs() < 0.15, "{cv}");
         let (_, cv) = mean_cv(&intervals(Arrival::Gamma { burstiness: 4.0 }, 20_000));
         assert!((cv - 0.5).abs() < 0.05, "{cv}");
+    }
+
+    #[test]
+    fn a_ramp_walks_the_rate_from_start_to_end_then_holds_it() {
+        let ramp = RateRamp::parse("2:10:10").unwrap();
+        assert_eq!(ramp.mean_rate(), 6.0);
+        // The inverse of the integral: 60 requests by the end of the ramp, 10/s after.
+        assert!((ramp.time_of(60.0) - 10.0).abs() < 1e-9);
+        assert!((ramp.time_of(80.0) - 12.0).abs() < 1e-9);
+        assert_eq!(ramp.time_of(0.0), 0.0);
+        let mut s = Schedule::ramped(Arrival::Constant, ramp, 1).unwrap();
+        let times: Vec<f64> = (0..80).map(|i| s.offset(i).as_secs_f64()).collect();
+        let in_second = |k: f64| times.iter().filter(|t| **t >= k && **t < k + 1.0).count();
+        // About 2.4/s in the first second, 9.6/s in the last of the ramp, 10/s after it.
+        assert!((2..=3).contains(&in_second(0.0)), "{}", in_second(0.0));
+        assert!((9..=10).contains(&in_second(9.0)), "{}", in_second(9.0));
+        assert_eq!(in_second(10.0), 10);
+        assert!(times.windows(2).all(|w| w[1] > w[0]));
+        // A falling ramp and a flat one invert too.
+        let down = RateRamp::parse("10:2:10").unwrap();
+        assert!((down.time_of(60.0) - 10.0).abs() < 1e-9);
+        let flat = RateRamp::parse("5:5:10").unwrap();
+        assert!((flat.time_of(25.0) - 5.0).abs() < 1e-9);
+        // Poisson along the ramp: the count by the end of the ramp stays near 60.
+        let mut p = Schedule::ramped(Arrival::Poisson, ramp, 9).unwrap();
+        let by_end = (0..200)
+            .take_while(|&i| p.offset(i).as_secs_f64() < 10.0)
+            .count();
+        assert!((40..=80).contains(&by_end), "{by_end}");
+    }
+
+    #[test]
+    fn a_ramp_is_range_checked_when_parsed() {
+        for bad in [
+            "1:20",
+            "a:2:3",
+            "1:0:10",
+            "-1:5:10",
+            "1:5:0",
+            "1:5:90000",
+            "1:5:nan",
+        ] {
+            assert!(RateRamp::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            RateRamp::parse("0:20:60").unwrap(),
+            RateRamp {
+                start: 0.0,
+                end: 20.0,
+                secs: 60.0
+            }
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ pub mod k8s;
 pub mod saturation;
 pub mod shard;
 
-pub use arrival::{Arrival, Schedule};
+pub use arrival::{Arrival, RateRamp, Schedule};
 pub use shard::Shard;
 
 mod summary;
@@ -66,16 +66,34 @@ pub struct LoadOptions {
     /// Open loop: stop early on over-saturation, judged over this window
     /// (`--saturation-window`); none: run the whole plan.
     pub saturation_window: Option<Duration>,
+    /// Open loop whose rate moves from START to END over SECS (`--rate-ramp`) instead of a
+    /// fixed `rate`; the run lasts the ramp unless `duration` or `requests` say otherwise.
+    pub rate_ramp: Option<RateRamp>,
 }
 
 impl LoadOptions {
     /// How many requests the run sends, when that is known beforehand.
     pub fn planned_requests(&self) -> Option<u64> {
-        self.requests.or(if self.duration.is_some() {
-            None
-        } else {
-            Some(100)
-        })
+        self.requests
+            .or(if self.duration.is_some() || self.rate_ramp.is_some() {
+                None
+            } else {
+                Some(100)
+            })
+    }
+
+    /// Whether requests start on a schedule (`--rate` or `--rate-ramp`) rather than as
+    /// streams free up.
+    pub fn open_loop(&self) -> bool {
+        self.rate.is_some() || self.rate_ramp.is_some()
+    }
+
+    /// How long the run lasts: `--duration`, else a ramp's length.
+    fn planned_duration(&self) -> Option<Duration> {
+        self.duration.or(self
+            .rate_ramp
+            .filter(|_| self.requests.is_none())
+            .map(|r| Duration::from_secs_f64(r.secs)))
     }
 }
 
@@ -116,6 +134,8 @@ pub struct LoadPlan {
     /// Open loop: stop early when the requests in flight and the TTFT both rise
     /// significantly over this window ([`saturation`]); none: never.
     pub saturation_window: Option<Duration>,
+    /// Open loop: the rate moves along this ramp (`rate` is then its mean).
+    pub rate_ramp: Option<RateRamp>,
 }
 
 impl LoadPlan {
@@ -141,7 +161,18 @@ impl LoadPlan {
             arrival: Arrival::Constant,
             seed: 0,
             saturation_window: None,
+            rate_ramp: None,
         }
+    }
+
+    /// The open loop's start times: along the ramp, or at the fixed rate. A schedule that
+    /// cannot be drawn (a bad burstiness from a library caller) is constant.
+    fn schedule(&self, rate: f64) -> anyhow::Result<Schedule> {
+        let drawn = |arrival| match self.rate_ramp {
+            Some(ramp) => Schedule::ramped(arrival, ramp, self.seed),
+            None => Schedule::new(arrival, rate, self.seed),
+        };
+        drawn(self.arrival).or_else(|_| drawn(Arrival::Constant))
     }
 
     /// The request with this index (body built once per request).
@@ -352,11 +383,8 @@ async fn open_loop(
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let permits = Arc::new(tokio::sync::Semaphore::new(plan.concurrency.max(1) as usize));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<RequestRecord>();
-    // A schedule that cannot be drawn (a bad burstiness from a library caller) is constant;
-    // a rate that is not a number sends nothing.
-    let schedule = Schedule::new(plan.arrival, rate, plan.seed)
-        .or_else(|_| Schedule::new(Arrival::Constant, rate, plan.seed));
-    let Ok(mut schedule) = schedule else {
+    // A rate that is not a number sends nothing.
+    let Ok(mut schedule) = plan.schedule(rate) else {
         return (LatencyStats::with_slo(plan.slo), Vec::new(), None);
     };
     let mut index = 0u64;
@@ -571,12 +599,16 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         "--concurrency must be at least 1"
     );
     crate::error::ensure_input!(
-        args.rate.is_some() || args.arrival == Arrival::Constant,
+        args.open_loop() || args.arrival == Arrival::Constant,
         "--arrival poisson or gamma shapes an open loop: give its --rate"
     );
     crate::error::ensure_input!(
-        args.think_time.is_none() || args.rate.is_none(),
+        args.think_time.is_none() || !args.open_loop(),
         "--think-time paces a closed loop; it cannot be combined with --rate"
+    );
+    crate::error::ensure_input!(
+        args.rate.is_none() || args.rate_ramp.is_none(),
+        "--rate and --rate-ramp are two schedules: give one"
     );
     if let Some(r) = args.rate {
         crate::error::ensure_input!(r > 0.0 && r.is_finite(), "--rate must be a positive number");
@@ -600,9 +632,9 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         // Open loop: the concurrency flag is only a cap; by default a generous one.
         // A shard gets its share of the streams (or of the cap).
         concurrency: shard.share_of(u64::from(total_concurrency)).max(1) as u32,
-        rate: args.rate,
+        rate: args.rate.or(args.rate_ramp.map(|r| r.mean_rate())),
         requests: args.planned_requests(),
-        duration: args.duration,
+        duration: args.planned_duration(),
         think_time: args.think_time,
         prompt_tokens: args.prompt_tokens,
         max_tokens: args.max_tokens,
@@ -623,6 +655,7 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         arrival: args.arrival,
         seed: args.seed,
         saturation_window: args.saturation_window,
+        rate_ramp: args.rate_ramp,
     };
     let plan = Arc::new(plan);
     // The summary names every replica the requests went to.

@@ -78,9 +78,9 @@ pub(super) fn shard_and_concurrency(args: &LoadOptions) -> anyhow::Result<(Shard
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let total = args
         .concurrency
-        .unwrap_or(if args.rate.is_some() { 1024 } else { 1 });
+        .unwrap_or(if args.open_loop() { 1024 } else { 1 });
     anyhow::ensure!(
-        args.rate.is_some() || total >= shard.count,
+        args.open_loop() || total >= shard.count,
         "--shard {shard}: the closed loop's --concurrency ({total}) is split across the \
          shards and must be at least {} so every shard has a stream",
         shard.count

@@ -21,6 +21,9 @@ pub struct LoadSummary {
     pub api: Api,
     pub concurrency: u32,
     pub rate: Option<f64>,
+    /// The ramp the rate moved along (`rate` is then its mean).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_ramp: Option<super::RateRamp>,
     pub prompt_tokens: u32,
     pub max_tokens: u32,
     pub shared_prefix_tokens: u32,
@@ -100,6 +103,7 @@ impl LoadSummary {
             concurrency: plan.concurrency,
             // A shard's own share of the plan's rate.
             rate: plan.rate.map(|r| r / f64::from(plan.shard.count.max(1))),
+            rate_ramp: plan.rate_ramp,
             prompt_tokens: plan.prompt_tokens,
             max_tokens: plan.max_tokens,
             shared_prefix_tokens: plan.shared_prefix_tokens,
@@ -155,9 +159,12 @@ impl LoadSummary {
             self.model,
             self.api,
             self.concurrency,
-            self.rate
-                .map(|r| format!(", rate {r}/s"))
-                .unwrap_or_default(),
+            match (self.rate_ramp, self.rate) {
+                (Some(r), _) =>
+                    format!(", rate ramp {}/s to {}/s over {} s", r.start, r.end, r.secs),
+                (None, Some(r)) => format!(", rate {r}/s"),
+                (None, None) => String::new(),
+            },
             self.requests,
             self.errors,
             if self.reconnects > 0 {
@@ -201,8 +208,12 @@ impl LoadSummary {
             out.push_str(&format!("{}\n", g.rates.text()));
         }
         if let Some(sat) = &self.saturation {
+            let rate = match self.rate_ramp {
+                Some(r) => format!("the ramp's rate there, {:.2}/s", r.rate_at(sat.at_s)),
+                None => "this rate".to_string(),
+            };
             out.push_str(&format!(
-                "STOPPED EARLY: {}; the server cannot take this rate\n",
+                "STOPPED EARLY: {}; the server cannot take {rate}\n",
                 sat.text()
             ));
         }
