@@ -43,34 +43,55 @@ pub struct Panel {
     pub description: &'static str,
 }
 
-/// The panels for `baseline` (tolerance as `rules --tolerance`), and the lines left out
-/// because the baseline lacks their figure.
-pub fn panels(baseline: &Baseline, tolerance: f64) -> (Vec<Panel>, Vec<String>) {
+/// The engine a report names (`vllm`, `sglang`, `llama.cpp`); vLLM when it names none.
+pub fn engine_of(report: &Report) -> Engine {
+    match report.engine.as_deref() {
+        Some("sglang") => Engine::Sglang,
+        Some("llama.cpp") => Engine::LlamaCpp,
+        _ => Engine::Vllm,
+    }
+}
+
+/// The names of `families` that `engine` exports (its prefix).
+fn of_engine<'a>(families: &[&'a str], engine: Engine) -> Vec<&'a str> {
+    let prefix = names::engine_prefix(engine).unwrap_or("vllm:");
+    families
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+/// The panels for `baseline` on `engine`'s metric names (tolerance as `rules --tolerance`),
+/// and what was left out: lines the baseline has no figure for, panels the engine exports
+/// no metric for (llama.cpp has no latency histograms).
+pub fn panels(baseline: &Baseline, engine: Engine, tolerance: f64) -> (Vec<Panel>, Vec<String>) {
     let mut left_out = Vec::new();
+    let m = names::engine_metrics(engine);
     let panels = vec![
-        request_rate(baseline, &mut left_out),
+        request_rate(baseline, engine, &mut left_out),
         latency(
             "Time to first token p95",
-            names::TTFT[..1].to_vec(),
+            of_engine(names::TTFT, engine),
             accepted(baseline.ttft_p95_ms.map(ms), tolerance, "accepted TTFT p95"),
             objective(baseline, |o| o.ttft_p95_ms, "TTFT", &mut left_out),
         ),
         latency(
             "Inter-token latency p95",
-            names::ITL[..2].to_vec(),
+            of_engine(names::ITL, engine),
             accepted(baseline.itl_p95_ms.map(ms), tolerance, "accepted ITL p95"),
             objective(baseline, |o| o.itl_p95_ms, "ITL", &mut left_out),
         ),
         latency(
             "End-to-end latency p95",
-            names::FINISHED_HIST[..1].to_vec(),
+            of_engine(names::FINISHED_HIST, engine),
             None,
             objective(baseline, |o| o.e2e_p95_ms, "E2E", &mut left_out),
         ),
         gauge_panel(
             "Requests waiting",
             "none",
-            names::engine_metrics(Engine::Vllm).waiting,
+            m.waiting,
             "sum",
             baseline.waiting_max.map(|w| Line {
                 value: w,
@@ -82,7 +103,7 @@ pub fn panels(baseline: &Baseline, tolerance: f64) -> (Vec<Panel>, Vec<String>) 
         gauge_panel(
             "Requests running",
             "none",
-            names::engine_metrics(Engine::Vllm).running,
+            m.running,
             "sum",
             baseline.accepted_concurrency.map(|c| Line {
                 value: f64::from(c),
@@ -94,7 +115,7 @@ pub fn panels(baseline: &Baseline, tolerance: f64) -> (Vec<Panel>, Vec<String>) 
         gauge_panel(
             "KV-cache usage",
             "percentunit",
-            names::engine_metrics(Engine::Vllm).kv_usage,
+            m.kv_usage,
             "max",
             baseline.kv_cache_usage_max.map(|kv| Line {
                 value: kv,
@@ -103,8 +124,18 @@ pub fn panels(baseline: &Baseline, tolerance: f64) -> (Vec<Panel>, Vec<String>) 
             }),
             "Share of the KV cache in use (0-1). Near 1, requests are preempted next.",
         ),
-        prefix_cache(baseline, tolerance, &mut left_out),
+        prefix_cache(baseline, engine, tolerance, &mut left_out),
     ];
+    // A panel with no query: the engine exports nothing for it.
+    let (panels, none): (Vec<Panel>, Vec<Panel>) =
+        panels.into_iter().partition(|p| !p.expr.is_empty());
+    left_out.extend(none.iter().map(|p| {
+        format!(
+            "panel {:?}: {} exports no metric for it",
+            p.title,
+            engine.as_str()
+        )
+    }));
     (panels, left_out)
 }
 
@@ -144,7 +175,7 @@ fn objective(
     line
 }
 
-fn request_rate(baseline: &Baseline, left_out: &mut Vec<String>) -> Panel {
+fn request_rate(baseline: &Baseline, engine: Engine, left_out: &mut Vec<String>) -> Panel {
     let lines: Vec<Line> = baseline
         .capacity_rps
         .map(|c| Line {
@@ -162,7 +193,7 @@ fn request_rate(baseline: &Baseline, left_out: &mut Vec<String>) -> Panel {
     Panel {
         title: "Finished requests per second",
         unit: "reqps",
-        expr: either(&names::FINISHED_HIST[..1], |n| {
+        expr: either(&of_engine(names::FINISHED_HIST, engine), |n| {
             format!("sum {BY} (rate({n}_count{PICKED}{RANGE}))")
         }),
         lines,
@@ -207,13 +238,19 @@ fn gauge_panel(
     }
 }
 
-fn prefix_cache(baseline: &Baseline, tolerance: f64, left_out: &mut Vec<String>) -> Panel {
-    let vllm = names::engine_metrics(Engine::Vllm);
-    // Old and new names pair up: hits of one generation over queries of the same.
-    let expr = vllm
+fn prefix_cache(
+    baseline: &Baseline,
+    engine: Engine,
+    tolerance: f64,
+    left_out: &mut Vec<String>,
+) -> Panel {
+    // vLLM's hits over its lookups (other engines count no lookups). Old and new names pair
+    // up: hits of one generation over queries of the same.
+    let m = names::engine_metrics(engine);
+    let expr = m
         .cache_hits
         .iter()
-        .zip(vllm.cache_queries)
+        .zip(m.cache_queries)
         .map(|(h, q)| {
             format!(
                 "(sum {BY} (rate({h}_total{PICKED}{RANGE})) / sum {BY} (rate({q}_total{PICKED}{RANGE})))"
@@ -312,7 +349,8 @@ fn num(v: f64) -> String {
 /// The dashboard for `report`: its panels, a data-source and an instance variable, a uid
 /// that stays the same for the same report (re-importing updates it).
 pub fn dashboard(report: &Report, tolerance: f64) -> (Value, Vec<String>) {
-    let (panels, left_out) = panels(&report.baseline, tolerance);
+    let engine = engine_of(report);
+    let (panels, left_out) = panels(&report.baseline, engine, tolerance);
     let uid = {
         let mut h = Sha256::new();
         h.update(report.started_at.to_rfc3339().as_bytes());
@@ -324,7 +362,7 @@ pub fn dashboard(report: &Report, tolerance: f64) -> (Value, Vec<String>) {
         format!("golive-{hex}")
     };
     let model = report.model.as_deref().unwrap_or("vLLM");
-    let running = names::engine_metrics(Engine::Vllm).running[0];
+    let running = names::engine_metrics(engine).running[0];
     let dashboard = json!({
         "uid": uid,
         "title": format!("golive: {model} against its accepted baseline"),
@@ -334,7 +372,7 @@ pub fn dashboard(report: &Report, tolerance: f64) -> (Value, Vec<String>) {
             report.started_at.format("%Y-%m-%d %H:%M UTC"),
             report.verdict.map_or("none", Verdict::as_str)
         ),
-        "tags": ["golive", "vllm"],
+        "tags": ["golive", engine.as_str()],
         "schemaVersion": 39,
         "editable": true,
         "time": {"from": "now-6h", "to": "now"},
@@ -393,7 +431,7 @@ mod tests {
 
     #[test]
     fn the_baseline_numbers_become_lines_on_their_panels() {
-        let (ps, left_out) = panels(&full(), 0.2);
+        let (ps, left_out) = panels(&full(), Engine::Vllm, 0.2);
         let rate = panel(&ps, "Finished requests per second");
         assert_eq!(rate.lines[0].value, 3.25);
         let ttft = panel(&ps, "Time to first token p95");
@@ -423,7 +461,7 @@ mod tests {
 
     #[test]
     fn threshold_steps_ascend_and_a_low_ratio_is_red() {
-        let (ps, _) = panels(&full(), 0.2);
+        let (ps, _) = panels(&full(), Engine::Vllm, 0.2);
         let t = thresholds(panel(&ps, "Time to first token p95"));
         let steps = t["steps"].as_array().unwrap();
         assert_eq!(steps[0]["value"], Value::Null);
@@ -435,8 +473,36 @@ mod tests {
     }
 
     #[test]
+    fn other_engines_get_their_own_names_and_panels_they_cannot_fill_are_left_out() {
+        let (ps, left_out) = panels(&full(), Engine::LlamaCpp, 0.2);
+        let titles: Vec<&str> = ps.iter().map(|p| p.title).collect();
+        assert_eq!(
+            titles,
+            ["Requests waiting", "Requests running", "KV-cache usage"]
+        );
+        assert!(
+            ps[1].expr.contains("llamacpp:requests_processing"),
+            "{}",
+            ps[1].expr
+        );
+        assert!(
+            left_out
+                .iter()
+                .any(|l| l.contains("Time to first token p95")
+                    && l.contains("llama.cpp exports no metric")),
+            "{left_out:?}"
+        );
+        let (ps, _) = panels(&full(), Engine::Sglang, 0.2);
+        let ttft = panel(&ps, "Time to first token p95");
+        assert!(ttft
+            .expr
+            .contains("sglang:time_to_first_token_seconds_bucket"));
+        assert!(!ttft.expr.contains("vllm:"), "{}", ttft.expr);
+    }
+
+    #[test]
     fn an_empty_baseline_draws_no_lines_and_names_each_missing_one() {
-        let (ps, left_out) = panels(&Baseline::default(), 0.2);
+        let (ps, left_out) = panels(&Baseline::default(), Engine::Vllm, 0.2);
         assert!(ps.iter().all(|p| p.lines.is_empty()));
         assert_eq!(left_out.len(), 5, "{left_out:?}");
         assert!(left_out[0].starts_with("capacity line"));
