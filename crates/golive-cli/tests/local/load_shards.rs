@@ -84,7 +84,7 @@ fn shards_merge_into_the_single_run_distribution() {
                     "--csv",
                     dir.join(format!("requests-{i}.csv")).to_str().unwrap(),
                 ])
-                .stdout(Stdio::null())
+                .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
@@ -97,17 +97,19 @@ fn shards_merge_into_the_single_run_distribution() {
         .args(["load", "--url", &url])
         .args(plan_args())
         .args(["--csv", single.to_str().unwrap()])
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     children.push(("unsharded".into(), child));
     for (shard, child) in children {
         let out = child.wait_with_output().unwrap();
+        // Exit 1 is a request that failed: its summary (stdout) says which and how.
         assert_eq!(
             out.status.code(),
             Some(0),
-            "shard {shard}: {}",
+            "shard {shard}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
     }
