@@ -17,7 +17,8 @@ use smallvec::SmallVec;
 use super::clean::clean;
 use super::prefix::{
     captured_ts, iso_ts_hand, iso_ts_regex, level_word, num_str, patterns, proc_label_hand,
-    proc_label_regex, read, torch_rank_hand, torch_rank_regex, vllm_header_hand, vllm_header_regex,
+    proc_label_regex, read, syslog, syslog_ident, torch_rank_hand, torch_rank_regex,
+    vllm_header_hand, vllm_header_regex,
 };
 
 /// A line after cleaning and prefix parsing; it borrows the raw line when that is valid UTF-8
@@ -112,6 +113,21 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
             if let Some(m) = read(hand, || iso_ts_hand(rest.as_bytes()), || iso_ts_regex(rest)) {
                 ts = Some(m.ts);
                 pos += m.end;
+                // journald's ISO format: the host and the writer follow the time.
+                if let Some((end, ident)) = syslog_ident(&text[pos..]) {
+                    stream.push(ident);
+                    stream.push("|");
+                    pos += end;
+                }
+                continue;
+            }
+        }
+        if first.is_ascii_uppercase() && stream.is_empty() {
+            if let Some((end, t, ident)) = syslog(rest) {
+                ts = t;
+                stream.push(ident);
+                stream.push("|");
+                pos += end;
                 continue;
             }
         }
@@ -476,6 +492,29 @@ mod tests {
         assert_eq!(l.rank(), Some("rank3"));
         assert_eq!(l.msg(), "RuntimeError: NCCL error");
         assert!(l.ts.is_some());
+    }
+
+    #[test]
+    fn journald_prefixes_of_a_systemd_unit() {
+        // `journalctl -u sglang`: the host is optional, the writer's pid keeps streams apart.
+        let l = parse(b"Mar 18 11:23:46 sgl-router[931930]: TypeError: 'NoneType' object is not subscriptable");
+        assert_eq!(l.msg(), "TypeError: 'NoneType' object is not subscriptable");
+        assert!(l.ts.is_some());
+        let l = parse(b"Dec  4 09:01:02 gpu-node-7 vllm[4411]: INFO 12-04 09:01:02 [api_server.py:1] Starting vLLM API server");
+        assert_eq!(l.level, Some("INFO"));
+        assert_eq!(l.msg(), "Starting vLLM API server");
+        let l = parse(b"Dec  4 09:01:02 gpu-node-7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.");
+        assert_eq!(
+            l.msg(),
+            "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus."
+        );
+        // `journalctl -o short-iso`: the ISO time, then host and writer.
+        let l = parse(b"2026-12-04T09:01:02+0000 gpu-node-7 vllm[4411]: (EngineCore_DP0 pid=9) ERROR 12-04 09:01:02 [core.py:1] ValueError: x");
+        assert_eq!(l.rank(), Some("EngineCore_DP0"));
+        assert_eq!(l.msg(), "ValueError: x");
+        // Not a journald line: a message that only starts with a month's name.
+        let l = parse(b"May be an error: nothing[1]: here");
+        assert_eq!(l.msg(), "May be an error: nothing[1]: here");
     }
 
     #[test]

@@ -12,6 +12,8 @@ use regex::Regex;
 pub(super) struct Patterns {
     pub(super) iso_ts: Regex,
     pub(super) compose: Regex,
+    pub(super) syslog: Regex,
+    pub(super) syslog_ident: Regex,
     pub(super) proc_label: Regex,
     pub(super) torch_rank: Regex,
     pub(super) vllm_header: Regex,
@@ -36,6 +38,11 @@ pub(super) fn patterns() -> &'static Patterns {
         iso_ts: re(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? "),
         // docker compose: `svc-1  | `
         compose: re(r"^([A-Za-z0-9][\w.\-]*)\s*\| "),
+        // journald / syslog (`journalctl -u vllm`): `Mar 18 11:23:46 host ident[pid]: `, the
+        // host optional; an ident without a pid only for the kernel (dmesg through journald).
+        syslog: re(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:[A-Za-z0-9][\w.\-]* )?(?:([A-Za-z0-9_][\w.@\-]*)\[\d+\]|(kernel)): ?"),
+        // The same behind an ISO timestamp (`journalctl -o short-iso`): `host ident[pid]: `.
+        syslog_ident: re(r"^(?:[A-Za-z0-9][\w.\-]* )?(?:([A-Za-z0-9_][\w.@\-]*)\[\d+\]|(kernel)): ?"),
         // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
         // `(RayWorkerWrapper pid=.., ip=..)`
         proc_label: re(r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?"),
@@ -60,6 +67,40 @@ pub(super) fn patterns() -> &'static Patterns {
         wrapped_level: re(r"^(\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[,.]\d+)?\]?)?(?:\s*(?:\||-|\[[^\]\n]+\]|[A-Za-z0-9_.]+)){0,3}?\s*(?:\||-)?\s*\[?(DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\]?((?:\s*(?:\| [A-Za-z0-9_.\-]+|- [A-Za-z0-9_.\-]+|\[[^\]\n]+\]))*)\s*(?:\| |- |>>> ?|: )"),
     })
 }
+
+/// A journald/syslog prefix: where the message starts, its time (month by name), and the
+/// ident that wrote it (the unit's program, `kernel`).
+pub(super) fn syslog(s: &str) -> Option<(usize, Option<u64>, &str)> {
+    let b = s.as_bytes();
+    // `Mon DD HH:MM:SS `: cheap byte checks before the regex.
+    if b.len() < 17 || !b[0].is_ascii_uppercase() || b[3] != b' ' || b[9] != b':' {
+        return None;
+    }
+    let c = patterns().syslog.captures(s)?;
+    let month = MONTHS
+        .iter()
+        .position(|m| *m == &c[1])
+        .map_or(0, |i| i as u64 + 1);
+    let n = |i: usize| c.get(i).map_or(0, |m| num_str(m.as_str().trim()));
+    let ts = ts_key(month, n(2), n(3), n(4), n(5), c.get(6).map(|m| m.as_str()));
+    let ident = c.get(7).or_else(|| c.get(8)).map_or("", |m| m.as_str());
+    Some((c.get(0)?.end(), Some(ts), ident))
+}
+
+/// The host and ident after an ISO timestamp (`journalctl -o short-iso`).
+pub(super) fn syslog_ident(s: &str) -> Option<(usize, &str)> {
+    let head = s.get(..s.len().min(120)).unwrap_or(s);
+    if !head.contains("]:") && !head.contains("kernel:") {
+        return None;
+    }
+    let c = patterns().syslog_ident.captures(s)?;
+    let ident = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+    Some((c.get(0)?.end(), ident))
+}
+
+const MONTHS: [&str; 12] = [
+    "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+];
 
 pub(super) fn num_str(s: &str) -> u64 {
     s.parse().unwrap_or(0)

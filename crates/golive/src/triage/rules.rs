@@ -80,6 +80,8 @@ struct RuleDef {
     #[serde(default)]
     code_bug: bool,
     #[serde(default)]
+    code_only: bool,
+    #[serde(default)]
     startup_refusal: bool,
     #[serde(default)]
     request: bool,
@@ -177,6 +179,10 @@ pub struct Rule {
     /// code the frames name, never a failed transport (the distributed layer's frames do not
     /// make it `nccl`).
     pub code_bug: bool,
+    /// A code bug that no data can cause (an undefined name): no deployment layer's frames
+    /// (configuration, driver, transport, KV cache) name its class, only a third-party
+    /// package's (a dependency) or the engine's own code. Implies `code_bug`.
+    pub code_only: bool,
     /// The class is a refusal the engine states while it checks its configuration at startup:
     /// raised in the request path instead (the traceback's frames are the engine's step or
     /// model runner while it ran requests), the same exception is a bug of the engine.
@@ -261,13 +267,13 @@ fn required_literals(hir: &regex_syntax::hir::Hir) -> Vec<Vec<u8>> {
 }
 
 impl Rule {
-    /// An end-of-log entry: a weak, generic cause matched by its regex alone.
-    fn last_resort(id: String, class: Class, regex: Regex, why: String, next_step: String) -> Rule {
+    /// A rule with every option off and no regex: the one place the defaults are written.
+    fn base(id: String, kind: RuleKind, class: Class, why: String, next_step: String) -> Rule {
         Rule {
             id,
-            kind: RuleKind::Cause,
+            kind,
             class,
-            regex: Some(regex),
+            regex: None,
             frames: None,
             phase: false,
             alone: false,
@@ -281,10 +287,11 @@ impl Rule {
             next_step_when: None,
             why_when: None,
             class_when: None,
-            generic: true,
-            weak: true,
+            generic: false,
+            weak: false,
             catch_all: false,
             code_bug: false,
+            code_only: false,
             startup_refusal: false,
             request: false,
             fallback: false,
@@ -294,6 +301,26 @@ impl Rule {
             why,
             on_exceptions: false,
             text_check: OnceLock::new(),
+        }
+    }
+
+    /// Whether this rule's frames give way to the code bug that rule `bug` names: a bug in
+    /// the KV-cache or distributed code is no prefix-cache setting or failed transport, and
+    /// an undefined name (`code_only`) is no configuration or driver matter either; only a
+    /// third-party package's frames keep their class (its version is wrong).
+    pub fn frames_yield_to(&self, bug: &Rule) -> bool {
+        bug.code_bug
+            && (self.class.yields_to_code_bug()
+                || (bug.code_only && self.class != Class::Dependency))
+    }
+
+    /// An end-of-log entry: a weak, generic cause matched by its regex alone.
+    fn last_resort(id: String, class: Class, regex: Regex, why: String, next_step: String) -> Rule {
+        Rule {
+            regex: Some(regex),
+            generic: true,
+            weak: true,
+            ..Rule::base(id, RuleKind::Cause, class, why, next_step)
         }
     }
 
@@ -446,9 +473,6 @@ impl RuleSet {
             }
             rules.push(Rule {
                 on_exceptions: d.patterns.is_empty(),
-                id: d.id,
-                kind: d.kind,
-                class,
                 regex,
                 frames,
                 phase: d.phase,
@@ -466,15 +490,11 @@ impl RuleSet {
                 generic: d.generic,
                 weak: d.weak,
                 catch_all: d.catch_all,
-                code_bug: d.code_bug,
+                code_bug: d.code_bug || d.code_only,
+                code_only: d.code_only,
                 startup_refusal: d.startup_refusal,
                 request: d.request,
-                fallback: false,
-                frame_path: None,
-                frame_words: None,
-                next_step: d.next_step,
-                why: d.why,
-                text_check: OnceLock::new(),
+                ..Rule::base(d.id, d.kind, class, d.why, d.next_step)
             });
         }
         let mut frame_rules = Vec::new();
@@ -486,37 +506,12 @@ impl RuleSet {
             })?;
             frame_rules.push(rules.len());
             rules.push(Rule {
-                id: f.id,
-                kind: RuleKind::Cause,
-                class: f.class,
-                regex: None,
-                frames: None,
-                phase: false,
-                alone: false,
-                on_warning: false,
-                on_info: false,
-                fatal: false,
-                chain: false,
-                fact: None,
-                when: None,
-                unless: None,
-                next_step_when: None,
-                why_when: None,
-                class_when: None,
                 // Frames say less than a specific message on a nearby line.
                 generic: true,
-                weak: false,
-                catch_all: false,
-                code_bug: false,
-                startup_refusal: false,
-                request: false,
                 fallback: f.fallback,
                 frame_path: Some(re),
                 frame_words: words,
-                next_step: f.next_step,
-                why: f.why,
-                on_exceptions: false,
-                text_check: OnceLock::new(),
+                ..Rule::base(f.id, RuleKind::Cause, f.class, f.why, f.next_step)
             });
         }
         let mut tail_rules = Vec::new();

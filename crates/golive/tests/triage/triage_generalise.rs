@@ -620,3 +620,185 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
     let p = triage_text(&triton).primary.unwrap();
     assert_ne!(p.class, Class::Dependency, "{p:?}");
 }
+
+/// Traceback frames: (path under site-packages, function).
+type Frames<'a> = &'a [(&'a str, &'a str)];
+
+/// A vLLM V1 engine-core traceback whose innermost frames are `frames` and which ends in `exc`.
+fn engine_core_failure(frames: Frames<'_>, exc: &str) -> String {
+    let mut log = String::from(
+        "INFO 06-06 00:28:20 [core.py:60] Initializing a V1 LLM engine (v0.9.0) with config: model='m'
+ERROR 06-06 00:28:27 [core.py:500] EngineCore failed to start.
+ERROR 06-06 00:28:27 [core.py:500] Traceback (most recent call last):
+ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 491, in run_engine_core
+ERROR 06-06 00:28:27 [core.py:500]     engine_core = EngineCoreProc(*args, **kwargs)
+",
+    );
+    for (path, func) in frames {
+        log.push_str(&format!(
+            "ERROR 06-06 00:28:27 [core.py:500]   File \"/usr/local/lib/python3.12/dist-packages/{path}\", line 10, in {func}\nERROR 06-06 00:28:27 [core.py:500]     x = y()\n"
+        ));
+    }
+    log.push_str(&format!("ERROR 06-06 00:28:27 [core.py:500] {exc}\n"));
+    log
+}
+
+/// The line of the exception in [`engine_core_failure`]'s log.
+fn exception_line(log: &str) -> u64 {
+    log.lines().count() as u64
+}
+
+/// A name the code never defined is its bug whatever layer its frames are in (configuration,
+/// distributed): the engine's; inside a third-party kernel package it is that package's
+/// version (a dependency). The same frames under a message of no known words keep their class.
+#[test]
+fn an_undefined_name_is_a_code_bug_whatever_layer_its_frames_are_in() {
+    let cases: &[(Frames<'_>, &str, Class)] = &[
+        (
+            &[("vllm/config/model.py", "__post_init__")],
+            "NameError: name 'check_marlin_supported' is not defined",
+            Class::Engine,
+        ),
+        (
+            &[("vllm/distributed/parallel_state.py", "init_model_parallel")],
+            "UnboundLocalError: cannot access local variable 'group' where it is not associated with a value",
+            Class::Engine,
+        ),
+        (
+            &[("flashinfer/jit/core.py", "build")],
+            "NameError: name 'cuda_arch' is not defined",
+            Class::Dependency,
+        ),
+        (
+            &[("vllm/distributed/parallel_state.py", "init_model_parallel")],
+            "RuntimeError: the group broke in a way nobody names",
+            Class::Nccl,
+        ),
+    ];
+    for (frames, exc, class) in cases {
+        let log = engine_core_failure(frames, exc);
+        let p = triage_text(&log).primary.unwrap();
+        assert_eq!(
+            (p.class, p.line),
+            (*class, exception_line(&log)),
+            "{exc}: {p:?}"
+        );
+    }
+}
+
+/// An attribute missing on an object of the engine's own classes is the engine's bug, even in
+/// the KV-cache code; on a library's classes (a transformers config, a torch module) it is the
+/// library's version.
+#[test]
+fn a_missing_attribute_is_the_engines_bug_on_its_own_objects_and_a_version_on_a_librarys() {
+    let kv = [("vllm/v1/core/block_pool.py", "get_new_blocks")];
+    let cases: &[(Frames<'_>, &str, Class)] = &[
+        (
+            &kv,
+            "AttributeError: 'NPUMLATokenToKVPool' object has no attribute 'kv_buffer'",
+            Class::Engine,
+        ),
+        (
+            &[("vllm/model_executor/models/qwen2.py", "__init__")],
+            "AttributeError: 'Qwen2Config' object has no attribute 'rope_scaling'",
+            Class::Dependency,
+        ),
+        (
+            &[("vllm/model_executor/layers/linear.py", "forward")],
+            "AttributeError: module 'torch' has no attribute 'float8_e8m0fnu'",
+            Class::Dependency,
+        ),
+        (
+            &kv,
+            "RuntimeError: the block pool went wrong in a way nobody names",
+            Class::PrefixCache,
+        ),
+    ];
+    for (frames, exc, class) in cases {
+        let log = engine_core_failure(frames, exc);
+        let p = triage_text(&log).primary.unwrap();
+        assert_eq!(
+            (p.class, p.line),
+            (*class, exception_line(&log)),
+            "{exc}: {p:?}"
+        );
+    }
+}
+
+/// Messages that say what they blame: NVML's frames are the driver's library; CUDA that a
+/// forked worker cannot re-initialise is the engine's start method (not the driver, although
+/// torch's CUDA init raises it); another accelerator's out-of-bounds memory access is a
+/// device fault like CUDA's illegal address.
+#[test]
+fn nvml_a_forked_cuda_and_an_out_of_bounds_access_name_their_layer() {
+    let cases: &[(Frames<'_>, &str, Class, &str)] = &[
+        (
+            &[("vllm/platforms/cuda.py", "get_device_name"), ("pynvml.py", "nvmlDeviceGetName")],
+            "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xf8 in position 0: invalid start byte",
+            Class::Driver,
+            "frames-nvml",
+        ),
+        (
+            &[("torch/cuda/__init__.py", "_lazy_init")],
+            "RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method",
+            Class::Engine,
+            "engine-cuda-forked",
+        ),
+        (
+            &[("vllm_neuron/worker/neuronx_distributed_model_runner.py", "execute_model")],
+            "RuntimeError: Failed to execute the model status=1006 message=Execution Out-Of-Bounds Memory Access",
+            Class::GpuFault,
+            "gpu-fault-kernel",
+        ),
+    ];
+    for (frames, exc, class, rule) in cases {
+        let log = engine_core_failure(frames, exc);
+        let p = triage_text(&log).primary.unwrap();
+        assert_eq!(
+            (p.class, p.line, p.rule.as_str()),
+            (*class, exception_line(&log), *rule),
+            "{exc}: {p:?}"
+        );
+    }
+}
+
+/// A systemd unit's log read with `journalctl -u`: the journald prefix (time, host, the
+/// writer and its pid) is taken apart like docker's, so the engine's start, its traceback and
+/// its serving markers are seen. A healthy unit that logged an ERROR before it served stays
+/// quiet; a failed one is found at its exception.
+#[test]
+fn a_systemd_units_journal_is_read_like_the_engines_own_log() {
+    let j = |body: &str| {
+        body.lines()
+            .map(|l| format!("Mar 18 11:23:46 gpu-7 vllm-serve[9310]: {l}\n"))
+            .collect::<String>()
+    };
+    let healthy = format!(
+        "Mar 18 11:23:41 gpu-7 systemd[1]: Started vLLM.\n{}",
+        j("INFO 03-18 11:23:44 [api_server.py:1000] vLLM API server version 0.9.0
+ERROR 03-18 11:23:45 [repo_utils.py:47] Error retrieving file list: Repo id must be in the form 'repo_name', use `repo_type` argument if needed
+INFO 03-18 11:24:40 [launcher.py:28] Available routes are:
+INFO:     Started server process [9310]
+INFO:     Application startup complete.
+INFO:     127.0.0.1:50122 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK")
+    );
+    let r = triage_text(&healthy);
+    assert!(r.primary.is_none(), "{:?}", r.primary);
+    // SGLang's unit: its start (`server_args=`) is seen through the prefix, so an unexpected
+    // None in its model-config code is the model's configuration, not an unknown error.
+    let failed = format!(
+        "Mar 18 11:23:41 gpu-7 systemd[1]: Started SGLang.\n{}Mar 18 11:23:50 gpu-7 systemd[1]: sglang.service: Main process exited, code=exited, status=1/FAILURE\n",
+        j("[2025-03-18 11:23:46] server_args=ServerArgs(model_path='/models/m', tp_size=1)
+Traceback (most recent call last):
+  File \"/opt/venv/lib/python3.11/site-packages/sglang/srt/managers/tokenizer_manager.py\", line 155, in __init__
+    self.model_config = ModelConfig(
+  File \"/opt/venv/lib/python3.11/site-packages/sglang/srt/configs/model_config.py\", line 326, in get_hf_text_config
+    class_name = config.architectures[0]
+TypeError: 'NoneType' object is not subscriptable")
+    );
+    let r = triage_text(&failed);
+    let p = r.primary.clone().unwrap();
+    assert_eq!((p.class, p.line), (Class::Config, 8), "{p:?}");
+    let text = serde_json::to_string(&r.outcome).unwrap();
+    assert!(text.contains("started"), "{text}");
+}

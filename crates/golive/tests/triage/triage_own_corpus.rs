@@ -230,13 +230,18 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// before serving (`[[tail]]`), ollama's serving lines, a loading line that says it failed, the
 /// GPU APIs' out-of-memory and device-lost statuses, cuBLAS init as OOM, kernels missing for
 /// the GPU and old `GGML_ASSERT:` lines: tune 102/128 class, 113/128 line, 3 none, 123/127
-/// quiet; held 75/127, 107/127, 3, 123/126; all 177/255, 220/255, 6, 246/253. Raise them when
+/// quiet; held 75/127, 107/127, 3, 123/126; all 177/255, 220/255, 6, 246/253. Then batch K
+/// (ids 509-533: 17 failed issue bodies, 8 healthy committed ollama/vLLM files), measured as it
+/// came: 9/17 class, 17/17 line, 0 none, 8/8 quiet. journald prefixes, NVML frames, a forked
+/// CUDA, another runtime's out-of-bounds access, an undefined name and a missing attribute on
+/// the engine's own objects as code bugs: tune 114/136 class, 123/136 line, 3 none, 127/131
+/// quiet; held 82/136, 117/136, 3, 127/130; all 196/272, 240/272, 6, 254/261. Raise them when
 /// triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 79.5, 88.0, 96.5, 3),
-    ("held", 59.0, 84.0, 97.5, 3),
-    ("all", 69.0, 86.0, 97.0, 6),
+    ("tune", 83.5, 90.0, 96.5, 3),
+    ("held", 60.0, 85.5, 97.5, 3),
+    ("all", 72.0, 88.0, 97.0, 6),
 ];
 
 #[test]

@@ -241,8 +241,7 @@ impl Scanner<'_> {
                 // The interpreter's words for a code bug (matched before, generic) are the
                 // code's fault: frames of the KV-cache or the distributed layer do not make
                 // them a prefix-cache setting or a failed transport.
-                let code_bug = found.is_some_and(|g: usize| self.rules.rules[g].code_bug);
-                if code_bug && r.class.yields_to_code_bug() {
+                if found.is_some_and(|g: usize| r.frames_yield_to(&self.rules.rules[g])) {
                     continue;
                 }
             }

@@ -528,9 +528,11 @@ impl Scanner<'_> {
             });
             // A code bug in the distributed layer's code is no failed transport, and one in the
             // KV-cache code no prefix-cache setting: the engine's code is wrong there.
-            let code_bug = generic.is_some_and(|g| self.rules.rules[g].code_bug);
+            let yields = |fr: usize| {
+                generic.is_some_and(|g| self.rules.rules[fr].frames_yield_to(&self.rules.rules[g]))
+            };
             let frame = match frame {
-                Some(fr) if code_bug && self.rules.rules[fr].class.yields_to_code_bug() => {
+                Some(fr) if !self.rules.rules[fr].fallback && yields(fr) => {
                     self.rules.fallback_frame_rule(&tb.frames)
                 }
                 f => f,
