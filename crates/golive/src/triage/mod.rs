@@ -470,10 +470,24 @@ fn decide(
         .copied()
         .filter(|x| bad_end && x.1.kind == RuleKind::Cause && !(live_cause && went_on(x)))
         .collect();
+    // A class that only the traceback's frames name (the layer the code is in, no message
+    // that says so) is weaker evidence than a message: it ranks with the engine's own
+    // failures, so an earlier error wins over it (a store timeout in the distributed code
+    // after a worker died of its own error).
+    let rank = |f: &RawFinding| {
+        let framed = rules
+            .rules
+            .get(f.rule)
+            .is_some_and(|r| r.frame_path.is_some());
+        if framed {
+            f.class.runbook_rank().max(Class::Engine.runbook_rank())
+        } else {
+            f.class.runbook_rank()
+        }
+    };
     let by_runbook = |a: &(usize, &RawFinding), b: &(usize, &RawFinding)| {
-        a.1.class
-            .runbook_rank()
-            .cmp(&b.1.class.runbook_rank())
+        rank(a.1)
+            .cmp(&rank(b.1))
             .then_with(|| match (a.0 != b.0, a.1.ts, b.1.ts) {
                 (true, Some(x), Some(y)) => x.cmp(&y),
                 _ => (a.0, a.1.line).cmp(&(b.0, b.1.line)),

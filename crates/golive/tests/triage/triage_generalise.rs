@@ -802,3 +802,30 @@ TypeError: 'NoneType' object is not subscriptable")
     let text = serde_json::to_string(&r.outcome).unwrap();
     assert!(text.contains("started"), "{text}");
 }
+
+/// A class that only the traceback's frames name (the distributed layer's store, no message
+/// that names a transport) does not outrank an earlier error a message names: the workers
+/// died of their own error first, and the driver's rendezvous timed out waiting for them.
+#[test]
+fn a_class_only_frames_name_does_not_outrank_an_earlier_stated_error() {
+    let log = "INFO 01-19 03:55:21 llm_engine.py:226] Initializing an LLM engine (v0.6.1) with config: model='m'
+(VllmWorkerProcess pid=305) INFO 01-19 03:55:24 multiproc_worker_utils.py:218] Worker ready; awaiting tasks
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess while processing method init_device: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method, Traceback (most recent call last):
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]   File \"/opt/venv/lib/python3.11/site-packages/torch/cuda/__init__.py\", line 300, in _lazy_init
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]     raise RuntimeError(
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233] RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method
+Traceback (most recent call last):
+  File \"/opt/venv/lib/python3.11/site-packages/vllm/distributed/parallel_state.py\", line 1000, in init_distributed_environment
+    torch.distributed.init_process_group(
+  File \"/opt/venv/lib/python3.11/site-packages/torch/distributed/rendezvous.py\", line 240, in _tcp_rendezvous_handler
+    store = _create_c10d_store(result.hostname, result.port, rank, world_size, timeout)
+torch.distributed.DistStoreError: Timed out after 601 seconds waiting for clients. 1/8 clients joined.
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!(
+        (p.class, p.rule.as_str()),
+        (Class::Engine, "engine-cuda-forked"),
+        "{p:?}"
+    );
+    assert!(p.line == 3 || p.line == 6, "{p:?}");
+}

@@ -315,6 +315,7 @@ fn every_benign_and_shutdown_rule_quiets_only_what_it_explains() {
         ("benign-vllm-commit-id", "No module named 'vllm.commit_id'\n", "ModuleNotFoundError: No module named 'vllm._C'\n"),
         ("benign-handled-shortage", "[2025-02-03 22:28:08 TP12] Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.0980 -> 1.0000\n", "[2025-02-03 22:28:09 TP12] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"),
         ("benign-handled-shortage", "ggml_backend_sched_alloc_splits: failed to allocate graph, reserving (backend_ids_changed = 1)\n", "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: cudaMalloc failed: out of memory\n"),
+        ("benign-pip-retry", "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new connection')': /simple/flashinfer-python/\n", "ERROR: No matching distribution found for flashinfer-python==0.2.5\n"),
         ("benign-vllm-request-log", "(APIServer pid=1) ERROR 08-01 10:01:00 [validation.py:152] RequestValidationError caught. Request id: chatcmpl-1\n", oom),
         ("benign-traceback-chain", "(APIServer pid=1) ERROR 08-01 10:01:00 [api_server.py:1] The above exception was the direct cause of the following exception:\n", oom),
         ("shutdown-begins", "(APIServer pid=1) INFO 08-01 10:01:00 [launcher.py:80] Shutting down FastAPI HTTP server.\n", "(VllmWorker TP0 pid=901) ERROR 08-01 10:01:01 [multiproc_executor.py:671] RuntimeError: CUDA error: an illegal memory access was encountered\n"),
@@ -638,4 +639,30 @@ fn a_closed_engine_socket_is_a_consequence_of_the_engine_error_before_it() {
         (class, line, rule.as_str()),
         (Class::Container, 9, "conseq-zmq-socket-closed")
     );
+}
+
+/// pip retrying a download in a container that installs packages at start is no failure,
+/// whatever package its URL names (xgrammar, a structured-output backend): the server that
+/// then serves is healthy. pip's own ERROR when it gives up, and an engine error after the
+/// retries, are still found.
+#[test]
+fn pip_retrying_a_download_is_quiet_but_its_failure_is_found() {
+    let retry = "WARNING: Retrying (Retry(total=4, connect=None, read=None, redirect=None, status=None)) after connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at 0xffffadb84b10>: Failed to establish a new connection: [Errno -2] Name or service not known')': /pypi/simple/xgrammar/\n";
+    let served = format!(
+        "{retry}{V1_START}(APIServer pid=700) INFO 05-02 10:01:00 [launcher.py:37] Route: /v1/chat/completions, Methods: POST
+(APIServer pid=700) INFO:     10.0.0.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK
+"
+    );
+    let rep = triage_text(&served);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    let gave_up = format!(
+        "{retry}ERROR: Could not find a version that satisfies the requirement xgrammar==0.1.21 (from versions: none)
+ERROR: No matching distribution found for xgrammar==0.1.21
+{V1_START}(EngineCore_DP0 pid=812) ERROR 05-02 10:00:10 [core.py:708] EngineCore failed to start.
+(EngineCore_DP0 pid=812) ERROR 05-02 10:00:10 [core.py:708] ModuleNotFoundError: No module named 'xgrammar'
+"
+    );
+    let (class, line, _) = primary(&gave_up);
+    assert_eq!(class, Class::Dependency);
+    assert!(line == 2 || line == 7, "line {line}");
 }

@@ -235,11 +235,12 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// came: 9/17 class, 17/17 line, 0 none, 8/8 quiet. journald prefixes, NVML frames, a forked
 /// CUDA, another runtime's out-of-bounds access, an undefined name and a missing attribute on
 /// the engine's own objects as code bugs: tune 114/136 class, 123/136 line, 3 none, 127/131
-/// quiet; held 82/136, 117/136, 3, 127/130; all 196/272, 240/272, 6, 254/261. Raise them when
-/// triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// quiet; held 82/136, 117/136, 3, 127/130; all 196/272, 240/272, 6, 254/261. A class only
+/// frames name ranked with the engine's, and pip's download retries quiet: tune 115/136,
+/// 123/136, 3, 128/131; held unchanged. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 83.5, 90.0, 96.5, 3),
+    ("tune", 84.0, 90.0, 97.0, 3),
     ("held", 60.0, 85.5, 97.5, 3),
     ("all", 72.0, 88.0, 97.0, 6),
 ];
