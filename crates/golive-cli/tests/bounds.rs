@@ -143,6 +143,12 @@ fn sizes_are_capped_before_anything_is_built() {
     }
     let o = run(&["load", "--url", "http://x", "--duration", "400days"]);
     assert!(stderr(&o).contains("366 days"), "{}", stderr(&o));
+    // The capacity step is measured 1 to 10 times.
+    for n in ["0", "11"] {
+        let o = run(&["accept", "--url", "http://x", "--capacity-repeat", n]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("is not in 1..=10"), "{}", stderr(&o));
+    }
 }
 
 #[test]

@@ -157,6 +157,11 @@ pub struct AcceptArgs {
     /// within 10% (or one request) apart; 0s: no search.
     #[arg(help_heading = "Capacity", long, default_value = "3m", value_parser = crate::args::duration)]
     pub boundary_budget: Duration,
+    /// With a target: measure the step the capacity answer rests on this many times in all
+    /// (the ramp's own measurement included); the answer is their mean goodput with a 90%
+    /// interval, and the replicas at both ends of it. (`--repeat` is the agent stage's.)
+    #[arg(help_heading = "Capacity", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub capacity_repeat: u32,
     /// Data-parallel size of each node: the contract stage tests every rank through the
     /// X-data-parallel-rank header.
     #[arg(help_heading = "Server", long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
@@ -211,6 +216,7 @@ impl From<AcceptArgs> for AcceptOptions {
             },
             headroom: a.headroom,
             boundary_budget: a.boundary_budget,
+            capacity_repeat: a.capacity_repeat,
         }
     }
 }

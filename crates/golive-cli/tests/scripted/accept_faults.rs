@@ -459,6 +459,53 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
     eprintln!("{}", cap["measurement"]);
 }
 
+/// `--capacity-repeat 3`: the step the answer rests on is measured twice more (steps in
+/// report.json, requests at the server's pace), and the answer carries their interval.
+#[test]
+fn capacity_repeat_measures_the_capacity_step_again_and_gives_an_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = accept_known_replica(dir.path(), &["--capacity-repeat", "3"]);
+    let r = report(dir.path());
+    let cap = check(&r, "capacity");
+    let text = String::from_utf8_lossy(&out.stderr);
+    let steps = r["measurements"]["ramp"].as_array().unwrap();
+    let repeats: Vec<&serde_json::Value> = steps
+        .iter()
+        .filter(|s| s["label"].as_str().unwrap().contains(", repeat "))
+        .collect();
+    assert_eq!(repeats.len(), 2, "{cap:#}\n{text}");
+    let interval = &cap["data"]["interval"];
+    assert_eq!(interval["samples"].as_array().unwrap().len(), 3, "{cap:#}");
+    // The repeats are of one step, run in full (4 requests per stream), with checks of their own.
+    let first = repeats[0]["label"].as_str().unwrap();
+    let of = first.rsplit_once(", repeat ").unwrap().0;
+    let original = steps.iter().find(|s| s["label"] == of).unwrap();
+    for s in &repeats {
+        assert_eq!(s["concurrency"], original["concurrency"], "{s:#}");
+        assert_eq!(s["requests"], original["requests"], "{s:#}");
+    }
+    let c = original["concurrency"].as_u64().unwrap();
+    let kind = if of.contains(" x short") {
+        "short"
+    } else {
+        "long"
+    };
+    check(&r, &format!("ramp_c{c}_{kind}_repeat3"));
+    let (low, high) = (
+        interval["low"].as_f64().unwrap(),
+        interval["high"].as_f64().unwrap(),
+    );
+    let per = cap["data"]["per_replica"].as_f64().unwrap();
+    assert!(low <= per && per <= high, "{cap:#}");
+    assert!(
+        cap["measurement"]
+            .as_str()
+            .unwrap()
+            .contains("over 3 measurements"),
+        "{cap:#}"
+    );
+}
+
 #[test]
 fn the_capacity_answer_counts_gpus_from_the_bundles_launch_layout() {
     let dir = tempfile::tempdir().unwrap();

@@ -9,13 +9,17 @@
 //! the first failing one above it (the bracket), so the replica count is given for both
 //! ends. The prompt length with the smallest capacity binds (the conservative answer).
 //!
-//! Backtest: each interior holding step is predicted from its two holding neighbours by
-//! linear interpolation of goodput over concurrency, held out of its own prediction; the
-//! error at the step nearest the capacity is reported, and above 15% (or with fewer than
-//! three holding steps) the answer is `low confidence`.
+//! Backtest: each interior holding step is predicted from its two holding neighbours, held
+//! out of its own prediction (see [`Prediction::throughput`] and [`Prediction::linear`] for
+//! the models); the error at the step nearest the capacity is reported, and above 15% (or
+//! with fewer than three holding steps) the answer is `low confidence`.
+//!
+//! Repeats (`--capacity-repeat N`): the capacity step is measured N times in all; the answer
+//! rests on the mean goodput of the N, with a 90% interval of that mean (see [`Interval`]).
 
 use serde::Serialize;
 
+use super::ramp::repeat_of;
 use crate::report::Objectives;
 use crate::report::{Check, CheckId, Impact, RampStep, Stage, Status};
 
@@ -50,15 +54,41 @@ pub struct Prediction {
 }
 
 impl Prediction {
-    /// `b`'s value interpolated linearly (in concurrency) between `a` and `c`.
-    fn between(a: (u32, f64), b: (u32, f64), c: (u32, f64)) -> Prediction {
-        let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
-        let predicted = a.1 + (c.1 - a.1) * along;
+    fn of(predicted: f64, measured: f64) -> Prediction {
         Prediction {
             predicted,
-            measured: b.1,
-            error: (predicted - b.1).abs() / b.1,
+            measured,
+            error: (predicted - measured).abs() / measured,
         }
+    }
+
+    /// `b`'s throughput (requests per second at concurrency `b.0`) from its neighbours by
+    /// Little's law: a closed loop of N requests in flight that completes X per second spends
+    /// R = N / X in the system. R, not X, is interpolated linearly in N, and X = N / R.
+    ///
+    /// Why R: below saturation R is the service time (flat) and X grows with N; past it X
+    /// flattens and R grows linearly with N (queueing: N / k requests ahead of each); a batching
+    /// engine that slows each request as the batch grows has R = s + a N. R is linear in
+    /// N in all three, so the prediction is exact there, where goodput itself bends (a
+    /// straight line through a saturating curve misses its middle). Needs positive figures.
+    fn throughput(a: (u32, f64), b: (u32, f64), c: (u32, f64)) -> Option<Prediction> {
+        if a.1 <= 0.0 || b.1 <= 0.0 || c.1 <= 0.0 {
+            return None;
+        }
+        let r = |(n, x): (u32, f64)| f64::from(n) / x;
+        let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
+        let r_b = r(a) + (r(c) - r(a)) * along;
+        Some(Prediction::of(f64::from(b.0) / r_b, b.1))
+    }
+
+    /// `b`'s p95 TTFT from its neighbours, linear in the concurrency: the first token waits
+    /// for the requests ahead of it, about N / k of them past k slots, so the wait grows in
+    /// proportion to N and the prefill adds a constant; below the slots it is flat. (A power
+    /// of N, straight in log-log, misses that constant: at 8 between 4 and 16 of 4 slots
+    /// with a 1 s service and 50 ms prefill it predicts 390 ms for 1050.)
+    fn linear(a: (u32, f64), b: (u32, f64), c: (u32, f64)) -> Prediction {
+        let along = f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
+        Prediction::of(a.1 + (c.1 - a.1) * along, b.1)
     }
 }
 
@@ -72,6 +102,69 @@ impl Backtest {
 
 /// The backtest error above which the answer is low confidence.
 pub const MAX_BACKTEST_ERROR: f64 = 0.15;
+
+/// The capacity step measured more than once (`--capacity-repeat`): the goodput of every
+/// measurement and a 90% confidence interval of their mean, mean ± t(0.95, n - 1) · s / √n
+/// (Student's t, s the sample standard deviation). The mean, not the spread, is what a
+/// fleet of replicas holds, so the interval is that of the mean; with two measurements
+/// t is 6.3, and the interval says how little two tell.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interval {
+    /// Goodput (req/s) of each measurement, the ramp's own first.
+    pub samples: Vec<f64>,
+    pub mean: f64,
+    pub low: f64,
+    pub high: f64,
+    /// Measurements of the step that failed their objectives (any: low confidence).
+    pub failed: u32,
+    /// For a rate target, the replicas needed at the interval's high end (the fewest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas_at_high: Option<u32>,
+    /// ... and at its low end (the most; none where the interval reaches zero).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas_at_low: Option<u32>,
+}
+
+/// t(0.95, df) for df = 1..=10; beyond, the value at 10 (conservative: t falls with df).
+const T_95: [f64; 10] = [
+    6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+];
+
+impl Interval {
+    /// The interval of `samples` (at least two), none for fewer.
+    pub fn of(samples: &[f64], failed: u32) -> Option<Interval> {
+        let n = samples.len();
+        if n < 2 {
+            return None;
+        }
+        let mean = samples.iter().sum::<f64>() / n as f64;
+        let var = samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half = T_95[(n - 2).min(T_95.len() - 1)] * (var / n as f64).sqrt();
+        Some(Interval {
+            samples: samples.to_vec(),
+            mean,
+            low: (mean - half).max(0.0),
+            high: mean + half,
+            failed,
+            replicas_at_high: None,
+            replicas_at_low: None,
+        })
+    }
+
+    /// `(90% interval 2.80-3.40 req/s over 3 measurements)`.
+    fn text(&self) -> String {
+        let failed = match self.failed {
+            0 => String::new(),
+            f => format!(", {f} failed"),
+        };
+        format!(
+            "(90% interval {:.2}-{:.2} req/s over {} measurements{failed})",
+            self.low,
+            self.high,
+            self.samples.len()
+        )
+    }
+}
 
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -100,6 +193,9 @@ pub struct CapacityAnswer {
     /// Replicas under test (`--url`).
     pub replicas_now: u32,
     pub backtest: Option<Backtest>,
+    /// The capacity step's repeats (`--capacity-repeat`): its goodput's interval.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interval: Option<Interval>,
     pub low_confidence: bool,
     /// GPUs one replica uses (TP x PP x DP from the bundles), when known; the GPUs needed are
     /// `replicas` times it.
@@ -120,9 +216,11 @@ fn kind(s: &RampStep) -> &str {
     super::ramp::step_kind(&s.label)
 }
 
+/// The steps by kind, in rising concurrency; repeats of a step (`--capacity-repeat`) are
+/// left out (they are the capacity step's, see [`again`]).
 fn series(steps: &[RampStep]) -> Vec<Series<'_>> {
     let mut out: Vec<Series> = Vec::new();
-    for s in steps {
+    for s in steps.iter().filter(|s| repeat_of(&s.label).is_none()) {
         match out.iter_mut().find(|x| x.kind == kind(s)) {
             Some(x) => {
                 x.steps.push(s);
@@ -141,6 +239,14 @@ fn series(steps: &[RampStep]) -> Vec<Series<'_>> {
     out
 }
 
+/// The repeats of `step` among `steps`.
+fn again<'a>(steps: &'a [RampStep], step: &RampStep) -> Vec<&'a RampStep> {
+    steps
+        .iter()
+        .filter(|s| repeat_of(&s.label).is_some_and(|(of, _)| of == step.label))
+        .collect()
+}
+
 fn holds(s: &RampStep) -> bool {
     matches!(s.status, Some(Status::Pass | Status::Warn))
 }
@@ -157,12 +263,12 @@ fn figure(s: &RampStep, target: TargetLoad) -> Option<f64> {
     }
 }
 
-/// The capacity of one series: the best holding step's figure, the first failing
-/// step's figure above it, and that step.
-fn series_capacity<'a>(
-    x: &Series<'a>,
-    target: TargetLoad,
-) -> Option<(f64, Option<f64>, &'a RampStep, Option<&'a RampStep>)> {
+/// One series' capacity: the best holding step's figure, the first failing step's figure
+/// above it, the best holding step, and the failing one.
+type Capacity<'a> = (f64, Option<f64>, &'a RampStep, Option<&'a RampStep>);
+
+/// The capacity of one series.
+fn series_capacity<'a>(x: &Series<'a>, target: TargetLoad) -> Option<Capacity<'a>> {
     let (i, best) = x
         .steps
         .iter()
@@ -207,39 +313,98 @@ fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
     format!("{} at concurrency {}", why.join(", "), s.concurrency)
 }
 
-/// Each interior step predicted from its neighbours; the one nearest `near` (by
-/// concurrency) is returned.
-fn backtest(x: &Series<'_>, near: u32) -> Option<Backtest> {
+/// A figure of a step over its measurements (itself and its repeats): their mean, none
+/// where none has it.
+fn mean_of(steps: &[RampStep], s: &RampStep, f: impl Fn(&RampStep) -> Option<f64>) -> Option<f64> {
+    let all: Vec<f64> = std::iter::once(s)
+        .chain(again(steps, s))
+        .filter_map(f)
+        .collect();
+    (!all.is_empty()).then(|| all.iter().sum::<f64>() / all.len() as f64)
+}
+
+fn ttft_p95(s: &RampStep) -> Option<f64> {
+    (s.ttft_ms.count > 0 && s.ttft_ms.p95 > 0.0).then_some(s.ttft_ms.p95)
+}
+
+/// Each interior step predicted from its neighbours (goodput by [`Prediction::throughput`],
+/// p95 TTFT by [`Prediction::linear`]), each step's figures the mean of its measurements;
+/// the one nearest `near` (by concurrency) is returned.
+fn backtest(steps: &[RampStep], x: &Series<'_>, near: u32) -> Option<Backtest> {
     // Only holding steps: the answer rests on goodput rising with concurrency below the
     // boundary, and that is what a held-out step tests.
-    let points: Vec<&RampStep> = x
+    let points: Vec<(&RampStep, f64, Option<f64>)> = x
         .steps
         .iter()
-        .copied()
-        .filter(|s| holds(s) && goodput(s).is_some())
+        .filter(|s| holds(s))
+        .filter_map(|s| {
+            let g = mean_of(steps, s, goodput)?;
+            Some((*s, g, mean_of(steps, s, ttft_p95)))
+        })
         .collect();
-    let at = |s: &RampStep, v: f64| (s.concurrency, v);
-    let ttft = |s: &RampStep| (s.ttft_ms.count > 0 && s.ttft_ms.p95 > 0.0).then_some(s.ttft_ms.p95);
     points
         .windows(3)
-        .filter(|w| goodput(w[1]).unwrap_or(0.0) > 0.0 && w[2].concurrency > w[0].concurrency)
-        .map(|w| {
-            let g = |s: &RampStep| at(s, goodput(s).unwrap_or(0.0));
-            let ttft_p95_ms = match (ttft(w[0]), ttft(w[1]), ttft(w[2])) {
-                (Some(a), Some(b), Some(c)) => {
-                    Some(Prediction::between(at(w[0], a), at(w[1], b), at(w[2], c)))
-                }
+        .filter(|w| {
+            w[0].0.concurrency < w[1].0.concurrency && w[1].0.concurrency < w[2].0.concurrency
+        })
+        .filter_map(|w| {
+            let g = |i: usize| (w[i].0.concurrency, w[i].1);
+            let t = |i: usize| w[i].2.map(|v| (w[i].0.concurrency, v));
+            let ttft_p95_ms = match (t(0), t(1), t(2)) {
+                (Some(a), Some(b), Some(c)) => Some(Prediction::linear(a, b, c)),
                 _ => None,
             };
             let held_out = Backtest {
-                step: w[1].label.clone(),
-                goodput: Prediction::between(g(w[0]), g(w[1]), g(w[2])),
+                step: w[1].0.label.clone(),
+                goodput: Prediction::throughput(g(0), g(1), g(2))?,
                 ttft_p95_ms,
             };
-            (w[1].concurrency.abs_diff(near), held_out)
+            Some((w[1].0.concurrency.abs_diff(near), held_out))
         })
         .min_by_key(|(distance, _)| *distance)
         .map(|(_, b)| b)
+}
+
+/// The kind whose capacity binds (the smallest), and its capacity.
+fn binding_series<'s, 'a>(
+    all: &'s [Series<'a>],
+    target: TargetLoad,
+) -> Option<(&'s Series<'a>, Capacity<'a>)> {
+    all.iter()
+        .filter_map(|x| series_capacity(x, target).map(|c| (x, c)))
+        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+}
+
+/// The step the capacity answer rests on: the best holding step of the binding kind (after
+/// a boundary search, normally the bracket's holding end). `--capacity-repeat` measures it
+/// again.
+pub(crate) fn capacity_step(steps: &[RampStep], target: TargetLoad) -> Option<&RampStep> {
+    let all = series(steps);
+    binding_series(&all, target).map(|(_, c)| c.2)
+}
+
+/// The capacity step's goodput over its measurements (itself and its repeats): the
+/// interval, and for a rate target the capacity becomes their mean.
+fn measured_again(
+    steps: &[RampStep],
+    step: &RampStep,
+    target: TargetLoad,
+    headroom: f64,
+) -> Option<Interval> {
+    let repeats = again(steps, step);
+    let failed = repeats.iter().filter(|s| !holds(s)).count() as u32;
+    let samples: Vec<f64> = std::iter::once(step)
+        .chain(repeats)
+        .filter_map(goodput)
+        .collect();
+    let mut interval = Interval::of(&samples, failed)?;
+    if let TargetLoad::Rate(rate) = target {
+        let want = rate * (1.0 + headroom);
+        let count = |per: f64| (per > 0.0).then(|| (want / per).ceil().max(1.0) as u32);
+        interval.replicas_at_high = count(interval.high);
+        interval.replicas_at_low = count(interval.low);
+    }
+    Some(interval)
 }
 
 /// The capacity answer, or `None` when no step held (or, for a rate, no goodput was
@@ -252,10 +417,12 @@ pub fn answer(
     replicas_now: u32,
 ) -> Option<CapacityAnswer> {
     let all = series(steps);
-    let (x, (best, upper, step, fail)) = all
-        .iter()
-        .filter_map(|x| series_capacity(x, target).map(|c| (x, c)))
-        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
+    let (x, (first, upper, step, fail)) = binding_series(&all, target)?;
+    let interval = measured_again(steps, step, target, headroom);
+    let best = match (&interval, target) {
+        (Some(i), TargetLoad::Rate(_)) => i.mean,
+        _ => first,
+    };
     if best <= 0.0 {
         return None;
     }
@@ -264,15 +431,16 @@ pub fn answer(
         TargetLoad::Concurrency(c) => f64::from(c),
     } * (1.0 + headroom);
     let count = |per: f64| (want / per).ceil().max(1.0) as u32;
-    let backtest = backtest(x, step.concurrency);
+    let backtest = backtest(steps, x, step.concurrency);
     let low_confidence = backtest
         .as_ref()
-        .is_none_or(|b| b.worst_error() > MAX_BACKTEST_ERROR);
+        .is_none_or(|b| b.worst_error() > MAX_BACKTEST_ERROR)
+        || interval.as_ref().is_some_and(|i| i.failed > 0);
     // The binding objective: where this series failed, else where the ramp first did.
     let other_fail = || {
         steps
             .iter()
-            .filter(|s| s.status == Some(Status::Fail))
+            .filter(|s| s.status == Some(Status::Fail) && repeat_of(&s.label).is_none())
             .min_by_key(|s| s.concurrency)
     };
     Some(CapacityAnswer {
@@ -280,7 +448,7 @@ pub fn answer(
         kind: x.kind.to_string(),
         prompt_tokens: x.prompt_tokens,
         per_replica: best,
-        per_replica_rps: goodput(step),
+        per_replica_rps: interval.as_ref().map(|i| i.mean).or(goodput(step)),
         bracket: (best, upper),
         failing_concurrency: fail.map(|f| f.concurrency),
         binding: binding(fail.or_else(other_fail), slo),
@@ -289,6 +457,7 @@ pub fn answer(
         replicas_at_best: count(upper.unwrap_or(best).max(best)),
         replicas_now,
         backtest,
+        interval,
         low_confidence,
         gpus_per_replica: None,
     })
@@ -318,8 +487,9 @@ impl CapacityAnswer {
             (Some(c), None) => format!("the step at concurrency {c} fails"),
             _ => "no failing step of this kind above it: at least this".into(),
         };
+        let (spread, range) = self.interval_text();
         let mut line = format!(
-            "target {target} ({} requests, up to {} prompt tokens): one replica holds {:.2} {unit} ({bound}); binding: {}; {} replica(s) ({} at the boundary) with {:.0}% headroom, {} under test",
+            "target {target} ({} requests, up to {} prompt tokens): one replica holds {:.2} {unit}{spread} ({bound}); binding: {}; {} replica(s){range} ({} at the boundary) with {:.0}% headroom, {} under test",
             self.kind,
             self.prompt_tokens,
             self.per_replica,
@@ -358,6 +528,25 @@ impl CapacityAnswer {
             line.push_str(" — LOW CONFIDENCE");
         }
         line
+    }
+
+    /// The repeats' interval after the capacity (` (90% interval 2.80-3.40 req/s over 3
+    /// measurements)`, for a concurrency target of the goodput) and the replicas over it
+    /// (` (4-6 over the interval)`); empty without repeats.
+    fn interval_text(&self) -> (String, String) {
+        let Some(i) = &self.interval else {
+            return (String::new(), String::new());
+        };
+        let spread = match self.target {
+            TargetLoad::Rate(_) => format!(" {}", i.text()),
+            TargetLoad::Concurrency(_) => format!(" (goodput {:.2} req/s {})", i.mean, i.text()),
+        };
+        let range = match (i.replicas_at_high, i.replicas_at_low) {
+            (Some(h), Some(l)) => format!(" ({h}-{l} over the interval)"),
+            (Some(h), None) => format!(" ({h} or more over the interval)"),
+            _ => String::new(),
+        };
+        (spread, range)
     }
 
     /// The `capacity` check: fails on capacity (expand) when the replicas under test are
@@ -514,6 +703,145 @@ mod tests {
         let a = answer(&bent, TargetLoad::Rate(10.0), &slo, 0.0, 1).unwrap();
         assert!(a.low_confidence, "{}", a.line());
         assert!(a.line().contains("LOW CONFIDENCE"));
+    }
+
+    /// A closed loop against `slots` slots whose service time grows with the batch
+    /// (`s0 + a` per request running beside it): the goodput of concurrency `c`.
+    fn batching(c: u32, slots: u32, s0: f64, a: f64) -> f64 {
+        let running = c.min(slots);
+        f64::from(running) / (s0 + a * f64::from(running))
+    }
+
+    #[test]
+    fn littles_law_predicts_a_saturating_replica_where_a_straight_line_misses() {
+        // 4 slots on a CPU: 1 s alone, 0.25 s more per request beside it (llama-server-like).
+        let x = |c| (c, batching(c, 4, 1.0, 0.25));
+        let linear = |a: (u32, f64), b: (u32, f64), c: (u32, f64)| {
+            let p = a.1 + (c.1 - a.1) * f64::from(b.0 - a.0) / f64::from(c.0 - a.0);
+            (p - b.1).abs() / b.1
+        };
+        // Below the slots R = s0 + a N is linear in N: the prediction is exact.
+        let p = Prediction::throughput(x(1), x(2), x(4)).unwrap();
+        assert!(p.error < 1e-9, "{p:?}");
+        // Past them X is flat and R = N / X linear: exact again.
+        let p = Prediction::throughput(x(8), x(16), x(32)).unwrap();
+        assert!(p.error < 1e-9, "{p:?}");
+        // At the knee (4 slots between 2 and 8) neither is exact; the straight line misses
+        // by more than the 15% rule, R by less.
+        let p = Prediction::throughput(x(2), x(4), x(8)).unwrap();
+        let miss = linear(x(2), x(4), x(8));
+        assert!(p.error < MAX_BACKTEST_ERROR, "{p:?}");
+        assert!(
+            miss > MAX_BACKTEST_ERROR && p.error < miss,
+            "{miss} vs {p:?}"
+        );
+        // A server without batching slowdown (X = min(N, k) / s): the knee alone.
+        let y = |c| (c, batching(c, 4, 0.2, 0.0));
+        let p = Prediction::throughput(y(2), y(4), y(8)).unwrap();
+        assert!(p.error < linear(y(2), y(4), y(8)), "{p:?}");
+        assert!(Prediction::throughput(y(2), (4, 0.0), y(8)).is_none());
+    }
+
+    #[test]
+    fn the_first_token_waits_in_proportion_to_the_queue() {
+        // 4 slots of 1 s, 50 ms prefill: TTFT p95 at N is (ceil(N / 4) - 1) s + 50 ms.
+        let t = |c: u32| (c, f64::from(c.div_ceil(4) - 1) * 1000.0 + 50.0);
+        for (a, b, c) in [(1, 2, 4), (4, 8, 16), (8, 16, 32)] {
+            let p = Prediction::linear(t(a), t(b), t(c));
+            assert!(p.error < 1e-9, "{b} between {a} and {c}: {p:?}");
+        }
+        // The knee (8 between 2 and 16: flat, then growing) is missed, and shows.
+        assert!(Prediction::linear(t(2), t(8), t(16)).error > MAX_BACKTEST_ERROR);
+    }
+
+    #[test]
+    fn the_interval_of_repeats_is_the_t_interval_of_their_mean() {
+        assert_eq!(Interval::of(&[3.0], 0), None);
+        let i = Interval::of(&[2.8, 3.1, 3.4], 0).unwrap();
+        // mean 3.1, s 0.3, t(0.95, 2) 2.920: 3.1 ± 2.920 x 0.3 / √3.
+        let half = 2.920 * 0.3 / 3f64.sqrt();
+        assert!((i.mean - 3.1).abs() < 1e-9, "{i:?}");
+        assert!((i.low - (3.1 - half)).abs() < 1e-9 && (i.high - (3.1 + half)).abs() < 1e-9);
+        // Equal measurements: no width; more measurements, a narrower t.
+        let i = Interval::of(&[2.0; 10], 0).unwrap();
+        assert_eq!((i.low, i.high), (2.0, 2.0));
+        let wide = Interval::of(&[2.0, 4.0], 0).unwrap();
+        assert_eq!(wide.low, 0.0, "clamped at zero: {wide:?}");
+        let n4 = Interval::of(&[2.0, 4.0, 2.0, 4.0], 0).unwrap();
+        assert!(n4.high - n4.low < wide.high - wide.low, "{n4:?}");
+    }
+
+    /// The ramp of [`ramp`] with the capacity step (concurrency 4 of 4 slots) measured
+    /// again at these goodputs.
+    fn repeated(goodputs: &[f64]) -> Vec<RampStep> {
+        let mut steps = ramp(4);
+        let capacity = steps[2].clone();
+        for (n, g) in (2..).zip(goodputs) {
+            let mut s = capacity.clone();
+            s.label = super::super::ramp::repeat_label(&capacity.label, n);
+            s.goodput.as_mut().unwrap().requests_per_s = *g;
+            steps.push(s);
+        }
+        steps
+    }
+
+    #[test]
+    fn repeats_give_the_capacity_an_interval_and_the_replicas_at_both_ends() {
+        let slo = Objectives {
+            e2e_p95_ms: Some(300.0),
+            ..Default::default()
+        };
+        let steps = repeated(&[15.0, 25.0]);
+        let step = capacity_step(&steps, TargetLoad::Rate(40.0)).unwrap();
+        assert_eq!(step.label, steps[2].label);
+        let a = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        let i = a.interval.clone().expect("an interval");
+        assert_eq!(i.samples, vec![20.0, 15.0, 25.0]);
+        assert_eq!((a.per_replica, a.per_replica_rps), (20.0, Some(20.0)));
+        // 48 req/s wanted: 3 at the mean, ceil(48 / high) and ceil(48 / low) at the ends.
+        let need = |per: f64| (48.0 / per).ceil() as u32;
+        assert_eq!(a.replicas, 3);
+        assert_eq!(i.replicas_at_high, Some(need(i.high)));
+        assert_eq!(i.replicas_at_low, Some(need(i.low)));
+        assert!(need(i.low) > need(i.high), "{i:?}");
+        let line = a.line();
+        assert!(line.contains("over 3 measurements"), "{line}");
+        assert!(
+            line.contains(&format!(
+                "({}-{} over the interval)",
+                need(i.high),
+                need(i.low)
+            )),
+            "{line}"
+        );
+        // report.json carries it on the answer.
+        let json = serde_json::to_value(&a).unwrap();
+        assert_eq!(json["interval"]["samples"].as_array().unwrap().len(), 3);
+        // The series and the backtest leave the repeats out.
+        assert_eq!(
+            a.backtest,
+            answer(&ramp(4), TargetLoad::Rate(40.0), &slo, 0.2, 1)
+                .unwrap()
+                .backtest
+        );
+    }
+
+    #[test]
+    fn a_repeat_that_fails_makes_the_answer_low_confidence_but_not_the_binding() {
+        let slo = Objectives {
+            e2e_p95_ms: Some(300.0),
+            ..Default::default()
+        };
+        let mut steps = repeated(&[19.0]);
+        let last = steps.last_mut().unwrap();
+        last.status = Some(Status::Fail);
+        let a = answer(&steps, TargetLoad::Concurrency(10), &slo, 0.2, 1).unwrap();
+        let i = a.interval.clone().unwrap();
+        assert_eq!((i.failed, i.replicas_at_high), (1, None));
+        assert!(a.low_confidence, "{}", a.line());
+        assert!(a.line().contains("goodput 19.50 req/s"), "{}", a.line());
+        // The ramp's first failing step still binds (concurrency 8), not the repeat at 4.
+        assert!(a.binding.ends_with("at concurrency 8"), "{}", a.binding);
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub struct AcceptOptions {
     /// bisected between the last holding and the failing step until the bracket is within
     /// 10%; zero: no search.
     pub boundary_budget: Duration,
+    /// Measurements of the capacity step in all (1..=10): with a target, the step the
+    /// capacity answer rests on is measured again, and the answer gives the interval.
+    pub capacity_repeat: u32,
 }
 
 impl AcceptOptions {

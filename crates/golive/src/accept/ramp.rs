@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use super::capacity::TargetLoad;
 use super::engine::{self, first_delta, ServerInfo};
 use super::plan::AcceptPlan;
 use super::stage::{StageCtx, StageResult};
@@ -54,6 +55,11 @@ pub struct RampConfig {
     /// Time for the boundary search after a failure on load (`--boundary-budget`); zero:
     /// no search.
     pub boundary_budget: Duration,
+    /// The capacity target (`--target-rate`/`--target-concurrency`): it picks the step
+    /// that `repeat` measures again.
+    pub target: Option<TargetLoad>,
+    /// Measurements of the capacity step in all (`--capacity-repeat`); 1: no repeat.
+    pub repeat: u32,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -109,7 +115,23 @@ pub struct RampOutcome {
 }
 
 fn step_id(p: &StepPlan) -> String {
-    format!("ramp_c{}_{}", p.concurrency, p.kind())
+    match repeat_of(&p.label) {
+        Some((_, n)) => format!("ramp_c{}_{}_repeat{n}", p.concurrency, p.kind()),
+        None => format!("ramp_c{}_{}", p.concurrency, p.kind()),
+    }
+}
+
+/// The label of a step measured again (`--capacity-repeat`): the step's own label and the
+/// measurement's number (2 for the first repeat).
+pub(crate) fn repeat_label(label: &str, n: u32) -> String {
+    format!("{label}, repeat {n}")
+}
+
+/// A repeat's step label and number (`4 x short (128 tokens), repeat 2`: the step
+/// `4 x short (128 tokens)`, 2); none for a step measured once.
+pub(crate) fn repeat_of(label: &str) -> Option<(&str, u32)> {
+    let (of, n) = label.rsplit_once(", repeat ")?;
+    Some((of, n.parse().ok()?))
 }
 
 /// A step's kind from its label (`4 x long (256 tokens context)`: `long`).
@@ -133,6 +155,17 @@ impl StepPlan {
             "{} (concurrency {}, context {})",
             self.label, self.concurrency, self.context
         )
+    }
+
+    /// A recorded step, to be measured again as its `n`th measurement.
+    fn again(s: &RampStep, n: u32) -> StepPlan {
+        StepPlan {
+            label: repeat_label(&s.label, n),
+            concurrency: s.concurrency,
+            prompt_tokens: s.prompt_tokens,
+            max_tokens: s.max_tokens,
+            context: s.prompt_tokens + s.max_tokens,
+        }
     }
 
     /// The same request at another concurrency, as a step of the boundary search.
@@ -164,6 +197,8 @@ impl RampConfig {
             slo: args.slo(),
             agent_mix: plan.agent_mix.clone(),
             boundary_budget: args.boundary_budget,
+            target: args.target_load,
+            repeat: args.capacity_repeat,
         }
     }
 }
@@ -283,6 +318,8 @@ pub async fn run(
             .await;
         outcome.checks.extend(search);
     }
+    ramp.repeat(&mut outcome, &mut transport, &mut on_step)
+        .await;
     outcome
         .checks
         .extend(transport.check(&node.client.base_url));
@@ -454,6 +491,38 @@ impl Ramp<'_> {
             searched,
             started.elapsed(),
         ))
+    }
+}
+
+impl Ramp<'_> {
+    /// Measures the capacity step again until it has `cfg.repeat` measurements
+    /// (`--capacity-repeat`; none without a target or a step that held). A repeat that
+    /// fails is a warning, not a new boundary: the capacity answer counts it and says low
+    /// confidence.
+    async fn repeat(
+        &self,
+        outcome: &mut RampOutcome,
+        transport: &mut TransportTally,
+        on_step: &mut impl FnMut(&RampStep, &Check),
+    ) {
+        let Some(target) = self.cfg.target.filter(|_| self.cfg.repeat > 1) else {
+            return;
+        };
+        let Some(step) = super::capacity::capacity_step(&outcome.steps, target).cloned() else {
+            return;
+        };
+        for n in 2..=self.cfg.repeat {
+            let p = StepPlan::again(&step, n);
+            let mut done = self.step(&p, &outcome.steps, transport).await;
+            if done.failed {
+                done.check.status = Status::Warn;
+                done.check.impact = Impact::Info;
+                done.check.next_step = "the capacity step failed when measured again: the capacity lies within the noise of the boundary; the answer is low confidence".into();
+            }
+            on_step(&done.step, &done.check);
+            outcome.steps.push(done.step);
+            outcome.checks.push(done.check);
+        }
     }
 }
 
@@ -869,7 +938,10 @@ fn accepted(
             break;
         }
         let level_steps = plans.iter().filter(|p| p.concurrency == *c).count();
-        let ran = steps.iter().filter(|s| s.concurrency == *c).count();
+        let ran = steps
+            .iter()
+            .filter(|s| s.concurrency == *c && repeat_of(&s.label).is_none())
+            .count();
         if ran == level_steps && *c <= cfg.expected_concurrency {
             found = (Some(*c), *rate);
         }
@@ -993,6 +1065,8 @@ mod tests {
             slo: None,
             agent_mix: None,
             boundary_budget: Duration::ZERO,
+            target: None,
+            repeat: 1,
         };
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();
