@@ -13,7 +13,6 @@ pub(super) struct Patterns {
     pub(super) iso_ts: Regex,
     pub(super) compose: Regex,
     pub(super) syslog: Regex,
-    pub(super) syslog_ident: Regex,
     pub(super) proc_label: Regex,
     pub(super) torch_rank: Regex,
     pub(super) vllm_header: Regex,
@@ -41,8 +40,6 @@ pub(super) fn patterns() -> &'static Patterns {
         // journald / syslog (`journalctl -u vllm`): `Mar 18 11:23:46 host ident[pid]: `, the
         // host optional; an ident without a pid only for the kernel (dmesg through journald).
         syslog: re(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:[A-Za-z0-9][\w.\-]* )?(?:([A-Za-z0-9_][\w.@\-]*)\[\d+\]|(kernel)): ?"),
-        // The same behind an ISO timestamp (`journalctl -o short-iso`): `host ident[pid]: `.
-        syslog_ident: re(r"^(?:[A-Za-z0-9][\w.\-]* )?(?:([A-Za-z0-9_][\w.@\-]*)\[\d+\]|(kernel)): ?"),
         // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
         // `(RayWorkerWrapper pid=.., ip=..)`
         proc_label: re(r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?"),
@@ -87,15 +84,55 @@ pub(super) fn syslog(s: &str) -> Option<(usize, Option<u64>, &str)> {
     Some((c.get(0)?.end(), Some(ts), ident))
 }
 
-/// The host and ident after an ISO timestamp (`journalctl -o short-iso`).
+/// The host and ident after an ISO timestamp (`journalctl -o short-iso`): `host ident[pid]: `
+/// or `host kernel: `, the host optional. Read by hand, not by a regex: it is tried on every
+/// line behind a docker/kubectl timestamp (the hot path of `--timestamps` logs), and almost
+/// all of them fail at their first byte or token.
 pub(super) fn syslog_ident(s: &str) -> Option<(usize, &str)> {
-    let head = s.get(..s.len().min(120)).unwrap_or(s);
-    if !head.contains("]:") && !head.contains("kernel:") {
+    let (first, after) = token(s, 0)?;
+    if let Some(ident) = ident_of(first) {
+        return Some((after, ident));
+    }
+    if !is_host(first) {
         return None;
     }
-    let c = patterns().syslog_ident.captures(s)?;
-    let ident = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
-    Some((c.get(0)?.end(), ident))
+    let (second, after) = token(s, after)?;
+    Some((after, ident_of(second)?))
+}
+
+/// The space-free token at `s[from..]` (at most 128 bytes) and where the text after it and
+/// its one following space starts.
+fn token(s: &str, from: usize) -> Option<(&str, usize)> {
+    let rest = s.get(from..)?;
+    let len = rest.bytes().take(129).position(|c| c == b' ')?;
+    Some((&rest[..len], from + len + 1))
+}
+
+/// `ident[pid]:` or `kernel:`: the ident.
+fn ident_of(tok: &str) -> Option<&str> {
+    let inner = tok.strip_suffix(':')?;
+    if inner == "kernel" {
+        return Some(inner);
+    }
+    let (name, pid) = inner.strip_suffix(']')?.split_once('[')?;
+    let first_ok = name
+        .bytes()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_');
+    let name_ok = name
+        .bytes()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'@' | b'-'));
+    let pid_ok = !pid.is_empty() && pid.bytes().all(|c| c.is_ascii_digit());
+    (first_ok && name_ok && pid_ok).then_some(name)
+}
+
+fn is_host(tok: &str) -> bool {
+    tok.bytes()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric())
+        && tok
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
 }
 
 const MONTHS: [&str; 12] = [
