@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::metrics::{names, Engine};
 use crate::report::{Baseline, Report, Verdict};
 
-use super::rules::RulesOptions;
+use super::rules::{num, RulesOptions};
 
 const BY: &str = "by (job, instance)";
 /// The instance picked on the dashboard (all by default).
@@ -339,11 +339,6 @@ fn panel_json(p: &Panel, id: usize) -> Value {
 
 fn datasource() -> Value {
     json!({"type": "prometheus", "uid": "${datasource}"})
-}
-
-fn num(v: f64) -> String {
-    let s = format!("{v:.4}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// The dashboard for `report`: its panels, a data-source and an instance variable, a uid

@@ -88,8 +88,9 @@ fn prom_duration(d: Duration) -> String {
     }
 }
 
-/// A number for PromQL: plain decimal, no exponent, no trailing noise.
-fn num(v: f64) -> String {
+/// A number as PromQL and the dashboard's text write it: plain decimal, no exponent, six
+/// decimals at most, no trailing zeros.
+pub(super) fn num(v: f64) -> String {
     let s = format!("{v:.6}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
     if s.is_empty() || s == "-" {
