@@ -8,13 +8,27 @@ use crate::fault_server;
 
 use std::process::Command;
 
-use fault_server::{start, Fault};
+use fault_server::{start, Fault, FaultServer};
 
+/// A scripted server and the runtime that serves it (kept alive together).
+fn serve(fault: Fault) -> (tokio::runtime::Runtime, FaultServer) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(fault));
+    (rt, server)
+}
+
+/// `golive load --url URL` with two-token answers and no calibration, then `extra`.
+fn command(url: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(common::golive_bin());
+    c.args(["load", "--url", url, "--max-tokens", "2", "--no-calibrate"])
+        .args(extra);
+    c
+}
+
+/// The exit code, the JSON summary and stderr of [`command`] with `--format json`.
 fn load(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
-    let out = Command::new(common::golive_bin())
-        .args(["load", "--url", url, "--max-tokens", "2", "--no-calibrate"])
+    let out = command(url, extra)
         .args(["--format", "json"])
-        .args(extra)
         .output()
         .unwrap();
     let json = serde_json::from_slice(&out.stdout).unwrap_or_default();
@@ -27,11 +41,10 @@ fn load(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
 
 #[test]
 fn a_poisson_schedule_keeps_its_rate_and_reports_its_lateness() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok {
+    let (_rt, server) = serve(Fault::Ok {
         tokens: 2,
         delay_ms: 1,
-    }));
+    });
     let (code, s, err) = load(
         &server.url,
         &[
@@ -59,11 +72,10 @@ fn a_poisson_schedule_keeps_its_rate_and_reports_its_lateness() {
 
 #[test]
 fn a_client_that_cannot_keep_the_schedule_is_client_limited() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok {
+    let (_rt, server) = serve(Fault::Ok {
         tokens: 2,
         delay_ms: 30,
-    }));
+    });
     // 100 req/s planned, one in flight at a time, 60 ms an answer: the schedule slips.
     let (code, s, err) = load(
         &server.url,
@@ -85,11 +97,10 @@ fn a_client_that_cannot_keep_the_schedule_is_client_limited() {
 
 #[test]
 fn arrival_flags_that_do_not_fit_are_usage_errors() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok {
+    let (_rt, server) = serve(Fault::Ok {
         tokens: 2,
         delay_ms: 1,
-    }));
+    });
     for bad in [
         &["--arrival", "poisson"][..],
         &["--rate", "10", "--arrival", "gamma"],
@@ -180,11 +191,10 @@ fn every_request_carries_an_x_request_id_and_a_failure_names_it() {
 /// end.
 #[test]
 fn an_open_loop_above_capacity_stops_early_on_over_saturation_and_below_it_runs_out() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Slots {
+    let (_rt, server) = serve(Fault::Slots {
         slots: 2,
         service_ms: 200,
-    }));
+    });
     let (code, s, err) = load(
         &server.url,
         &[
@@ -228,11 +238,10 @@ fn an_open_loop_above_capacity_stops_early_on_over_saturation_and_below_it_runs_
 /// scheduled times, which the client kept).
 #[test]
 fn a_rate_ramp_walks_the_rate_up_over_its_length() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Ok {
+    let (_rt, server) = serve(Fault::Ok {
         tokens: 2,
         delay_ms: 1,
-    }));
+    });
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("r.csv");
     let (code, s, err) = load(
@@ -271,11 +280,10 @@ fn a_rate_ramp_walks_the_rate_up_over_its_length() {
 /// up: after the ramp's rate crossed 10/s (at 4.2 s), long before the ramp's end.
 #[test]
 fn a_rate_ramp_past_capacity_stops_where_the_server_stops_keeping_up() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(start(Fault::Slots {
+    let (_rt, server) = serve(Fault::Slots {
         slots: 2,
         service_ms: 200,
-    }));
+    });
     let (code, s, err) = load(
         &server.url,
         &["--rate-ramp", "2:40:20", "--saturation-window", "4s"],
@@ -288,18 +296,12 @@ fn a_rate_ramp_past_capacity_stops_where_the_server_stops_keeping_up() {
     assert!((10.0..32.0).contains(&rate_there), "{at} s: {rate_there}/s");
     assert!(s["duration_s"].as_f64().unwrap() < 19.0, "{s:#}");
     // The text names the ramp's rate where it stopped.
-    let out = std::process::Command::new(common::golive_bin())
-        .args([
-            "load",
-            "--url",
-            &server.url,
-            "--max-tokens",
-            "2",
-            "--no-calibrate",
-        ])
-        .args(["--rate-ramp", "2:40:20", "--saturation-window", "4s"])
-        .output()
-        .unwrap();
+    let out = command(
+        &server.url,
+        &["--rate-ramp", "2:40:20", "--saturation-window", "4s"],
+    )
+    .output()
+    .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("STOPPED EARLY") && text.contains("the ramp's rate there"),
