@@ -101,11 +101,19 @@ impl Lifecycle {
     }
 
     /// Whether the process labelled `rank` went on after `line`: the whole server worked
-    /// later, that process went on, or (a process that is not a worker) any process went on
-    /// loading.
+    /// later, that process went on, (a process that is not a worker) any process went on
+    /// loading, or (a line no process labelled) the server served after it.
     pub fn went_on_after(&self, rank: Option<&str>, line: u64) -> bool {
         let label = strip_pid(rank.unwrap_or(""));
-        self.last_progress > line
+        // A line no process labelled (the launching shell's, a wrapper's) before the server
+        // first served, and a process that really went on (answered, loaded) after it: the
+        // launch went on past it. Not after serving began: a worker's raw traceback then is
+        // not excused by its API server's answers.
+        let launch_went_on = rank.is_none()
+            && self.first_served.is_some_and(|s| s > line)
+            && self.went_on.values().any(|&l| l > line);
+        launch_went_on
+            || self.last_progress > line
             || self.went_on.get(label).is_some_and(|&l| l > line)
             || (!is_worker_label(label) && self.last_loading > line)
     }

@@ -666,3 +666,32 @@ ERROR: No matching distribution found for xgrammar==0.1.21
     assert_eq!(class, Class::Dependency);
     assert!(line == 2 || line == 7, "line {line}");
 }
+
+/// The shell could not run the server's program (a slurm script's wrong path, a venv without
+/// `vllm`): a configuration cause at that line. A probe of a missing tool that the server
+/// lives past (`nvidia-smi: command not found` in a CPU image, then serving) stays quiet.
+#[test]
+fn a_program_the_shell_cannot_find_is_the_launch_command_unless_the_server_serves() {
+    for (log, line) in [
+        ("/var/spool/slurm/job10075108/slurm_script: line 31: /home/u/ollama/bin/ollama: No such file or directory\n", 1),
+        ("+ source /opt/venv/bin/activate\n/entrypoint.sh: line 4: vllm: command not found\n", 2),
+    ] {
+        let (class, at, rule) = primary(log);
+        assert_eq!((class, at, rule.as_str()), (Class::Config, line, "config-command-not-found"), "{log}");
+    }
+    let served = format!(
+        "/entrypoint.sh: line 3: nvidia-smi: command not found\n{V1_START}(APIServer pid=700) INFO 05-02 10:01:00 [launcher.py:37] Route: /v1/chat/completions, Methods: POST
+(APIServer pid=700) INFO:     10.0.0.5:51234 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK
+"
+    );
+    let rep = triage_text(&served);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    // Python's own words are not the shell's: the model file's rule keeps them.
+    let rep = triage_text(
+        "FileNotFoundError: [Errno 2] No such file or directory: '/models/m/config.json'\n",
+    );
+    assert_ne!(
+        rep.primary.map(|p| p.rule),
+        Some("config-command-not-found".to_string())
+    );
+}

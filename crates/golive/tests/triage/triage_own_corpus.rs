@@ -237,10 +237,11 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// the engine's own objects as code bugs: tune 114/136 class, 123/136 line, 3 none, 127/131
 /// quiet; held 82/136, 117/136, 3, 127/130; all 196/272, 240/272, 6, 254/261. A class only
 /// frames name ranked with the engine's, and pip's download retries quiet: tune 115/136,
-/// 123/136, 3, 128/131; held unchanged. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 123/136, 3, 128/131; held unchanged. A program the shell cannot find: tune 116/136,
+/// 124/136, 2, 128/131; held unchanged. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 84.0, 90.0, 97.0, 3),
+    ("tune", 84.5, 90.5, 97.0, 2),
     ("held", 60.0, 85.5, 97.5, 3),
     ("all", 72.0, 88.0, 97.0, 6),
 ];
