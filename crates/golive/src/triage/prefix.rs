@@ -37,9 +37,9 @@ pub(super) fn patterns() -> &'static Patterns {
         iso_ts: re(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?:Z|[+-]\d\d:?\d\d)?(?: UTC)?:? "),
         // docker compose: `svc-1  | `
         compose: re(r"^([A-Za-z0-9][\w.\-]*)\s*\| "),
-        // journald / syslog (`journalctl -u vllm`): `Mar 18 11:23:46 host ident[pid]: `, the
-        // host optional; an ident without a pid only for the kernel (dmesg through journald).
-        syslog: re(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? (?:[A-Za-z0-9][\w.\-]* )?(?:([A-Za-z0-9_][\w.@\-]*)\[\d+\]|(kernel)): ?"),
+        // journald / syslog (`journalctl -u vllm`): the time of `Mar 18 11:23:46 host ident[pid]: `;
+        // the host and writer after it are `syslog_ident`'s.
+        syslog: re(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([ \d]\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))? "),
         // `(VllmWorker rank=1 pid=..)`, `(VllmWorker TP1 pid=..)`, `(EngineCore_DP0 pid=..)`,
         // `(RayWorkerWrapper pid=.., ip=..)`
         proc_label: re(r"^\(([A-Za-z_][\w\-]*)((?: rank=\d+| (?:DP|PP|TP|EP|DCP|PCP)\d+(?:_(?:DP|PP|TP|EP|DCP|PCP)\d+)*)?) pid=(\d+)(?:, ip=([0-9A-Fa-f.:]+))?\) ?"),
@@ -80,12 +80,13 @@ pub(super) fn syslog(s: &str) -> Option<(usize, Option<u64>, &str)> {
         .map_or(0, |i| i as u64 + 1);
     let n = |i: usize| c.get(i).map_or(0, |m| num_str(m.as_str().trim()));
     let ts = ts_key(month, n(2), n(3), n(4), n(5), c.get(6).map(|m| m.as_str()));
-    let ident = c.get(7).or_else(|| c.get(8)).map_or("", |m| m.as_str());
-    Some((c.get(0)?.end(), Some(ts), ident))
+    let time_end = c.get(0)?.end();
+    let (end, ident) = syslog_ident(&s[time_end..])?;
+    Some((time_end + end, Some(ts), ident))
 }
 
-/// The host and ident after an ISO timestamp (`journalctl -o short-iso`): `host ident[pid]: `
-/// or `host kernel: `, the host optional. Read by hand, not by a regex: it is tried on every
+/// The host and ident after a journald time (BSD, or ISO with `journalctl -o short-iso`):
+/// `host ident[pid]: ` or `host kernel: `, the host optional. Read by hand, not by a regex: it is tried on every
 /// line behind a docker/kubectl timestamp (the hot path of `--timestamps` logs), and almost
 /// all of them fail at their first byte or token.
 pub(super) fn syslog_ident(s: &str) -> Option<(usize, &str)> {
