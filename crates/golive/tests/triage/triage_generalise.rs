@@ -736,6 +736,55 @@ fn a_missing_attribute_is_the_engines_bug_on_its_own_objects_and_a_version_on_a_
     }
 }
 
+/// A call with arguments that a method of the engine's own worker or runner does not take is
+/// the engine disagreeing with itself (a development build, a plugin for another release); the
+/// same call to a library's class is two packages whose versions do not fit. An exception that
+/// names a command-line flag as invalid is the flag's, whatever layer its frames are in.
+#[test]
+fn a_call_the_engines_own_class_refuses_is_the_engine_and_an_invalid_flag_is_config() {
+    let worker = [("vllm/worker/worker_base.py", "init_worker")];
+    let dist = [(
+        "vllm/distributed/parallel_state.py",
+        "init_model_parallel_group",
+    )];
+    let cases: &[(Frames<'_>, &str, Class)] = &[
+        (
+            &worker,
+            "TypeError: Worker.__init__() got an unexpected keyword argument 'kv_cache_dtype'",
+            Class::Engine,
+        ),
+        (
+            &worker,
+            "TypeError: GPUModelRunner.execute_model() missing 1 required positional argument: 'intermediate_tensors'",
+            Class::Engine,
+        ),
+        (
+            &[("vllm/attention/backends/flashinfer.py", "begin_forward")],
+            "TypeError: BatchPrefillWithPagedKVCacheWrapper.begin_forward() missing 1 required positional argument: 'page_size'",
+            Class::Dependency,
+        ),
+        (
+            &dist,
+            "RuntimeError: Bad StatusOr access: UNKNOWN: TPU initialization failed: Invalid --slice_builder_worker_addresses specified. Expected 16 worker addresses, got 8.",
+            Class::Config,
+        ),
+        (
+            &dist,
+            "ValueError: unknown value for --distributed-executor-backend: 'mpi'",
+            Class::Config,
+        ),
+        (
+            &dist,
+            "RuntimeError: the group broke in a way nobody names",
+            Class::Nccl,
+        ),
+    ];
+    for (frames, exc, class) in cases {
+        let p = engine_core_primary(frames, exc);
+        assert_eq!((p.class, p.at_exception), (*class, true), "{exc}: {p:?}");
+    }
+}
+
 /// Messages that say what they blame: NVML's frames are the driver's library; CUDA that a
 /// forked worker cannot re-initialise is the engine's start method (not the driver, although
 /// torch's CUDA init raises it); another accelerator's out-of-bounds memory access is a
