@@ -1,7 +1,8 @@
-//! Kubernetes' own record of a crash, with `--pod`: the previous container's log, the
-//! pod object (each container's `lastState`: OOMKilled, exit code) and the pod's events.
+//! The serving pod, with `--pod`: its spec, logs, what a command inside it sees (GPUs, vLLM
+//! and package versions), and Kubernetes' own record of a crash: the previous container's
+//! log, the pod object (each container's `lastState`: OOMKilled, exit code) and its events.
 
-use super::{Collector, Keep};
+use super::{inside, Collector, Keep};
 use crate::bundle_format::names;
 
 /// `kubectl ARGS... POD [-n NS] TAIL...` for this pod.
@@ -20,8 +21,56 @@ pub(super) fn kubectl(
     argv
 }
 
+/// Collects the pod's evidence; returns whether vLLM's version answered inside it.
+pub(super) async fn pod(c: &mut Collector, pod: &str, namespace: Option<&str>) -> bool {
+    let k = |pre: &[&str], post: &[&str]| kubectl(pod, namespace, pre, post);
+    let probes: [(&str, Vec<String>, &str, Keep); 3] = [
+        (
+            "pod spec",
+            k(&["kubectl", "get", "pod"], &["-o", "yaml"]),
+            names::POD_SPEC,
+            Keep::Stdout,
+        ),
+        (
+            "pod logs",
+            k(&["kubectl", "logs"], &["--timestamps"]),
+            names::STARTUP_LOG,
+            Keep::Both,
+        ),
+        (
+            "pod nvidia-smi",
+            k(&["kubectl", "exec"], &["--", "nvidia-smi"]),
+            names::CONTAINER_NVIDIA_SMI,
+            Keep::Stdout,
+        ),
+    ];
+    for (label, argv, file, keep) in probes {
+        c.cmd(label, &argv, file, keep).await;
+    }
+    let version = c
+        .cmd(
+            "pod vLLM version",
+            &k(
+                &["kubectl", "exec"],
+                &[
+                    "--",
+                    "python3",
+                    "-c",
+                    "import vllm; print(vllm.__version__)",
+                ],
+            ),
+            names::VLLM_VERSION,
+            Keep::Stdout,
+        )
+        .await
+        .is_some();
+    inside::packages(c, &k(&["kubectl", "exec"], &["--"]), "pod").await;
+    crash_record(c, pod, namespace).await;
+    version
+}
+
 /// Saves the crash record of `pod`; every probe is optional.
-pub(super) async fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>) {
+async fn crash_record(c: &mut Collector, pod: &str, namespace: Option<&str>) {
     c.cmd(
         "pod object",
         &kubectl(pod, namespace, &["kubectl", "get", "pod"], &["-o", "json"]),

@@ -22,6 +22,7 @@ use crate::bundle_format::{names, MANIFEST, RAW_DIR};
 pub use crate::bundle_format::{Manifest, ProbeRecord};
 use crate::redact::redact_args;
 
+mod docker;
 mod inside;
 mod kube;
 mod process;
@@ -71,22 +72,10 @@ pub struct CollectOptions {
 pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Manifest)> {
     let host = hostname();
     let now = chrono::Utc::now();
-    crate::outfile::create_dirs(&args.out)?;
-    let base = format!("{host}-{}", now.format("%Y%m%dT%H%M%SZ"));
-    // Creating the folder reserves the name: a bundle copied back from an SSH host of
-    // the same name, at the same second, takes the next one.
-    let mut n = 1;
-    let dir = loop {
-        let dir = match n {
-            1 => args.out.join(&base),
-            n => args.out.join(format!("{base}-{n}")),
-        };
-        match std::fs::create_dir(&dir) {
-            Ok(()) => break dir,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
-            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
-        }
-    };
+    let dir = reserve_dir(
+        &args.out,
+        &format!("{host}-{}", now.format("%Y%m%dT%H%M%SZ")),
+    )?;
     let raw = dir.join(RAW_DIR);
     crate::outfile::create_dirs(&raw)?;
     let mut c = Collector {
@@ -94,16 +83,82 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         timeout: Duration::from_secs(args.timeout.max(1)),
         probes: Vec::new(),
     };
+    host_probes(&mut c).await;
+    let mut seen = Seen::default();
+    if let Some(name) = &args.container {
+        seen = docker::container(&mut c, name, args.pid.is_none()).await;
+    }
+    if let Some(pod) = &args.pod {
+        seen.version = kube::pod(&mut c, pod, args.namespace.as_deref()).await;
+    }
+    if let Some(image) = &args.probe_image {
+        docker::image_gpu_visibility(&mut c, image).await;
+    }
+    let pid = args
+        .pid
+        .or_else(|| (!seen.cmdline).then(find_vllm_process).flatten());
+    serving_process(&mut c, pid, &seen);
+    if !seen.version {
+        host_vllm_version(&mut c).await;
+    }
+    if let Some(log) = &args.log {
+        c.file("startup log", log, names::STARTUP_LOG);
+    }
+    // The flags in `--config FILE`, read where the server reads them.
+    inside::config_file(&mut c, exec_prefix(args).as_deref(), pid).await;
+    let manifest = Manifest {
+        schema_version: crate::report::SCHEMA_VERSION,
+        tool: "golive".into(),
+        tool_version: crate::TOOL_VERSION.into(),
+        tool_commit: crate::GIT_COMMIT.into(),
+        host,
+        time: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        options: redact_args(&args.command_line),
+        serving_pid: pid,
+        probes: c.probes,
+    };
+    let json = serde_json::to_string_pretty(&manifest)? + "\n";
+    crate::report::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
+    Ok((dir, manifest))
+}
 
-    // GPUs and driver (host view).
-    c.cmd(
-        "nvidia-smi",
-        &["nvidia-smi"],
-        names::NVIDIA_SMI,
-        Keep::Stdout,
-    )
-    .await;
-    c.cmd(
+/// Creates `out/base` (or `out/base-2`, ...): creating the folder reserves the name, so a
+/// bundle copied back from an SSH host of the same name, at the same second, takes the next.
+fn reserve_dir(out: &Path, base: &str) -> anyhow::Result<PathBuf> {
+    crate::outfile::create_dirs(out)?;
+    let mut n = 1;
+    loop {
+        let dir = match n {
+            1 => out.join(base),
+            n => out.join(format!("{base}-{n}")),
+        };
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+            Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+        }
+    }
+}
+
+/// What the container's or pod's own records already gave: the server's command line, its
+/// environment, the vLLM version.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    cmdline: bool,
+    env: bool,
+    version: bool,
+}
+
+/// One probe of the host: a command's output or a file's contents, under its contract name.
+enum HostProbe {
+    Cmd(&'static str, &'static [&'static str], &'static str),
+    File(&'static str, &'static str, &'static str),
+}
+
+/// The host's GPUs, driver, kernel and network, in the order they are collected.
+const HOST_PROBES: &[HostProbe] = &[
+    HostProbe::Cmd("nvidia-smi", &["nvidia-smi"], names::NVIDIA_SMI),
+    HostProbe::Cmd(
         "nvidia-smi query",
         &[
             "nvidia-smi",
@@ -111,237 +166,46 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             "--format=csv",
         ],
         names::NVIDIA_SMI_QUERY,
-        Keep::Stdout,
-    ).await;
-    c.cmd(
-        "nvidia-smi topo",
-        &["nvidia-smi", "topo", "-m"],
-        names::NVIDIA_SMI_TOPO,
-        Keep::Stdout,
-    )
-    .await;
-    c.cmd(
+    ),
+    HostProbe::Cmd("nvidia-smi topo", &["nvidia-smi", "topo", "-m"], names::NVIDIA_SMI_TOPO),
+    HostProbe::Cmd(
         "nvidia-smi compute apps",
-        &[
-            "nvidia-smi",
-            "--query-compute-apps=pid,process_name,used_memory",
-            "--format=csv",
-        ],
+        &["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv"],
         names::NVIDIA_SMI_APPS,
-        Keep::Stdout,
-    )
-    .await;
-    c.file(
-        "driver version",
-        Path::new("/proc/driver/nvidia/version"),
-        names::DRIVER_VERSION,
-    );
-    c.cmd("kernel", &["uname", "-a"], names::UNAME, Keep::Stdout)
-        .await;
-    c.file("kernel modules", Path::new("/proc/modules"), names::LSMOD);
-    c.cmd(
-        "ibv_devinfo",
-        &["ibv_devinfo"],
-        names::IBV_DEVINFO,
-        Keep::Stdout,
-    )
-    .await;
-    c.cmd(
-        "ip link",
-        &["ip", "-br", "link"],
-        names::IP_LINK,
-        Keep::Stdout,
-    )
-    .await;
-    c.cmd(
-        "local CUDA toolkit",
-        &["nvcc", "--version"],
-        names::NVCC,
-        Keep::Stdout,
-    )
-    .await;
+    ),
+    HostProbe::File("driver version", "/proc/driver/nvidia/version", names::DRIVER_VERSION),
+    HostProbe::Cmd("kernel", &["uname", "-a"], names::UNAME),
+    HostProbe::File("kernel modules", "/proc/modules", names::LSMOD),
+    HostProbe::Cmd("ibv_devinfo", &["ibv_devinfo"], names::IBV_DEVINFO),
+    HostProbe::Cmd("ip link", &["ip", "-br", "link"], names::IP_LINK),
+    HostProbe::Cmd("local CUDA toolkit", &["nvcc", "--version"], names::NVCC),
+];
 
-    // The serving container or pod.
-    let mut have_cmdline = false;
-    let mut have_env = false;
-    let mut have_version = false;
-    if let Some(name) = &args.container {
-        if let Some(bytes) = c
-            .cmd(
-                "docker inspect",
-                &["docker", "inspect", name],
-                names::DOCKER_INSPECT,
-                Keep::Stdout,
-            )
-            .await
-        {
-            let info = crate::envparse::parse_docker_inspect(&String::from_utf8_lossy(&bytes));
-            let image = info.image_id.clone().or(info.image_ref.clone());
-            if let Some(image) = image {
-                c.cmd(
-                    "docker image inspect",
-                    &["docker", "image", "inspect", &image],
-                    names::DOCKER_IMAGE_INSPECT,
-                    Keep::Stdout,
-                )
-                .await;
+/// GPUs and driver (the host's view), kernel, network and CUDA toolkit.
+async fn host_probes(c: &mut Collector) {
+    for p in HOST_PROBES {
+        match p {
+            HostProbe::Cmd(label, argv, file) => {
+                c.cmd(label, argv, file, Keep::Stdout).await;
             }
-            let mut argv: Vec<String> = info.path.iter().cloned().collect();
-            argv.extend(info.args.iter().cloned());
-            if !argv.is_empty() && args.pid.is_none() {
-                let line = shlex::try_join(redact_args(&argv).iter().map(String::as_str))
-                    .unwrap_or_default();
-                c.derived(
-                    "container command",
-                    format!("docker inspect {name}: Path + Args"),
-                    names::CMDLINE,
-                    Some(line + "\n"),
-                    None,
-                );
-                have_cmdline = true;
-            }
-            if !info.env.is_empty() && args.pid.is_none() {
-                c.derived(
-                    "container env",
-                    format!("docker inspect {name}: Config.Env (filtered)"),
-                    names::ENV,
-                    Some(env_text(&info.env)),
-                    None,
-                );
-                have_env = true;
+            HostProbe::File(label, path, file) => {
+                c.file(label, Path::new(path), file);
             }
         }
-        c.cmd(
-            "docker logs",
-            &["docker", "logs", "--timestamps", name],
-            names::STARTUP_LOG,
-            Keep::Both,
-        )
-        .await;
-        c.cmd(
-            "container nvidia-smi",
-            &["docker", "exec", name, "nvidia-smi"],
-            names::CONTAINER_NVIDIA_SMI,
-            Keep::Stdout,
-        )
-        .await;
-        c.cmd(
-            "container CUDA runtime",
-            &["docker", "exec", name, "sh", "-c", "echo CUDA_VERSION=$CUDA_VERSION; cat /usr/local/cuda/version.json 2>/dev/null | head -c 4000"],
-            names::CONTAINER_CUDA,
-            Keep::Stdout,
-        ).await;
-        have_version = c
-            .cmd(
-                "container vLLM version",
-                &[
-                    "docker",
-                    "exec",
-                    name,
-                    "python3",
-                    "-c",
-                    "import vllm; print(vllm.__version__)",
-                ],
-                names::VLLM_VERSION,
-                Keep::Stdout,
-            )
-            .await
-            .is_some();
-        inside::packages(
-            &mut c,
-            &["docker".into(), "exec".into(), name.clone()],
-            "container",
-        )
-        .await;
     }
-    if let Some(pod) = &args.pod {
-        let mut target: Vec<String> = vec![pod.clone()];
-        if let Some(n) = &args.namespace {
-            target.extend(["-n".to_string(), n.clone()]);
-        }
-        let mk = |pre: &[&str], post: &[&str]| -> Vec<String> {
-            pre.iter()
-                .map(|s| s.to_string())
-                .chain(target.iter().cloned())
-                .chain(post.iter().map(|s| s.to_string()))
-                .collect()
-        };
-        c.cmd(
-            "pod spec",
-            &mk(&["kubectl", "get", "pod"], &["-o", "yaml"]),
-            names::POD_SPEC,
-            Keep::Stdout,
-        )
-        .await;
-        c.cmd(
-            "pod logs",
-            &mk(&["kubectl", "logs"], &["--timestamps"]),
-            names::STARTUP_LOG,
-            Keep::Both,
-        )
-        .await;
-        c.cmd(
-            "pod nvidia-smi",
-            &mk(&["kubectl", "exec"], &["--", "nvidia-smi"]),
-            names::CONTAINER_NVIDIA_SMI,
-            Keep::Stdout,
-        )
-        .await;
-        have_version = c
-            .cmd(
-                "pod vLLM version",
-                &mk(
-                    &["kubectl", "exec"],
-                    &[
-                        "--",
-                        "python3",
-                        "-c",
-                        "import vllm; print(vllm.__version__)",
-                    ],
-                ),
-                names::VLLM_VERSION,
-                Keep::Stdout,
-            )
-            .await
-            .is_some();
-        inside::packages(&mut c, &mk(&["kubectl", "exec"], &["--"]), "pod").await;
-        kube::crash_record(&mut c, pod, args.namespace.as_deref()).await;
-    }
-    if let Some(image) = &args.probe_image {
-        c.cmd(
-            "image GPU visibility",
-            &[
-                "docker",
-                "run",
-                "--rm",
-                "--gpus",
-                "all",
-                image,
-                "nvidia-smi",
-            ],
-            names::PROBE_IMAGE,
-            Keep::Evidence,
-        )
-        .await;
-    }
+}
 
-    // The serving process.
-    let pid = args.pid.or_else(|| {
-        if have_cmdline {
-            None
-        } else {
-            find_vllm_process()
-        }
-    });
+/// The serving process's command line and environment from /proc; without a process, says
+/// so unless the container's records gave both.
+fn serving_process(c: &mut Collector, pid: Option<u32>, seen: &Seen) {
     match pid {
         Some(pid) => {
-            let argv = read_cmdline(pid);
-            let line = argv.as_ref().map(|a| {
-                shlex::try_join(redact_args(a).iter().map(String::as_str))
-                    .unwrap_or_else(|_| redact_args(a).join(" "))
+            let line = read_cmdline(pid).map(|a| {
+                shlex::try_join(redact_args(&a).iter().map(String::as_str))
+                    .unwrap_or_else(|_| redact_args(&a).join(" "))
                     + "\n"
             });
-            let err = argv
+            let err = line
                 .is_none()
                 .then(|| format!("cannot read /proc/{pid}/cmdline"));
             c.derived(
@@ -363,7 +227,7 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
                 err,
             );
         }
-        None if !have_cmdline || !have_env => c.derived(
+        None if !seen.cmdline || !seen.env => c.derived(
             "process command line",
             "find `vllm serve` / `python -m vllm.entrypoints` in /proc".into(),
             names::CMDLINE,
@@ -372,16 +236,19 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         ),
         None => {}
     }
-    if !have_version
-        && c.cmd(
+}
+
+/// The vLLM version installed on the host: `vllm --version`, else Python's import.
+async fn host_vllm_version(c: &mut Collector) {
+    let cli = c
+        .cmd(
             "vLLM version",
             &["vllm", "--version"],
             names::VLLM_VERSION,
             Keep::Stdout,
         )
-        .await
-        .is_none()
-    {
+        .await;
+    if cli.is_none() {
         c.cmd(
             "vLLM version (python)",
             &["python3", "-c", "import vllm; print(vllm.__version__)"],
@@ -390,11 +257,12 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
         )
         .await;
     }
-    if let Some(log) = &args.log {
-        c.file("startup log", log, names::STARTUP_LOG);
-    }
-    // The flags in `--config FILE`, read where the server reads them.
-    let exec: Option<Vec<String>> = match (&args.container, &args.pod) {
+}
+
+/// How to run a command where the server runs (`docker exec NAME`, `kubectl exec POD --`);
+/// none for a server on this host or one named by `--pid`.
+fn exec_prefix(args: &CollectOptions) -> Option<Vec<String>> {
+    match (&args.container, &args.pod) {
         _ if args.pid.is_some() => None,
         (Some(name), _) => Some(vec!["docker".into(), "exec".into(), name.clone()]),
         (None, Some(pod)) => Some(kube::kubectl(
@@ -404,24 +272,7 @@ pub async fn collect_local(args: &CollectOptions) -> anyhow::Result<(PathBuf, Ma
             &["--"],
         )),
         (None, None) => None,
-    };
-    inside::config_file(&mut c, exec.as_deref(), pid).await;
-
-    let options = redact_args(&args.command_line);
-    let manifest = Manifest {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: "golive".into(),
-        tool_version: crate::TOOL_VERSION.into(),
-        tool_commit: crate::GIT_COMMIT.into(),
-        host,
-        time: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        options,
-        serving_pid: pid,
-        probes: c.probes,
-    };
-    let json = serde_json::to_string_pretty(&manifest)? + "\n";
-    crate::report::write_atomic(&dir.join(MANIFEST), json.as_bytes())?;
-    Ok((dir, manifest))
+    }
 }
 
 /// One bundle that `collect` made, or why it could not.
