@@ -148,13 +148,63 @@ fn rule(
 /// The alerting rules for `baseline`. Triggers whose threshold the baseline lacks
 /// are left out (the header of [`render_yaml`] says which).
 pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<String>) {
-    let w = prom_duration(opts.window);
-    let for_ = prom_duration(opts.for_);
-    let tol = opts.tolerance;
+    let ctx = Ctx {
+        baseline,
+        opts,
+        w: prom_duration(opts.window),
+        for_: prom_duration(opts.for_),
+        tol: opts.tolerance,
+    };
     let mut rules = Vec::new();
     let mut left_out = Vec::new();
+    for build in BUILDERS {
+        match build(&ctx) {
+            Ok(Some(r)) => rules.push(r),
+            Ok(None) => {}
+            Err(why) => left_out.push(why),
+        }
+    }
+    (
+        RuleFile {
+            groups: vec![RuleGroup {
+                name: "golive-rollback-triggers".into(),
+                rules,
+            }],
+        },
+        left_out,
+    )
+}
 
-    // Queue growth at an unchanged request rate.
+/// What every rule is built from: the baseline, the options, the window and `for` as
+/// Prometheus durations, and the tolerance.
+struct Ctx<'a> {
+    baseline: &'a Baseline,
+    opts: &'a RuleOptions,
+    w: String,
+    for_: String,
+    tol: f64,
+}
+
+/// One rule from the baseline: `Ok(None)` when it does not apply, `Err` with why it was
+/// left out when the baseline lacks its threshold.
+type Built = Result<Option<AlertRule>, String>;
+
+/// The rules, in the order of the rule file.
+const BUILDERS: &[fn(&Ctx<'_>) -> Built] = &[
+    queue_growth,
+    cache_regression,
+    repeated_restart,
+    preemptions_at_accepted_load,
+    kv_cache_above_accepted,
+    capacity_line,
+    gpu_xid,
+    tool_call_failures,
+    stalled,
+];
+
+/// Queue growth at an unchanged request rate.
+fn queue_growth(ctx: &Ctx<'_>) -> Built {
+    let (baseline, w, for_, tol) = (ctx.baseline, &ctx.w, &ctx.for_, ctx.tol);
     let waiting = format!("sum {BY} (vllm:num_requests_waiting)");
     let accepted_waiting = baseline.waiting_max.unwrap_or(0.0);
     let mut expr = format!(
@@ -165,7 +215,7 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         Some(rps) => {
             expr.push_str(&format!(
                 "\nand\n({} <= {})",
-                finished_rate(&w),
+                finished_rate(w),
                 num(rps * (1.0 + tol))
             ));
             format!(
@@ -186,20 +236,23 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
             )
         }
     };
-    rules.push(rule(
+    Ok(Some(rule(
         Some(Trigger::QueueGrowth),
         "GoliveQueueGrowth",
         "critical",
         expr,
-        &for_,
+        for_,
         "vLLM queue grows at an unchanged request rate".into(),
         format!(
             "Waiting requests rose over {w} above the accepted peak of {} {rate_text}. The server got slower under the same load: compare image, driver, start parameters and topology with the accepted run.",
             num(accepted_waiting)
         ),
-    ));
+    )))
+}
 
-    // Cache hits below the accepted baseline while prefill latency rises.
+/// Cache hits below the accepted baseline while prefill latency rises.
+fn cache_regression(ctx: &Ctx<'_>) -> Built {
+    let (baseline, w, for_, tol) = (ctx.baseline, &ctx.w, &ctx.for_, ctx.tol);
     match baseline.cache_hit_ratio {
         Some(ratio) => {
             let vllm = names::engine_metrics(Engine::Vllm);
@@ -225,7 +278,7 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
                     format!("mean time to first token {}% above the previous {w}", num(tol * 100.0)),
                 ),
             };
-            rules.push(rule(
+            Ok(Some(rule(
                 Some(Trigger::CacheRegression),
                 "GolivePrefixCacheBelowBaseline",
                 "critical",
@@ -233,24 +286,27 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
                     "(({hits}) / ({queries})) < {}\nand\n{latency_expr}",
                     num(ratio * (1.0 - tol))
                 ),
-                &for_,
+                for_,
                 "Prefix-cache hits below the accepted baseline while prefill latency rises".into(),
                 format!(
                     "Prefix-cache hit ratio (tokens) over {w} below {} (accepted {}) and {latency_text}. Check that --enable-prefix-caching is in the running start command and that the prompt prefix did not change.",
                     num(ratio * (1.0 - tol)),
                     num(ratio)
                 ),
-            ));
+            )))
         }
-        None => left_out.push(format!(
+        None => Err(format!(
             "{}: the baseline has no cache_hit_ratio",
             Trigger::CacheRegression.id()
         )),
     }
+}
 
-    // Repeated OOM: a runtime OOM kills the engine; Prometheus sees the restarts.
+/// Repeated OOM: a runtime OOM kills the engine; Prometheus sees the restarts.
+fn repeated_restart(ctx: &Ctx<'_>) -> Built {
+    let (baseline, opts) = (ctx.baseline, ctx.opts);
     let restart_window = prom_duration(opts.window * 3);
-    rules.push(rule(
+    Ok(Some(rule(
         Some(Trigger::Oom),
         "GoliveRepeatedRestart",
         "critical",
@@ -266,73 +322,89 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
                 .map(|c| format!(" of {c}"))
                 .unwrap_or_default()
         ),
-    ));
-    // KV-cache pressure at the accepted load: the step before an OOM.
+    )))
+}
+
+/// KV-cache pressure at the accepted load: the step before an OOM.
+fn preemptions_at_accepted_load(ctx: &Ctx<'_>) -> Built {
+    let (baseline, w, for_) = (ctx.baseline, &ctx.w, &ctx.for_);
     if let Some(conc) = baseline.accepted_concurrency {
-        rules.push(rule(
+        Ok(Some(rule(
             None,
             "GoliveKvPreemptionsAtAcceptedLoad",
             "warning",
             format!(
                 "(sum {BY} (increase(vllm:num_preemptions_total[{w}])) > 0)\nand\n(sum {BY} (max_over_time(vllm:num_requests_running[{w}])) <= {conc})"
             ),
-            &for_,
+            for_,
             "vLLM preempts requests at or below the accepted concurrency".into(),
             format!(
                 "Requests were preempted in the last {w} while at most {conc} requests ran (the accepted concurrency): the KV cache is short at the accepted load."
             ),
-        ));
+        )))
     } else {
-        left_out.push("kv preemptions: the baseline has no accepted_concurrency".into());
+        Err("kv preemptions: the baseline has no accepted_concurrency".into())
     }
-    if let Some(kv) = baseline.kv_cache_usage_max {
-        let usage = names::engine_metrics(Engine::Vllm)
-            .kv_usage
-            .iter()
-            .map(|n| format!("max {BY} ({n})"))
-            .collect::<Vec<_>>()
-            .join(" or ");
-        let limit = (kv * (1.0 + tol)).min(0.99_f64.max(kv));
-        rules.push(rule(
-            None,
-            "GoliveKvCacheAboveAccepted",
-            "warning",
-            format!("({usage}) > {}", num(limit)),
-            &for_,
-            "KV-cache usage above the accepted peak".into(),
-            format!(
-                "KV-cache usage above {} (accepted peak {}): the load differs from the accepted one.",
-                num(limit),
-                num(kv)
-            ),
-        ));
-    }
+}
 
-    // The capacity line: the live rate above what one server held within the objectives.
+/// KV-cache usage above the accepted peak: the load differs from the accepted one.
+fn kv_cache_above_accepted(ctx: &Ctx<'_>) -> Built {
+    let (for_, tol) = (&ctx.for_, ctx.tol);
+    let Some(kv) = ctx.baseline.kv_cache_usage_max else {
+        return Ok(None);
+    };
+    let usage = names::engine_metrics(Engine::Vllm)
+        .kv_usage
+        .iter()
+        .map(|n| format!("max {BY} ({n})"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let limit = (kv * (1.0 + tol)).min(0.99_f64.max(kv));
+    Ok(Some(rule(
+        None,
+        "GoliveKvCacheAboveAccepted",
+        "warning",
+        format!("({usage}) > {}", num(limit)),
+        for_,
+        "KV-cache usage above the accepted peak".into(),
+        format!(
+            "KV-cache usage above {} (accepted peak {}): the load differs from the accepted one.",
+            num(limit),
+            num(kv)
+        ),
+    )))
+}
+
+/// The capacity line: the live rate above what one server held within the objectives.
+fn capacity_line(ctx: &Ctx<'_>) -> Built {
+    let (baseline, w, for_) = (ctx.baseline, &ctx.w, &ctx.for_);
     match baseline.capacity_rps {
-        Some(line) => rules.push(rule(
+        Some(line) => Ok(Some(rule(
             None,
             "GoliveAboveCapacity",
             "warning",
             format!(
                 "{} > {}",
-                finished_rate(&w),
+                finished_rate(w),
                 num(line)
             ),
-            &for_,
+            for_,
             "vLLM finishes more requests than one server held within the objectives".into(),
             format!(
                 "Requests finish at more than {} req/s over {w}: above the capacity line of the accepted run (one server's goodput at its --slo-* objectives). The objectives break next: add replicas (the accept report's capacity check says how many).",
                 num(line)
             ),
-        )),
-        None => left_out.push(
+        ))),
+        None => Err(
             "capacity line: the baseline has no capacity_rps (accept with --target-rate or --target-concurrency and --slo-*)".into(),
         ),
     }
+}
 
-    // Driver errors: the GPU reports XIDs through the DCGM exporter.
-    rules.push(rule(
+/// Driver errors: the GPU reports XIDs through the DCGM exporter.
+fn gpu_xid(ctx: &Ctx<'_>) -> Built {
+    let w = &ctx.w;
+    Ok(Some(rule(
         Some(Trigger::DriverNccl),
         "GoliveGpuXidError",
         "critical",
@@ -340,14 +412,17 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         "0m",
         "GPU driver error (XID) reported by the DCGM exporter".into(),
         "A GPU reported an XID error. After a node or image update this is a rollback trigger; NCCL errors show only in the server log (`golive watch --log`).".into(),
-    ));
+    )))
+}
 
-    // Tool-call failures or schema breaks, from the counters the gateway exports.
+/// Tool-call failures or schema breaks, from the counters the gateway exports.
+fn tool_call_failures(ctx: &Ctx<'_>) -> Built {
+    let (opts, w) = (ctx.opts, &ctx.w);
     if opts.tool_error_counters.is_empty() {
-        left_out.push(format!(
+        Err(format!(
             "{}: no --tool-error-counter given (tool-call failures are counted by the gateway, not by vLLM)",
             Trigger::ToolSchema.id()
-        ));
+        ))
     } else {
         let expr = opts
             .tool_error_counters
@@ -355,7 +430,7 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
             .map(|n| format!("sum {BY} (increase({n}[{w}])) > 0"))
             .collect::<Vec<_>>()
             .join("\nor\n");
-        rules.push(rule(
+        Ok(Some(rule(
             Some(Trigger::ToolSchema),
             "GoliveToolCallFailures",
             "critical",
@@ -366,13 +441,16 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
                 "{} rose in the last {w}. Replay the saved agent regression cases (`golive replay`) to tell parser, model and gateway apart.",
                 opts.tool_error_counters.join(", ")
             ),
-        ));
+        )))
     }
+}
 
-    // Alive but stuck: work in flight all along while no token is generated. /health
-    // and the gauges alone cannot show it (vLLM #46811).
+/// Alive but stuck: work in flight all along while no token is generated. /health and the
+/// gauges alone cannot show it (vLLM #46811).
+fn stalled(ctx: &Ctx<'_>) -> Built {
+    let opts = ctx.opts;
     let stall = prom_duration(opts.stall_after);
-    rules.push(rule(
+    Ok(Some(rule(
         Some(Trigger::Stalled),
         "GoliveStalled",
         "critical",
@@ -384,17 +462,7 @@ pub fn build_rules(baseline: &Baseline, opts: &RuleOptions) -> (RuleFile, Vec<St
         format!(
             "Requests were running or waiting for {stall} while vllm:generation_tokens_total did not advance: the engine is alive but stuck (health checks may still pass). Confirm with `golive probe --url URL --deadline-s 10`, save the server log for `golive triage`, then restart the engine."
         ),
-    ));
-
-    (
-        RuleFile {
-            groups: vec![RuleGroup {
-                name: "golive-rollback-triggers".into(),
-                rules,
-            }],
-        },
-        left_out,
-    )
+    )))
 }
 
 /// The rule file as YAML, with a header naming the source and what was left out.
