@@ -141,8 +141,12 @@ pub fn progress_of(msg: &str) -> Progress {
     if msg.contains("Received request") || msg.contains("Added request") {
         return Progress::None;
     }
+    // vLLM's line averages the last interval: with no request running at its end it reports
+    // work done before, not that the engine still works (an engine that died within the
+    // interval still shows its tokens).
     let idle = (msg.contains("Avg prompt throughput: 0.0 tokens/s")
         && msg.contains("Avg generation throughput: 0.0 tokens/s"))
+        || (msg.contains("Avg generation throughput: ") && msg.contains("Running: 0 reqs"))
         || msg.contains("gen throughput (token/s): 0.00,");
     if idle {
         return Progress::None;

