@@ -22,7 +22,9 @@ pub struct CommandOutput {
     pub status: Option<i32>,
     /// Everything written until it ended or was killed.
     pub stdout: Vec<u8>,
+    /// Everything written to stderr, likewise.
     pub stderr: Vec<u8>,
+    /// Wall time from the start until it ended or was killed.
     pub duration: Duration,
     /// Still running at the deadline, and killed.
     pub timed_out: bool,
@@ -31,6 +33,7 @@ pub struct CommandOutput {
 }
 
 impl CommandOutput {
+    /// Exited with code 0 before the deadline.
     pub fn success(&self) -> bool {
         self.status == Some(0) && !self.timed_out
     }

@@ -10,9 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::envparse::Bundle;
 
+/// The two bundle directories `golive diff` compares.
 #[derive(Debug, Clone)]
 pub struct DiffOptions {
+    /// The bundle before.
     pub a: PathBuf,
+    /// The bundle after.
     pub b: PathBuf,
 }
 
@@ -24,15 +27,22 @@ pub struct Change {
     pub kind: String,
     /// The argument, variable or module name when the kind has several.
     pub name: String,
+    /// The value in the bundle before; `None`: absent there.
     pub a: Option<String>,
+    /// The value in the bundle after; `None`: absent there.
     pub b: Option<String>,
 }
 
+/// What `golive diff` found (`--json`), bundle before to bundle after.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct DiffReport {
+    /// The report schema version ([`crate::report::SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The bundle before, as a path.
     pub a: String,
+    /// The bundle after, as a path.
     pub b: String,
+    /// Every change that matters, grouped by kind; empty: none.
     pub changes: Vec<Change>,
 }
 
@@ -226,6 +236,7 @@ pub fn diff_bundles(a: &Bundle, b: &Bundle) -> DiffReport {
     }
 }
 
+/// The changes as `golive diff` prints them, one per line.
 pub fn render_text(r: &DiffReport) -> String {
     if r.changes.is_empty() {
         return format!("no changes that matter between {} and {}\n", r.a, r.b);

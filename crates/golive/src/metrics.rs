@@ -23,14 +23,18 @@ const MAX_PROBLEMS_KEPT: usize = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Engine {
+    /// vLLM (`vllm:` metrics).
     Vllm,
+    /// SGLang (`sglang:` metrics).
     Sglang,
+    /// llama.cpp's `llama-server` (`llamacpp:` metrics).
     LlamaCpp,
     /// OpenAI-compatible, engine unknown.
     Openai,
 }
 
 impl Engine {
+    /// The engine as reports show it (`vllm`, `llama.cpp`, `openai-compatible`).
     pub fn as_str(self) -> &'static str {
         match self {
             Engine::Vllm => "vllm",
@@ -44,11 +48,13 @@ impl Engine {
 /// One parsed `/metrics` page.
 #[derive(Debug, Clone)]
 pub struct MetricsSnapshot {
+    /// Every sample on the page, in page order.
     pub samples: Vec<Sample>,
     /// Lines that could not be read (the first few; the other samples are kept).
     pub problems: Vec<ParseError>,
     /// How many lines could not be read, all of them.
     pub problem_count: usize,
+    /// When the page was parsed.
     pub taken_at: std::time::Instant,
 }
 

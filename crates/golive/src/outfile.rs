@@ -31,7 +31,9 @@ use rustix::fs::OFlags;
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write {}", path.display())]
 pub struct WriteFailed {
+    /// The file or directory that could not be written.
     pub path: PathBuf,
+    /// Why: the operating system's error, or golive's refusal in words (e.g. "it is a directory").
     #[source]
     pub source: std::io::Error,
 }

@@ -12,6 +12,7 @@ use serde_json::json;
 use crate::client::{Api, ErrorKind, OpenAiClient, RequestRecord, RequestSpec};
 use crate::target::{Target, TargetOptions};
 
+/// What `golive probe` runs: one server, a deadline, a token limit.
 #[derive(Debug, Clone)]
 pub struct ProbeOptions {
     /// Base URL of the OpenAI-compatible server.
@@ -20,6 +21,7 @@ pub struct ProbeOptions {
     pub deadline: Duration,
     /// Output limit of the probe request (1-4).
     pub max_tokens: u32,
+    /// Credentials, model and timeouts of the server.
     pub target: TargetOptions,
 }
 
@@ -40,6 +42,7 @@ pub enum ProbeReason {
 }
 
 impl ProbeReason {
+    /// The stable name, as in the JSON and `--help` (`no_first_token`).
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeReason::Connect => "connect",
@@ -54,14 +57,21 @@ impl ProbeReason {
 /// What one probe saw.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ProbeOutcome {
+    /// Base URL of the probed server (no credentials).
     pub url: String,
+    /// The model asked; `None`: it could not be learned from `/v1/models`.
     pub model: Option<String>,
     /// A token arrived and the answer ended within the deadline.
     pub ok: bool,
+    /// Why it failed; `None` when `ok`.
     pub reason: Option<ProbeReason>,
+    /// Status code of a non-2xx answer.
     pub http_status: Option<u16>,
+    /// The deadline, in seconds.
     pub deadline_s: f64,
+    /// Time to the first token, ms; `None`: no token came.
     pub ttft_ms: Option<f64>,
+    /// Time from the start (model lookup included) to the end or the failure, ms.
     pub elapsed_ms: f64,
     /// Chunks that carried output.
     pub output_chunks: usize,

@@ -323,9 +323,11 @@ pub fn verify_signature(
 /// What a reviewer signs with (`golive signoff`'s options).
 #[derive(Debug, Clone, Default)]
 pub struct SignOptions {
+    /// Who signs (`--reviewer`), as the report shows it.
     pub reviewer: String,
     /// None: the run's verdict.
     pub decision: Option<Verdict>,
+    /// The reviewer's note (`--note`); empty: none.
     pub note: String,
     /// Sign a run that did not complete.
     pub allow_incomplete: bool,
@@ -428,6 +430,7 @@ pub fn write_html(dir: &Path) -> crate::Result<PathBuf> {
     Ok(write_atomic(&dir.join("report.html"), html.as_bytes())?)
 }
 
+/// The integrity of one sign-off in words, as `golive signoff --verify` prints it: intact, or what changed since.
 pub fn describe(report: &Report, x: &Integrity) -> String {
     let s = &report.signoffs[x.signoff];
     let head = format!(

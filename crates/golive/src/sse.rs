@@ -18,8 +18,10 @@ pub enum SseEvent {
     Done,
 }
 
+/// Why a stream cannot be decoded.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum SseError {
+    /// One event grew past [`MAX_EVENT_BYTES`] without ending.
     #[error("SSE event larger than {MAX_EVENT_BYTES} bytes")]
     EventTooLarge,
 }
@@ -35,6 +37,7 @@ pub struct SseDecoder {
 }
 
 impl SseDecoder {
+    /// A decoder with nothing buffered.
     pub fn new() -> Self {
         Self::default()
     }

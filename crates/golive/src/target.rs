@@ -10,9 +10,11 @@ use anyhow::Context;
 pub struct ApiKey(Option<String>);
 
 impl ApiKey {
+    /// The key; `None` or an empty string: no key.
     pub fn new(key: Option<String>) -> Self {
         ApiKey(key.filter(|k| !k.is_empty()))
     }
+    /// A key is set (and will be sent as Bearer).
     pub fn is_set(&self) -> bool {
         self.0.is_some()
     }
@@ -111,11 +113,15 @@ pub struct Target {
     /// Base URL without a trailing slash, without `/v1` and without userinfo, e.g.
     /// `http://127.0.0.1:8000`: safe to print.
     pub base_url: String,
+    /// Sent as `Authorization: Bearer ...` (`--api-key`).
     pub api_key: ApiKey,
     /// The URL's userinfo, sent as Basic auth.
     pub basic_auth: Option<BasicAuth>,
+    /// The model to ask for (`--model`); `None`: the first of `/v1/models`.
     pub model: Option<String>,
+    /// Deadline for one request, end to end (`--request-timeout`).
     pub request_timeout: Duration,
+    /// Deadline to connect (`--connect-timeout`).
     pub connect_timeout: Duration,
     /// How long an idle pooled connection is kept (see [`TargetOptions::pool_idle_timeout`]).
     pub pool_idle_timeout: Duration,
