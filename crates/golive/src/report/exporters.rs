@@ -16,6 +16,7 @@ pub trait Exporter: Send + Sync {
         false
     }
 
+    /// The file's bytes for `report` as it stands.
     fn render(&self, report: &Report) -> anyhow::Result<Vec<u8>>;
 }
 

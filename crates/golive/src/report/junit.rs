@@ -8,6 +8,7 @@ use quick_junit::{NonSuccessKind, Property, TestCase, TestCaseStatus, TestSuite}
 use super::worksheet::{self, ItemState};
 use super::{Report, Status};
 
+/// The report as JUnit XML (`junit.xml`), one testcase per check.
 pub fn render(report: &Report) -> anyhow::Result<String> {
     let mut junit = quick_junit::Report::new("golive accept");
     junit.set_timestamp(report.started_at.fixed_offset());

@@ -30,6 +30,7 @@ fn pct(p: &Percentiles) -> String {
     }
 }
 
+/// The report as Markdown (`report.md`).
 pub fn render(report: &Report) -> String {
     let mut md = String::new();
     md.push_str("# golive acceptance report\n\n");

@@ -27,9 +27,13 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
+    /// Passed.
     Pass,
+    /// Passed with a reservation (the verdict becomes at best `observe`).
     Warn,
+    /// Failed; its [`Impact`] says what that means for the verdict.
     Fail,
+    /// Not run (not asked for, or what it needs is missing).
     Skip,
     /// The evidence needed to judge this item is missing (environment checklist).
     Unknown,
@@ -50,6 +54,7 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict as reports and `--decision` spell it (`release`).
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Release => "release",
@@ -79,13 +84,21 @@ impl std::str::FromStr for Verdict {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
+    /// Host, driver, image and launch, from the environment bundles.
     Environment,
+    /// The server's endpoints: health, models, metrics, version.
     Service,
+    /// One chat completion, plain and streamed.
     Basic,
+    /// Proof that a shared prefix is served from the cache.
     PrefixCache,
+    /// The load ramp: concurrency and prompt length step by step.
     Ramp,
+    /// Steady load at the accepted concurrency for `--duration`.
     Soak,
+    /// Tool calls and structured output on the agent cases.
     Agent,
+    /// Stability; no check of this version belongs to it.
     Stability,
     /// Same answer on every serving path (cold/cached, replicas).
     Agreement,
@@ -114,11 +127,17 @@ pub enum Impact {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Owner {
+    /// The host, driver, image or configuration.
     Environment,
+    /// The serving engine (5xx, malformed answers, unenforced `tool_choice`).
     Server,
+    /// The engine's tool-call parser does not match the model's format.
     Parser,
+    /// The model: the envelope is fine, the content is wrong.
     Model,
+    /// A proxy between client and server (timeouts, cut or buffered streams).
     Gateway,
+    /// The caller: URL, model name, API key, or the cases given.
     Client,
 }
 
@@ -127,7 +146,9 @@ pub enum Owner {
 pub struct Check {
     /// Stable snake_case id, e.g. `prefix_cache`, `agent_tool_required_arg`.
     pub id: String,
+    /// Which part of the protocol it belongs to.
     pub stage: Stage,
+    /// How it came out.
     pub status: Status,
     /// One line: what was tested, in words.
     pub test_case: String,
@@ -142,8 +163,10 @@ pub struct Check {
     /// The request that produced the evidence (may be reduced to hashes with `--no-content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<serde_json::Value>,
+    /// What a failure means for the verdict.
     #[serde(default)]
     pub impact: Impact,
+    /// Who has to act when it fails; `None`: not said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Owner>,
     /// The next step when it failed.
@@ -152,8 +175,10 @@ pub struct Check {
     /// Who reviewed this check (from `--reviewer`, or the sign-off).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<String>,
+    /// The server it measured, when a run has several (`--url`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// How long it took, ms (0 when not measured).
     #[serde(default)]
     pub duration_ms: u64,
 }
@@ -211,24 +236,38 @@ impl Goodput {
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
+    /// Values measured; 0: none (all the other fields are then 0).
     pub count: u64,
+    /// Mean, ms.
     pub mean: f64,
+    /// Median, ms.
     pub p50: f64,
+    /// 90th percentile, ms.
     pub p90: f64,
+    /// 95th percentile, ms.
     pub p95: f64,
+    /// 99th percentile, ms.
     pub p99: f64,
+    /// Largest value, ms.
     pub max: f64,
 }
 
 /// One step of the load ramp (runbook: 1 short, 1 long, 2 parallel short, ...).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RampStep {
+    /// The step as the report shows it, e.g. `4 x short (128 tokens)`.
     pub label: String,
+    /// Requests in flight at once.
     pub concurrency: u32,
+    /// Prompt length asked for, in tokens (approximate).
     pub prompt_tokens: u32,
+    /// Output limit of each request (`max_tokens`).
     pub max_tokens: u32,
+    /// Requests sent.
     pub requests: u64,
+    /// Requests that failed.
     pub errors: u64,
+    /// Failed requests by error kind (`timeout`, `http_status`, ...).
     #[serde(default)]
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Failed requests by what they are evidence of: `capacity`, `transport`, `server`.
@@ -237,19 +276,27 @@ pub struct RampStep {
     /// Requests sent again on a fresh connection after a keep-alive race (not errors).
     #[serde(default)]
     pub reconnects: u64,
+    /// Time to first token, ms.
     pub ttft_ms: Percentiles,
+    /// Gaps between output chunks (inter-token latency), ms.
     pub itl_ms: Percentiles,
+    /// Mean time per output token after the first, per request, ms.
     pub tpot_ms: Percentiles,
+    /// Whole request, end to end, ms.
     pub e2e_ms: Percentiles,
     /// Peak KV-cache usage 0..1 during the step, from the server's metrics.
     pub kv_cache_usage: Option<f64>,
+    /// Peak of the server's waiting (queued) requests during the step.
     pub waiting_max: Option<f64>,
+    /// Peak of the server's running requests during the step.
     pub running_max: Option<f64>,
     /// Preemptions counted during the step.
     pub preemptions: Option<f64>,
     /// GPU memory in use (MiB), from a DCGM exporter when given.
     pub gpu_memory_used_mib: Option<f64>,
+    /// When the last request of the step that succeeded ended.
     pub last_success_at: Option<DateTime<Utc>>,
+    /// How the step was judged; `None` in reports that did not judge steps.
     pub status: Option<Status>,
     /// Per request, the longest silence between output deltas (ms); the
     /// `stream_silence` check judges its p99 and max.
@@ -323,34 +370,51 @@ impl AgentConformance {
 pub struct PrefixCacheSample {
     /// `cold`, `warm`, `control`.
     pub role: String,
+    /// Prompt tokens as the server counted them.
     pub prompt_tokens: Option<u64>,
+    /// Prompt tokens served from the cache (the response's usage, else the engine's counter).
     pub cached_tokens: Option<u64>,
+    /// Prefill time, ms: the server's timing, else its prefill histogram, else the TTFT.
     pub prefill_ms: Option<f64>,
+    /// Time to first token, ms.
     pub ttft_ms: Option<f64>,
+    /// Change of the engine's prefix-cache hit counter around the request.
     pub hits_delta: Option<f64>,
+    /// Change of the engine's prefix-cache lookup counter around the request.
     pub queries_delta: Option<f64>,
 }
 
 /// One sample of the soak.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SoakSample {
+    /// Seconds since the soak started.
     pub t_s: f64,
+    /// Requests finished so far.
     pub requests_done: u64,
+    /// Requests failed so far.
     pub errors: u64,
+    /// The server's running requests at the sample.
     pub running: Option<f64>,
+    /// The server's waiting (queued) requests at the sample.
     pub waiting: Option<f64>,
+    /// The server's KV-cache usage at the sample, 0..1.
     pub kv_cache_usage: Option<f64>,
+    /// Prefix-cache hit ratio since the previous sample, 0..1.
     pub cache_hit_ratio: Option<f64>,
+    /// TTFT p95 of the requests that ended since the previous sample, ms.
     pub ttft_p95_ms: Option<f64>,
 }
 
 /// The numbers behind the charts.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Measurements {
+    /// The prefix-cache proof, one request each.
     #[serde(default)]
     pub prefix_cache: Vec<PrefixCacheSample>,
+    /// The ramp, one entry per step.
     #[serde(default)]
     pub ramp: Vec<RampStep>,
+    /// The soak, one sample per interval.
     #[serde(default)]
     pub soak: Vec<SoakSample>,
 }
@@ -360,10 +424,13 @@ pub struct Measurements {
 /// baseline keeps them for `watch` and the `rules --grafana` panels.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Objectives {
+    /// `--slo-ttft-p95-ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttft_p95_ms: Option<f64>,
+    /// `--slo-itl-p95-ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub itl_p95_ms: Option<f64>,
+    /// `--slo-e2e-p95-ms`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub e2e_p95_ms: Option<f64>,
 }
@@ -393,8 +460,11 @@ impl Objectives {
 pub struct Baseline {
     /// Prefix-cache hit ratio (hits / queries, tokens) under the accepted load.
     pub cache_hit_ratio: Option<f64>,
+    /// Median time to first token under the accepted load, ms.
     pub ttft_p50_ms: Option<f64>,
+    /// TTFT p95 under the accepted load, ms.
     pub ttft_p95_ms: Option<f64>,
+    /// Inter-token latency p95 under the accepted load, ms.
     pub itl_p95_ms: Option<f64>,
     /// Warm-request prefill time (ms).
     pub prefill_warm_ms: Option<f64>,
@@ -402,8 +472,11 @@ pub struct Baseline {
     pub error_rate: Option<f64>,
     /// Highest concurrency that passed.
     pub accepted_concurrency: Option<u32>,
+    /// Requests per second the soak sustained.
     pub request_rate_rps: Option<f64>,
+    /// Peak KV-cache usage, 0..1.
     pub kv_cache_usage_max: Option<f64>,
+    /// Peak of the server's waiting requests.
     pub waiting_max: Option<f64>,
     /// The capacity line: requests per second one server held within the objectives (the
     /// capacity answer's holding step, `accept --target-rate/--target-concurrency` with
@@ -491,10 +564,14 @@ impl Baseline {
 /// A second person's review of a report (`golive signoff`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signoff {
+    /// Who reviewed (`--reviewer`).
     pub reviewer: String,
+    /// The decision the reviewer signs; by default the run's verdict.
     pub decision: Verdict,
+    /// The reviewer's note; empty: none.
     #[serde(default)]
     pub note: String,
+    /// When the sign-off was made.
     pub at: DateTime<Utc>,
     /// SHA-256 of each covered file, relative to the report directory.
     pub covered: BTreeMap<String, String>,
@@ -517,20 +594,28 @@ pub struct Signoff {
 /// The whole `report.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    /// The layout version ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The golive version that wrote it.
     pub tool_version: String,
     /// The git commit golive was built from (`unknown`; absent in older reports).
     #[serde(default)]
     pub tool_commit: String,
+    /// When the run started.
     pub started_at: DateTime<Utc>,
+    /// When it ended; `None`: still running, or interrupted.
     pub finished_at: Option<DateTime<Utc>>,
     /// False while the run is still going (or was interrupted).
     pub complete: bool,
+    /// The servers tested (`--url`), without credentials.
     pub urls: Vec<String>,
+    /// The engine found on the first server (`vllm`, `sglang`, `llama.cpp`, `openai-compatible`).
     #[serde(default)]
     pub engine: Option<String>,
+    /// The model tested.
     #[serde(default)]
     pub model: Option<String>,
+    /// The deployment profile (`--profile`); `None`: the generic one.
     #[serde(default)]
     pub profile: Option<String>,
     /// Who ran it (`--operator`, else the login name).
@@ -539,23 +624,30 @@ pub struct Report {
     /// Who reviewed it (`--reviewer`).
     #[serde(default)]
     pub reviewer: Option<String>,
+    /// The decision; `None` until the run has decided.
     pub verdict: Option<Verdict>,
+    /// Why, in words (the checks that led to it).
     #[serde(default)]
     pub verdict_reason: String,
+    /// Every check, in the order they ran.
     pub checks: Vec<Check>,
+    /// The numbers behind the charts.
     #[serde(default)]
     pub measurements: Measurements,
+    /// What the run accepted, for `golive watch` and `golive rules`.
     #[serde(default)]
     pub baseline: Baseline,
     /// The runbook's worksheet as the run judged it ([`worksheet::current`] adds what
     /// the sign-offs say); empty in reports older than the worksheet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worksheet: Vec<worksheet::Entry>,
+    /// Sign-offs, oldest first.
     #[serde(default)]
     pub signoffs: Vec<Signoff>,
 }
 
 impl Report {
+    /// An empty, incomplete report of a run against `urls`.
     pub fn new(urls: Vec<String>) -> Self {
         Report {
             schema_version: SCHEMA_VERSION,

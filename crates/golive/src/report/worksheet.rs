@@ -36,6 +36,7 @@ pub struct ItemSpec {
     pub id: String,
     /// The runbook's sentence.
     pub text: String,
+    /// What proves it.
     pub proof: Proof,
     /// Check ids that prove it; a trailing `*` matches every id with that prefix.
     pub checks: Vec<String>,
@@ -47,7 +48,9 @@ pub struct ItemSpec {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ItemState {
+    /// The evidence it names is there and passed.
     Proven,
+    /// A check it rests on failed (or the verdict is not the one it needs).
     Failed,
     /// No evidence from the run: a person attaches it.
     NeedsPerson,
@@ -56,6 +59,7 @@ pub enum ItemState {
 }
 
 impl ItemState {
+    /// The state as the worksheet shows it (`proven`, `needs a person`).
     pub fn as_str(self) -> &'static str {
         match self {
             ItemState::Proven => "proven",
@@ -74,9 +78,13 @@ impl ItemState {
 /// One item, judged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Entry {
+    /// The item's id, as [`ItemSpec::id`].
     pub id: String,
+    /// The runbook's sentence.
     pub text: String,
+    /// What proves it.
     pub proof: Proof,
+    /// Where it stands after the run and the sign-offs.
     pub state: ItemState,
     /// The checks it rests on (the failed ones, when it failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

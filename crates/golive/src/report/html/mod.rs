@@ -21,6 +21,7 @@ pub struct Integrity {
     pub signoff: usize,
     /// Covered files whose content changed since the sign-off.
     pub changed: Vec<String>,
+    /// Covered files that are gone since the sign-off.
     pub removed: Vec<String>,
     /// Evidence files that appeared after the sign-off.
     pub added: Vec<String>,
@@ -30,6 +31,7 @@ pub struct Integrity {
 }
 
 impl Integrity {
+    /// Nothing covered changed, was removed or added, and the chain holds.
     pub fn intact(&self) -> bool {
         !self.chain_broken
             && self.changed.is_empty()
