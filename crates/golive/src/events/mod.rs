@@ -32,22 +32,43 @@ pub enum Event {
     /// accept: the run ended, decided or interrupted; every report file is written
     /// from this final report.
     ReportFinished(Arc<Report>),
-    /// A load (ramp step, soak, `golive load`) starts; `planned`: requests, if known.
-    LoadStarted { label: String, planned: Option<u64> },
+    /// A load (ramp step, soak, `golive load`) starts.
+    LoadStarted {
+        /// The load as the display shows it, e.g. the ramp step `4 x short (128 tokens)`.
+        label: String,
+        /// Requests it will send; `None`: not known in advance (the soak).
+        planned: Option<u64>,
+    },
     /// One request of the current load finished.
     Request(Box<RequestRecord>),
     /// The current load ended.
-    LoadFinished { label: String },
+    LoadFinished {
+        /// The label it started with.
+        label: String,
+    },
     /// A remark for the operator that changes nothing (a clamped setting, a missing file).
     Notice(String),
     /// A warning: something could not be done, the run goes on.
     Warning(String),
-    /// watch: a scrape of `/metrics` answered, at `t` seconds.
-    Scraped { t: f64 },
+    /// watch: a scrape of `/metrics` answered.
+    Scraped {
+        /// Seconds since the watch started.
+        t: f64,
+    },
     /// watch: a scrape failed but the target is within its grace (a restart?).
-    ScrapeFailed { t: f64, error: String },
+    ScrapeFailed {
+        /// Seconds since the watch started.
+        t: f64,
+        /// Why, in words.
+        error: String,
+    },
     /// watch: a counter went down: the server restarted.
-    CounterReset { t: f64, what: String },
+    CounterReset {
+        /// Seconds since the watch started.
+        t: f64,
+        /// What shows the restart, in words (a counter that went down, a new start time).
+        what: String,
+    },
     /// watch: a window was judged; `firing` is not empty when a trigger fired.
     Evaluated(Box<Evaluation>),
     /// watch --prometheus: a window over the fleet was judged.
@@ -61,6 +82,7 @@ pub enum Event {
 /// stdout that cannot be written) returns the error: the run stops with it at its next
 /// step ([`Events::check`]), and the CLI exits with the code the error calls for.
 pub trait Reporter: Send + Sync {
+    /// Handles one event; an error stops the run at its next step.
     fn report(&self, event: &Event) -> Result<(), ReportError>;
 }
 
@@ -135,6 +157,7 @@ impl std::fmt::Debug for Events {
 }
 
 impl Events {
+    /// A handle that sends every event to `reporter`.
     pub fn new(reporter: Arc<dyn Reporter>) -> Self {
         Events {
             reporter,
@@ -171,10 +194,12 @@ impl Events {
         })
     }
 
+    /// Emits [`Event::Notice`].
     pub fn notice(&self, text: impl Into<String>) {
         self.emit(Event::Notice(text.into()));
     }
 
+    /// Emits [`Event::Warning`].
     pub fn warning(&self, text: impl Into<String>) {
         self.emit(Event::Warning(text.into()));
     }
@@ -191,6 +216,7 @@ impl Events {
         }))
     }
 
+    /// Emits [`Event::LoadFinished`] for the load `label`.
     pub fn load_finished(&self, label: &str) {
         self.emit(Event::LoadFinished {
             label: label.to_string(),

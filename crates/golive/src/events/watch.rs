@@ -35,6 +35,7 @@ impl Trigger {
         Trigger::Stalled,
     ];
 
+    /// The stable id, as in the JSON and the alert rules (`queue_growth`).
     pub fn id(self) -> &'static str {
         match self {
             Trigger::Oom => "oom",
@@ -45,6 +46,7 @@ impl Trigger {
             Trigger::Stalled => "stalled",
         }
     }
+    /// The trigger in words, as the display and the rules show it.
     pub fn title(self) -> &'static str {
         match self {
             Trigger::Oom => "out of memory under the accepted load",
@@ -71,32 +73,49 @@ impl Trigger {
 /// A trigger that fired, with its evidence.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Firing {
+    /// Which trigger.
     pub trigger: Trigger,
+    /// [`Trigger::title`].
     pub title: &'static str,
+    /// The numbers and log lines it fired on, one per line.
     pub evidence: Vec<String>,
 }
 
 /// Numbers over the window, for the status line.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Summary {
+    /// The server's waiting (queued) requests at the latest reading.
     pub waiting_last: Option<f64>,
+    /// The server's running requests at the latest reading.
     pub running_last: Option<f64>,
+    /// Peak KV-cache usage over the window, 0..1.
     pub kv_usage_max: Option<f64>,
+    /// Prefix-cache hits over lookups in the window, 0..1.
     pub cache_hit_ratio: Option<f64>,
+    /// Prefix-cache lookups in the window (the ratio's denominator).
     pub cache_queries: Option<f64>,
+    /// Mean time to first token in the window, ms, from the engine's histogram.
     pub ttft_mean_ms: Option<f64>,
+    /// Mean inter-token latency in the window, ms, from the engine's histogram.
     pub itl_mean_ms: Option<f64>,
+    /// Requests finished per second over the window.
     pub finished_rate_rps: Option<f64>,
 }
 
 /// The judgement of one window.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Evaluation {
+    /// Seconds from the window's first reading to its last.
     pub window_s: f64,
+    /// Readings (scrapes) in the window.
     pub samples: usize,
+    /// The engine the metrics belong to; `None`: not recognised yet.
     pub engine: Option<Engine>,
+    /// The numbers over the window.
     pub summary: Summary,
+    /// The triggers that fired; empty: none.
     pub firing: Vec<Firing>,
+    /// Server restarts seen in the window.
     pub resets: Vec<Reset>,
     /// Why a trigger could not be judged, or was close.
     pub notes: Vec<String>,
@@ -113,6 +132,7 @@ pub struct Evaluation {
 pub struct Reset {
     /// Seconds into the watch of the reading after the restart.
     pub t: f64,
+    /// What shows the restart, in words (a counter that went down, a new start time).
     pub what: String,
 }
 
@@ -126,10 +146,12 @@ pub struct ProbeSample {
     /// Why `/health` did not answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub health_error: Option<String>,
+    /// The generation probe sent with it.
     pub probe: crate::probe::ProbeOutcome,
 }
 
 impl ProbeSample {
+    /// `/health` answered 2xx.
     pub fn health_ok(&self) -> bool {
         self.health_status.is_some_and(|s| (200..300).contains(&s))
     }
@@ -140,30 +162,46 @@ impl ProbeSample {
 pub struct FleetFiring {
     /// A trigger id (`queue_growth`, ...), `imbalance` or `absent`.
     pub kind: String,
+    /// The replica, as the `--replica-label` label's value; `(all)` when none matched.
     pub replica: String,
+    /// What was found, in words (`replica absent`, a trigger's title).
     pub title: String,
+    /// The numbers, series or log lines behind it, one per line.
     pub evidence: Vec<String>,
 }
 
 /// One replica's window.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ReplicaWindow {
+    /// The replica, as the `--replica-label` label's value.
     pub replica: String,
+    /// Its latest `up` value (1: Prometheus scrapes it); `None`: no `up` series.
     pub up: Option<f64>,
+    /// Gone or missing series in the window (a `FleetFiring` of kind `absent` says why).
     pub absent: bool,
+    /// Mean of its waiting requests over the window.
     pub queue_mean: Option<f64>,
+    /// Its triggers, judged as for one server.
     pub evaluation: Evaluation,
 }
 
 /// The judgement of one window over the fleet.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct FleetEvaluation {
+    /// The Prometheus queried (`--prometheus`).
     pub prometheus: String,
+    /// The series selector (`--selector`); empty: all.
     pub selector: String,
+    /// The label that names a replica (`--replica-label`).
     pub replica_label: String,
+    /// The window judged, in seconds (`--window`).
     pub window_s: f64,
+    /// Resolution of the range queries, in seconds.
     pub step_s: f64,
+    /// One entry per replica seen, sorted by name.
     pub replicas: Vec<ReplicaWindow>,
+    /// Findings over the fleet: triggers per replica, imbalance, absent replicas.
     pub firing: Vec<FleetFiring>,
+    /// Why something could not be judged (series without the replica label).
     pub notes: Vec<String>,
 }
