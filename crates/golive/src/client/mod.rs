@@ -32,6 +32,7 @@ pub enum Api {
 }
 
 impl Api {
+    /// The endpoint's path, e.g. `/v1/chat/completions`.
     pub fn path(self) -> &'static str {
         match self {
             Api::Chat => "/v1/chat/completions",
@@ -70,6 +71,7 @@ pub enum ErrorClass {
 }
 
 impl ErrorClass {
+    /// The stable name, as in reports (`capacity`).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorClass::Capacity => "capacity",
@@ -94,6 +96,7 @@ impl ErrorClass {
 }
 
 impl ErrorKind {
+    /// The stable name, as in reports and CSV (`early_close`).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::Connect => "connect",
@@ -108,7 +111,9 @@ impl ErrorKind {
 /// One request to send: endpoint and a pre-serialised JSON body.
 #[derive(Debug, Clone)]
 pub struct RequestSpec {
+    /// The endpoint.
     pub api: Api,
+    /// The JSON body, serialised once.
     pub body: Bytes,
     /// The body asks for `stream: true`.
     pub stream: bool,
@@ -144,7 +149,9 @@ impl RequestSpec {
 /// Token counts from the answer's `usage` (and its cached-token detail).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
+    /// `usage.prompt_tokens`.
     pub prompt_tokens: Option<u64>,
+    /// `usage.completion_tokens`.
     pub completion_tokens: Option<u64>,
     /// `usage.prompt_tokens_details.cached_tokens`.
     pub cached_tokens: Option<u64>,
@@ -153,36 +160,53 @@ pub struct Usage {
 /// llama.cpp's per-response `timings` (cache reuse and prefill time).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerTimings {
+    /// Prompt tokens reused from the cache.
     pub cache_n: Option<u64>,
+    /// Prompt tokens computed.
     pub prompt_n: Option<u64>,
+    /// Prefill time, ms.
     pub prompt_ms: Option<f64>,
+    /// Output tokens generated.
     pub predicted_n: Option<u64>,
+    /// Generation time, ms.
     pub predicted_ms: Option<f64>,
 }
 
 /// Everything measured about one request. Times are microseconds since the client's epoch.
 #[derive(Debug, Clone, Default)]
 pub struct RequestRecord {
+    /// The request's number within its load (0 for a single request); picks the replica.
     pub index: u64,
+    /// When it should have started (open loop: the schedule).
     pub scheduled_us: u64,
+    /// When it was sent.
     pub start_us: u64,
+    /// The first byte of the answer; `None`: none came.
     pub first_byte_us: Option<u64>,
+    /// The first chunk that carried output; `None`: none came.
     pub first_token_us: Option<u64>,
+    /// When the answer ended or the request failed.
     pub end_us: u64,
     /// Arrival of every chunk that carried output (content, reasoning or tool-call text),
     /// in microseconds after `start_us`.
     pub token_us: Vec<u32>,
+    /// The answer's HTTP status; `None`: no answer.
     pub http_status: Option<u16>,
+    /// Why it failed; `None`: it succeeded.
     pub error: Option<ErrorKind>,
     /// Short, secret-free description of the error.
     pub error_detail: String,
     /// The `X-Request-Id` the request carried.
     pub request_id: Option<String>,
+    /// Token counts of the answer.
     pub usage: Usage,
+    /// llama.cpp's `timings`, when the server sent them.
     pub timings: Option<ServerTimings>,
+    /// The answer's `finish_reason` (`stop`, `length`, `tool_calls`).
     pub finish_reason: Option<String>,
     /// `data: [DONE]` was received (streaming only).
     pub done_marker: bool,
+    /// `data:` events of the stream (`[DONE]` not counted); 0 when not streamed.
     pub chunks: u64,
     /// The answer (collect mode and non-streaming requests only).
     pub text: String,
@@ -211,6 +235,7 @@ pub enum Output {
 }
 
 impl RequestRecord {
+    /// No error.
     pub fn ok(&self) -> bool {
         self.error.is_none()
     }
@@ -218,10 +243,12 @@ impl RequestRecord {
     pub fn error_class(&self) -> Option<ErrorClass> {
         self.error.map(|k| ErrorClass::of(k, self.http_status))
     }
+    /// Time to the first output chunk, ms; `None`: none came.
     pub fn ttft_ms(&self) -> Option<f64> {
         self.first_token_us
             .map(|t| t.saturating_sub(self.start_us) as f64 / 1000.0)
     }
+    /// From sending to the end of the answer (or the failure), ms.
     pub fn e2e_ms(&self) -> f64 {
         self.end_us.saturating_sub(self.start_us) as f64 / 1000.0
     }
@@ -252,6 +279,7 @@ impl RequestRecord {
     pub fn longest_gap_ms(&self) -> Option<f64> {
         self.longest_gap_us.map(|g| f64::from(g) / 1000.0)
     }
+    /// Output tokens: the server's count, else the chunks that carried output.
     pub fn output_tokens(&self) -> u64 {
         self.usage
             .completion_tokens
@@ -279,7 +307,9 @@ pub const MAX_BODY: usize = 16 << 20;
 /// A body read whole up to `max` bytes; `cut` when the server sent more (the rest is
 /// not read).
 pub struct LimitedBody {
+    /// The body read, at most `max` bytes.
     pub bytes: Vec<u8>,
+    /// The server sent more than `max` bytes.
     pub cut: bool,
 }
 

@@ -11,19 +11,23 @@ use crate::target::Target;
 /// The timed client for one server.
 #[derive(Debug, Clone)]
 pub struct OpenAiClient {
+    /// The HTTP client; keeps idle connections for `--pool-idle-timeout`.
     pub http: reqwest::Client,
     /// Keeps no idle connection: the one retry after a reuse race goes out on a new one.
     pub fresh: reqwest::Client,
+    /// The server's base URL, e.g. `http://127.0.0.1:8000`.
     pub base_url: String,
     /// Further replicas of the same server (`load --url A --url B`): requests go to
     /// `base_url` and these in turn, by request index.
     pub spread: Vec<String>,
+    /// Deadline of one request, end to end (`--request-timeout`).
     pub request_timeout: Duration,
     /// Zero point of every `*_us` time.
     pub epoch: Instant,
 }
 
 impl OpenAiClient {
+    /// A client for `target`, its clock started now.
     pub fn new(target: &Target) -> anyhow::Result<Self> {
         Ok(OpenAiClient {
             http: target.http_client()?,
@@ -51,6 +55,7 @@ impl OpenAiClient {
         }
     }
 
+    /// Microseconds from [`OpenAiClient::epoch`] to `t`.
     pub fn micros(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.epoch).as_micros() as u64
     }

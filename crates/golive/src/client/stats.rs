@@ -52,12 +52,19 @@ impl Slo {
 /// Latency statistics over many requests (histograms in microseconds).
 #[derive(Debug, Clone)]
 pub struct LatencyStats {
+    /// Time to first token, one value per successful request (µs).
     pub ttft: Histogram<u64>,
+    /// Gaps between output chunks, every one of every successful request (µs).
     pub itl: Histogram<u64>,
+    /// Mean time per output token after the first, per successful request (µs).
     pub tpot: Histogram<u64>,
+    /// Whole request, per successful request (µs).
     pub e2e: Histogram<u64>,
+    /// Requests recorded, failed ones included.
     pub requests: u64,
+    /// Requests that failed.
     pub errors: u64,
+    /// Failed requests by [`super::ErrorKind`] name (`timeout`, `http_status`, ...).
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Failed requests by what they are evidence of (`capacity`, `transport`, `server`).
     pub errors_by_class: BTreeMap<String, u64>,
@@ -67,10 +74,15 @@ pub struct LatencyStats {
     pub reconnects: u64,
     /// First error's detail per kind (evidence).
     pub error_examples: BTreeMap<String, String>,
+    /// Output tokens of the successful requests.
     pub output_tokens: u64,
+    /// Stream events of the successful requests.
     pub chunks: u64,
+    /// Prompt tokens of the successful requests, as the server counted them.
     pub prompt_tokens: u64,
+    /// Prompt tokens served from the cache, of the successful requests.
     pub cached_tokens: u64,
+    /// When the latest successful request ended.
     pub last_success_at: Option<DateTime<Utc>>,
     /// Longest gap between output deltas, one value per streamed request (µs).
     pub stream_gap: Histogram<u64>,
@@ -130,6 +142,7 @@ impl LatencyStats {
         }
     }
 
+    /// Counts `r`: its times when it succeeded, its error otherwise.
     pub fn record(&mut self, r: &RequestRecord) {
         self.requests += 1;
         self.schedule_lag
@@ -198,6 +211,7 @@ impl LatencyStats {
             .unwrap_or(0)
     }
 
+    /// Failed requests over all requests, 0..1 (0 without requests).
     pub fn error_rate(&self) -> f64 {
         if self.requests == 0 {
             0.0
@@ -206,15 +220,19 @@ impl LatencyStats {
         }
     }
 
+    /// Time to first token percentiles, ms.
     pub fn ttft_ms(&self) -> Percentiles {
         percentiles(&self.ttft)
     }
+    /// Inter-token latency percentiles, ms.
     pub fn itl_ms(&self) -> Percentiles {
         percentiles(&self.itl)
     }
+    /// Time per output token percentiles, ms.
     pub fn tpot_ms(&self) -> Percentiles {
         percentiles(&self.tpot)
     }
+    /// End-to-end latency percentiles, ms.
     pub fn e2e_ms(&self) -> Percentiles {
         percentiles(&self.e2e)
     }
@@ -222,6 +240,7 @@ impl LatencyStats {
     pub fn stream_gap_ms(&self) -> Percentiles {
         percentiles(&self.stream_gap)
     }
+    /// Time to the first tool-call delta percentiles, for requests that streamed one, ms.
     pub fn first_tool_call_ms(&self) -> Percentiles {
         percentiles(&self.first_tool_call)
     }
