@@ -21,7 +21,10 @@ pub enum Arrival {
     Poisson,
     /// Gamma intervals of shape `burstiness`: below 1 burstier than Poisson, above 1 more
     /// even; 1 is Poisson.
-    Gamma { burstiness: f64 },
+    Gamma {
+        /// The gamma shape (`--burstiness`), 0.01 to 100.
+        burstiness: f64,
+    },
 }
 
 impl Arrival {
@@ -48,8 +51,11 @@ impl Arrival {
 /// server stops keeping up, as a user ramp would.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RateRamp {
+    /// Requests per second at the start.
     pub start: f64,
+    /// Requests per second at the end of the ramp, and after it.
     pub end: f64,
+    /// Length of the ramp, in seconds.
     pub secs: f64,
 }
 

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 pub struct JobOptions {
     /// Job name (also the pods' label).
     pub name: String,
+    /// The namespace to create it in; `None`: kubectl's current one.
     pub namespace: Option<String>,
     /// An image whose PATH has `golive`.
     pub image: String,

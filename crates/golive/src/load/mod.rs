@@ -20,6 +20,7 @@ pub use shard::Shard;
 mod summary;
 pub use summary::{client_limited, write_csv, LoadSummary};
 
+/// What `golive load` runs: the server, the traffic, and how long.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     /// OpenAI-compatible API server, e.g. http://127.0.0.1:8000
@@ -54,6 +55,7 @@ pub struct LoadOptions {
     pub api: Api,
     /// Keep every request's record in the result (for a per-request CSV).
     pub keep_records: bool,
+    /// Credentials, model and timeouts of the server.
     pub target: crate::target::TargetOptions,
     /// Run only this share of the plan (`--shard I/N`); `None` = the whole plan.
     pub shard: Option<Shard>,
@@ -100,18 +102,27 @@ impl LoadOptions {
 /// What to send, how much and how fast.
 #[derive(Debug, Clone)]
 pub struct LoadPlan {
+    /// Endpoint: chat or completions.
     pub api: Api,
+    /// The model asked for in every request.
     pub model: String,
+    /// Closed loop: streams sending one request after another; open loop: the most in flight.
     pub concurrency: u32,
     /// Open loop: requests per second.
     pub rate: Option<f64>,
+    /// Requests of the whole plan; `None`: until `duration` ends (100 without one).
     pub requests: Option<u64>,
+    /// Stop starting requests after this long; `None`: when `requests` are sent.
     pub duration: Option<Duration>,
     /// Closed loop: pause of each stream between its requests.
     pub think_time: Option<Duration>,
+    /// Prompt length in tokens (turned into words with `tokens_per_word`).
     pub prompt_tokens: u32,
+    /// Output limit of each request (`max_tokens`).
     pub max_tokens: u32,
+    /// Tokens at the start of every prompt that are the same for all requests of the run.
     pub shared_prefix_tokens: u32,
+    /// Sends `ignore_eos`, so every answer runs to `max_tokens`.
     pub ignore_eos: bool,
     /// Keep every request's record (CSV, per-interval statistics).
     pub keep_records: bool,
@@ -139,6 +150,7 @@ pub struct LoadPlan {
 }
 
 impl LoadPlan {
+    /// A plan of one streamed chat request of 128 prompt tokens and 64 output tokens to `model`.
     pub fn new(model: &str) -> Self {
         LoadPlan {
             api: Api::Chat,
@@ -291,18 +303,24 @@ fn push_words(out: &mut String, n: u32, seed: u64) {
 /// Live counters a caller can sample while the load runs (soak, progress).
 #[derive(Debug, Default)]
 pub struct LoadCounters {
+    /// Requests started.
     pub started: AtomicU64,
+    /// Requests finished, failed ones included.
     pub done: AtomicU64,
+    /// Requests failed.
     pub errors: AtomicU64,
+    /// Requests in flight now.
     pub in_flight: AtomicI64,
 }
 
 /// What a load run measured.
 #[derive(Debug, Clone)]
 pub struct LoadResult {
+    /// The statistics of the requests this run sent (agent-mix requests left out).
     pub stats: LatencyStats,
     /// Every request (only with `keep_records`), in completion order per worker.
     pub records: Vec<RequestRecord>,
+    /// Wall time of the run.
     pub elapsed: Duration,
     /// CPU time golive's process used meanwhile (all its threads), in seconds.
     pub client_cpu_s: f64,
@@ -316,6 +334,7 @@ impl LoadResult {
         self.client_cpu_s / self.elapsed.as_secs_f64().max(1e-9)
     }
 
+    /// Requests recorded per wall second of the run.
     pub fn request_rate(&self) -> f64 {
         self.stats.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
@@ -585,8 +604,11 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
 pub enum LoadOutcome {
     /// The server did not answer `/v1/models` (or the model could not be resolved).
     Unreachable(anyhow::Error),
+    /// The load ran (to the end, or stopped early on over-saturation).
     Done {
+        /// What `golive load` prints.
         summary: Box<LoadSummary>,
+        /// The measurements it was made from.
         result: Box<LoadResult>,
     },
 }

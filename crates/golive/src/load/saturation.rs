@@ -22,14 +22,17 @@ pub struct Saturation {
     pub at_s: f64,
     /// The window the slopes were fitted over, in seconds.
     pub window_s: f64,
-    /// Requests in flight: slope (per second) and its standard error.
+    /// Requests in flight: slope, per second.
     pub in_flight_slope: f64,
+    /// Standard error of the in-flight slope.
     pub in_flight_se: f64,
-    /// Time to first token: slope (ms per second) and its standard error.
+    /// Time to first token: slope, ms per second.
     pub ttft_slope_ms: f64,
+    /// Standard error of the TTFT slope, ms per second.
     pub ttft_se_ms: f64,
-    /// Mean requests in flight and mean TTFT over the window.
+    /// Mean requests in flight over the window.
     pub in_flight_mean: f64,
+    /// Mean TTFT over the window, ms.
     pub ttft_mean_ms: f64,
 }
 

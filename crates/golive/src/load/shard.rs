@@ -27,7 +27,9 @@ pub const SHARD_FORMAT: &str = "golive-load-shard/1";
 /// exactly the indices of one unsharded run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shard {
+    /// This shard's number, 0-based.
     pub index: u32,
+    /// How many shards the plan is split into.
     pub count: u32,
 }
 
@@ -91,8 +93,11 @@ pub(super) fn shard_and_concurrency(args: &LoadOptions) -> anyhow::Result<(Shard
 /// The whole plan a shard belongs to: every shard of one run must carry the same one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ShardPlan {
+    /// The server's base URL (several: space-separated), as in the summary.
     pub url: String,
+    /// The model asked for.
     pub model: String,
+    /// Endpoint: chat or completions.
     pub api: Api,
     /// Total streams (closed loop) or in-flight cap (open loop) of all shards.
     pub concurrency: Option<u32>,
@@ -100,15 +105,22 @@ pub struct ShardPlan {
     pub rate: Option<f64>,
     /// Total requests of all shards.
     pub requests: Option<u64>,
+    /// Run length of each shard, in seconds (`--duration`).
     pub duration_s: Option<f64>,
+    /// Closed loop: pause of each stream between its requests, in seconds (`--think-time`).
     pub think_time_s: Option<f64>,
+    /// Prompt length in tokens (`--prompt-tokens`).
     pub prompt_tokens: u32,
+    /// Output limit of each request (`--max-tokens`).
     pub max_tokens: u32,
+    /// Tokens of the prompt shared by every request (`--shared-prefix-tokens`).
     pub shared_prefix_tokens: u32,
+    /// Answers run to the output limit (`--ignore-eos`).
     pub ignore_eos: bool,
 }
 
 impl ShardPlan {
+    /// The plan of `args` against `url` and `model`.
     pub fn new(args: &LoadOptions, url: &str, model: &str) -> Self {
         ShardPlan {
             url: url.to_string(),
@@ -132,9 +144,13 @@ impl ShardPlan {
 pub struct EncodedHistograms {
     /// How they are encoded.
     pub encoding: String,
+    /// Time to first token (µs).
     pub ttft_us: String,
+    /// Gaps between output chunks (µs).
     pub itl_us: String,
+    /// Time per output token after the first (µs).
     pub tpot_us: String,
+    /// Whole request (µs).
     pub e2e_us: String,
 }
 
@@ -158,6 +174,7 @@ fn decode(text: &str, what: &str) -> anyhow::Result<Histogram<u64>> {
 }
 
 impl EncodedHistograms {
+    /// The histograms of `stats`, encoded.
     pub fn new(stats: &LatencyStats) -> anyhow::Result<Self> {
         Ok(EncodedHistograms {
             encoding: ENCODING.into(),
@@ -172,16 +189,22 @@ impl EncodedHistograms {
 /// What `golive load --shard I/N` writes: its share's summary and raw histograms.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardOutput {
+    /// [`SHARD_FORMAT`]: what `load merge` checks before reading the rest.
     pub format: String,
+    /// Which share of the plan it ran.
     pub shard: Shard,
+    /// The whole plan, the same in every shard of one run.
     pub plan: ShardPlan,
     /// UTC, RFC 3339, when this shard started sending.
     pub started_at: String,
+    /// This shard's own summary.
     pub summary: LoadSummary,
+    /// Its raw latency distributions, for an exact merge.
     pub histograms: EncodedHistograms,
 }
 
 impl ShardOutput {
+    /// The document of a finished shard run.
     pub fn new(
         args: &LoadOptions,
         summary: &LoadSummary,
@@ -242,11 +265,17 @@ impl ShardOutput {
 /// One shard of a merge, as read.
 #[derive(Debug, Clone, Serialize)]
 pub struct MergedShard {
+    /// The shard's number, 0-based.
     pub index: u32,
+    /// The shard document it was read from.
     pub file: PathBuf,
+    /// UTC, RFC 3339, when the shard started sending.
     pub started_at: String,
+    /// Requests the shard sent.
     pub requests: u64,
+    /// Requests that failed.
     pub errors: u64,
+    /// How long the shard ran, in seconds.
     pub duration_s: f64,
 }
 
@@ -257,11 +286,14 @@ pub struct MergedLoad {
     /// longest shard's (the shards run side by side), its concurrency the total.
     #[serde(flatten)]
     pub summary: LoadSummary,
+    /// Shards merged.
     pub shard_count: u32,
+    /// Each shard as read, by index.
     pub shards: Vec<MergedShard>,
 }
 
 impl MergedLoad {
+    /// What `golive load merge` prints: one line per shard, then the merged summary.
     pub fn to_text(&self) -> String {
         let mut out = format!("merged {} shards:\n", self.shard_count);
         for s in &self.shards {

@@ -13,39 +13,63 @@ use crate::report::{Goodput, Percentiles};
 /// The JSON summary of `golive load`.
 #[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct LoadSummary {
+    /// The golive version that ran it.
     pub tool_version: String,
     /// The git commit golive was built from.
     pub tool_commit: String,
+    /// The server's base URL; with several `--url`, all of them, space-separated.
     pub url: String,
+    /// The model asked for.
     pub model: String,
+    /// Endpoint: chat or completions.
     pub api: Api,
+    /// Closed loop: streams; open loop: the in-flight cap (this shard's share).
     pub concurrency: u32,
+    /// Requests per second asked for (open loop; this shard's share); `None`: closed loop.
     pub rate: Option<f64>,
     /// The ramp the rate moved along (`rate` is then its mean).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate_ramp: Option<super::RateRamp>,
+    /// Prompt length asked for, in tokens.
     pub prompt_tokens: u32,
+    /// Output limit of each request (`max_tokens`).
     pub max_tokens: u32,
+    /// Tokens of the prompt shared by every request.
     pub shared_prefix_tokens: u32,
+    /// Requests sent.
     pub requests: u64,
+    /// Requests that failed.
     pub errors: u64,
+    /// Failed requests by error kind (`timeout`, `http_status`, ...).
     pub errors_by_kind: std::collections::BTreeMap<String, u64>,
     /// Failed requests by what they are evidence of: capacity, transport, server.
     pub errors_by_class: std::collections::BTreeMap<String, u64>,
+    /// The first failure's detail per error kind.
     pub error_examples: std::collections::BTreeMap<String, String>,
     /// Requests sent again on a fresh connection after the server closed a pooled one
     /// under them (a keep-alive race); they are not errors.
     pub reconnects: u64,
+    /// Wall time of the run, in seconds.
     pub duration_s: f64,
+    /// Requests per second over the run (`requests / duration_s`).
     pub request_rate: f64,
+    /// Output tokens of the successful requests.
     pub output_tokens: u64,
+    /// Output tokens per second over the run.
     pub output_tokens_per_s: f64,
+    /// Stream events of the successful requests.
     pub chunks: u64,
+    /// Prompt tokens of the successful requests, as the server counted them.
     pub prompt_tokens_total: u64,
+    /// Of those, tokens served from the prefix cache.
     pub cached_tokens_total: u64,
+    /// Time to first token, ms.
     pub ttft_ms: Percentiles,
+    /// Inter-token latency (gaps between output chunks), ms.
     pub itl_ms: Percentiles,
+    /// Time per output token after the first, per request, ms.
     pub tpot_ms: Percentiles,
+    /// Whole request, end to end, ms.
     pub e2e_ms: Percentiles,
     /// Per request, the longest gap between output deltas (stream silence).
     pub stream_gap_ms: Percentiles,
@@ -84,6 +108,7 @@ pub struct SummaryGoodput {
 }
 
 impl LoadSummary {
+    /// The summary of a finished run against `url`.
     pub fn new(url: &str, plan: &LoadPlan, result: &LoadResult) -> Self {
         let mut s = Self::from_stats(url, plan, &result.stats, result.elapsed);
         s.client_cpu_share = result.client_cpu_share();
@@ -145,6 +170,7 @@ impl LoadSummary {
         }
     }
 
+    /// The summary as `golive load` prints it.
     pub fn to_text(&self) -> String {
         let row = |name: &str, p: &Percentiles| {
             format!(
