@@ -32,12 +32,19 @@ pub const MAX_LINE_BYTES: usize = 1 << 20;
 /// The type a `# TYPE` line gives a family.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum MetricType {
+    /// `counter`.
     Counter,
+    /// `gauge`.
     Gauge,
+    /// `histogram`.
     Histogram,
+    /// `gaugehistogram` (OpenMetrics).
     GaugeHistogram,
+    /// `summary`.
     Summary,
+    /// `info` (OpenMetrics).
     Info,
+    /// `stateset` (OpenMetrics).
     StateSet,
     /// No `# TYPE` (or `untyped` / OpenMetrics' `unknown`).
     #[default]
@@ -77,18 +84,22 @@ impl MetricType {
 pub struct Labels(Vec<(String, String)>);
 
 impl Labels {
+    /// The value of label `name`; `None`: the sample has no such label.
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.as_str())
     }
+    /// Every label as (name, value), in the order written.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
         self.0.iter().map(|(n, v)| (n.as_str(), v.as_str()))
     }
+    /// How many labels.
     pub fn len(&self) -> usize {
         self.0.len()
     }
+    /// No labels at all.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -109,7 +120,9 @@ impl<N: Into<String>, V: Into<String>> FromIterator<(N, V)> for Labels {
 pub struct Sample {
     /// The sample's own name (`vllm:e2e_request_latency_seconds_bucket`).
     pub metric: String,
+    /// The sample's labels.
     pub labels: Labels,
+    /// The sample's value (`NaN`, `+Inf` included).
     pub value: f64,
     /// As written: milliseconds in the Prometheus format, seconds in OpenMetrics.
     pub timestamp: Option<f64>,
@@ -120,9 +133,28 @@ pub struct Sample {
 /// What a line says.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Record {
-    Help { name: String, text: String },
-    Type { name: String, kind: MetricType },
-    Unit { name: String, unit: String },
+    /// `# HELP name text`.
+    Help {
+        /// The family.
+        name: String,
+        /// The help text, unescaped.
+        text: String,
+    },
+    /// `# TYPE name kind`.
+    Type {
+        /// The family.
+        name: String,
+        /// Its type.
+        kind: MetricType,
+    },
+    /// `# UNIT name unit` (OpenMetrics).
+    Unit {
+        /// The family.
+        name: String,
+        /// The unit, e.g. `seconds`.
+        unit: String,
+    },
+    /// A sample line.
     Sample(Sample),
 }
 
@@ -130,7 +162,9 @@ pub enum Record {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("line {line}: {message}")]
 pub struct ParseError {
+    /// The line number, 1-based.
     pub line: usize,
+    /// What is wrong with the line.
     pub message: String,
 }
 
@@ -146,6 +180,7 @@ pub struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
+    /// A reader at the start of `page`.
     pub fn new(page: &'a [u8]) -> Reader<'a> {
         Reader {
             rest: page,

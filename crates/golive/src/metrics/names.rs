@@ -30,6 +30,7 @@ pub const KV_USAGE: &[&str] = &[
 ];
 /// Prefix-cache lookups in tokens (`gpu_prefix_cache_*` before vLLM 0.11).
 pub const CACHE_QUERIES: &[&str] = &["vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries"];
+/// Prefix-cache hits in tokens (SGLang: its cached tokens).
 pub const CACHE_HITS: &[&str] = &[
     "vllm:prefix_cache_hits",
     "vllm:gpu_prefix_cache_hits",
@@ -69,9 +70,13 @@ pub const VLLM_CACHE_CONFIG_INFO: &str = "vllm:cache_config_info";
 /// Metric families per engine for `accept` (first present wins).
 #[derive(Debug, Clone, Copy)]
 pub struct EngineMetrics {
+    /// KV-cache usage gauges, 0..1.
     pub kv_usage: &'static [&'static str],
+    /// Waiting (queued) request gauges.
     pub waiting: &'static [&'static str],
+    /// Running request gauges.
     pub running: &'static [&'static str],
+    /// Preemption counters.
     pub preemptions: &'static [&'static str],
     /// Prefix-cache lookups, in tokens.
     pub cache_queries: &'static [&'static str],
@@ -79,6 +84,7 @@ pub struct EngineMetrics {
     pub cache_hits: &'static [&'static str],
     /// Prompt tokens served from cache (vLLM: local + external).
     pub cached_tokens: &'static [&'static str],
+    /// vLLM's recomputed prompt tokens (`vllm:prompt_tokens_recomputed`); empty for the others.
     pub recomputed: &'static [&'static str],
     /// Prompt tokens processed (computed).
     pub prompt_tokens: &'static [&'static str],
@@ -86,6 +92,7 @@ pub struct EngineMetrics {
     pub prefill_histogram: Option<&'static str>,
 }
 
+/// The families `accept` reads for `engine`.
 pub fn engine_metrics(engine: Engine) -> EngineMetrics {
     match engine {
         Engine::Vllm => EngineMetrics {
