@@ -11,11 +11,17 @@ use crate::triage::Class;
 /// One decision rule of the runbook, in the order they apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Repair {
+    /// Host driver, image or GPU access.
     HostOrImage,
+    /// Kubernetes' crash record of the serving pod.
     PodCrashRecord,
+    /// Engine version, parsers and packages: reset to the official recipe.
     Dependencies,
+    /// Memory: topology and parallelism first, then one parameter at a time.
     Memory,
+    /// Multi-node: one node first, then the fabric and consistency across ranks.
     IsolateMultiNode,
+    /// The prefix-caching flag, prefix identity and retention.
     CacheFlag,
 }
 
@@ -95,13 +101,18 @@ impl Repair {
 pub enum Decision {
     /// The first rule that applies, the items that call for it, and the later rules.
     Repair {
+        /// The first rule that applies.
         first: Repair,
+        /// The failed items that call for it.
         failed: Vec<ItemId>,
+        /// The rules that apply after it, in order.
         later: Vec<Repair>,
     },
     /// Items failed that no rule names.
+    /// The failed items.
     RecordMissingEvidence { failed: Vec<ItemId> },
     /// Nothing failed, but evidence is missing.
+    /// The items without evidence.
     CollectEvidence { unknown: Vec<ItemId> },
     /// Everything passed.
     Accept,

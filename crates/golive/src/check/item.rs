@@ -9,20 +9,35 @@ crate::names::snake_case_names! {
     /// The id of a checklist item, written in report.json and the text as its snake_case
     /// name (`prefix_caching_flag`).
     pub enum ItemId {
+        /// Official image (tag and digest).
         OfficialImage,
+        /// Host driver on every host (the driver version, not the CUDA header).
         HostDriver,
+        /// CUDA layers: container runtime vs host driver vs local toolkit.
         CudaLayers,
+        /// vLLM version.
         VllmVersion,
+        /// Visible GPUs (the container's view apart from the host's).
         GpusVisible,
+        /// GPUs vs tensor x pipeline x data parallel.
         Parallelism,
+        /// Failure phase known (the first cause in the startup log).
         FailurePhase,
+        /// `--enable-prefix-caching` in the running command line.
         PrefixCachingFlag,
+        /// One communication path; the backend matches the fabric.
         CommunicationPath,
+        /// Reproducible record (digest, arguments, driver, logs).
         Reproducible,
+        /// Tool-call and reasoning parser as the recipe names them.
         Parsers,
+        /// Python packages in the serving container (vllm, torch, NCCL, ...).
         PackageVersions,
+        /// Kubernetes' crash record (lastState, previous log, events).
         PodCrashRecord,
+        /// Same image digest, driver, vLLM version and relevant env on every node.
         NodeConsistency,
+        /// Logging scope of agent data known (prompts and outputs logged, API key).
         LoggingScope,
     }
 }
@@ -30,11 +45,15 @@ crate::names::snake_case_names! {
 /// One checklist item.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckItem {
+    /// Which item.
     pub id: ItemId,
+    /// The item in words, as the checklist shows it.
     pub title: String,
+    /// How it was judged (`unknown`: evidence missing).
     pub status: Status,
     /// The line or value it was judged on.
     pub evidence: String,
+    /// What to do when it did not pass; empty when it passed.
     #[serde(default)]
     pub next_step: String,
     /// Who fixes a failure, where the item knows it.

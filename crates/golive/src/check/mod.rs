@@ -37,7 +37,9 @@ use serving::{check_parsers, check_prefix_flag, check_reproducible};
 /// The checklist and the repair direction.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckReport {
+    /// The report schema version ([`crate::report::SCHEMA_VERSION`]).
     pub schema_version: u32,
+    /// The checklist, one item per check, in the runbook's order.
     pub items: Vec<CheckItem>,
     /// The repair direction the runbook's decision rules give ([`Decision`], in words).
     pub decision: String,
@@ -55,6 +57,7 @@ impl CheckReport {
         let id = id.try_into().ok()?;
         self.items.iter().find(|i| i.id == id)
     }
+    /// Some item failed (`golive check` then exits non-zero).
     pub fn any_fail(&self) -> bool {
         self.items.iter().any(|i| i.status == Status::Fail)
     }
@@ -79,6 +82,7 @@ pub fn gpus_per_server(bundles: &[Bundle]) -> Option<u64> {
     Some(launch.tensor_parallel() * launch.pipeline_parallel() * launch.data_parallel())
 }
 
+/// What `golive check` judges: bundles, a profile, optionally a recipe.
 #[derive(Debug, Clone)]
 pub struct CheckOptions {
     /// Bundle directories (one per node).

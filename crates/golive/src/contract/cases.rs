@@ -7,7 +7,9 @@ use serde_json::{Map, Value};
 /// One case: its line number and the request body.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
+    /// Its line in the file, 1-based.
     pub line: usize,
+    /// The chat completion request body, as written.
     pub body: Map<String, Value>,
 }
 

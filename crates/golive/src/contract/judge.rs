@@ -8,8 +8,11 @@ use crate::report::{Owner, Status};
 /// One item's verdict: status, the evidence it was judged on, and who fixes a failure.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {
+    /// How the item came out.
     pub status: Status,
+    /// What it was judged on, in words.
     pub evidence: String,
+    /// Who fixes a failure or a warning; `None` when it passed.
     pub owner: Option<Owner>,
 }
 
@@ -63,8 +66,11 @@ pub fn prompt_tokens(label: &str, expected: u64, reported: Option<u64>, toleranc
 /// What one answer carried, for the reasoning item.
 #[derive(Debug, Clone, Default)]
 pub struct Answer<'a> {
+    /// The reasoning channel (`reasoning_content` or `reasoning`); `None`: absent.
     pub reasoning: Option<&'a str>,
+    /// The answer's `content`.
     pub content: &'a str,
+    /// The answer's `finish_reason`.
     pub finish_reason: Option<&'a str>,
 }
 

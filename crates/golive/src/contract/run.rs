@@ -18,10 +18,13 @@ use crate::report::{Owner, Status};
 pub struct ContractOptions {
     /// Base URLs (replicas), without `/v1`.
     pub urls: Vec<String>,
+    /// The served model name (`--model`).
     pub model: String,
     /// Data-parallel size; each rank is addressed by header (1: no header).
     pub dp_size: usize,
+    /// The model's contract (the profile's `[contract]`).
     pub spec: ContractReq,
+    /// Deadline of one request (`--timeout-s`).
     pub timeout: Duration,
     /// A deployment to compare tool-call triggers with (`--reference-url`).
     pub reference: Option<Reference>,
@@ -40,12 +43,14 @@ pub struct Reference {
     pub api_key: Option<String>,
     /// The cases, sent in turn until `requests` are sent.
     pub cases: Vec<super::cases::Case>,
+    /// Cases sent to each side for the F1 sample (`--contract-requests`).
     pub requests: usize,
 }
 
 /// What a contract run found.
 #[derive(Debug, Clone, Serialize)]
 pub struct ContractRun {
+    /// Every check, per item and path.
     pub checks: Vec<ContractCheck>,
     /// Requests sent (both sides of the comparison included).
     pub requests: u64,
@@ -61,6 +66,7 @@ pub struct ContractCheck {
     pub item: String,
     /// The replica URL and rank, e.g. `http://h:8000 rank 1`.
     pub path: String,
+    /// The item's verdict on that path.
     pub verdict: Verdict,
 }
 

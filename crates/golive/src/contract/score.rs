@@ -21,40 +21,60 @@ pub struct Confusion {
 /// A proportion's 95% Wilson score interval.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Interval {
+    /// Lower bound, 0..1.
     pub low: f64,
+    /// Upper bound, 0..1.
     pub high: f64,
 }
 
 /// What a comparison measured.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolCallScore {
+    /// The trigger matrix: tested against reference.
     pub confusion: Confusion,
+    /// TP / (TP + FP), 0..1 (0 when the tested side never triggered).
     pub precision: f64,
+    /// TP / (TP + FN), 0..1 (0 when the reference never triggered).
     pub recall: f64,
+    /// 2TP / (2TP + FP + FN), 0..1; 1 when neither side ever triggered.
     pub f1: f64,
     /// F1's interval: the Wilson interval of the agreement share 2TP/(2TP+FP+FN)
     /// over its own denominator (F1 is that share).
     pub f1_interval: Option<Interval>,
     /// Triggered calls on the tested side, and those whose arguments passed.
     pub triggered: u64,
+    /// Of the triggered calls, those whose arguments passed the tool's schema.
     pub schema_valid: u64,
+    /// `schema_valid / triggered`, 0..1 (0 without triggered calls).
     pub schema_accuracy: f64,
+    /// The 95% Wilson interval of `schema_accuracy`; `None` without triggered calls.
     pub schema_interval: Option<Interval>,
 }
 
 /// The verifier's summary field names, for side-by-side comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct VerifierSummary {
+    /// Cases with an answer from both sides.
     pub success_count: u64,
+    /// Cases where the tested side failed.
     pub failure_count: u64,
+    /// Tested answers that ended with `finish_reason: stop`.
     pub finish_stop: u64,
+    /// Tested answers that ended with `finish_reason: tool_calls`.
     pub finish_tool_calls: u64,
+    /// Tested answers that ended otherwise.
     pub finish_others: u64,
+    /// Triggered calls whose arguments failed the schema.
     pub schema_validation_error_count: u64,
+    /// Triggered calls whose arguments passed the schema.
     pub successful_tool_call_count: u64,
+    /// [`ToolCallScore::precision`].
     pub tool_call_precision: f64,
+    /// [`ToolCallScore::recall`].
     pub tool_call_recall: f64,
+    /// [`ToolCallScore::f1`].
     pub tool_call_f1: f64,
+    /// [`ToolCallScore::schema_accuracy`].
     pub schema_accuracy: f64,
 }
 
@@ -69,14 +89,17 @@ impl Confusion {
         }
     }
 
+    /// Cases in the matrix.
     pub fn total(&self) -> u64 {
         self.tp + self.fp + self.fn_ + self.tn
     }
 
+    /// TP / (TP + FP); 0 when the tested side never triggered.
     pub fn precision(&self) -> f64 {
         ratio(self.tp, self.tp + self.fp)
     }
 
+    /// TP / (TP + FN); 0 when the reference never triggered.
     pub fn recall(&self) -> f64 {
         ratio(self.tp, self.tp + self.fn_)
     }

@@ -31,11 +31,13 @@ pub struct ContractReq {
     pub reasoning_markers: Vec<String>,
     /// How the request switches thinking on/off, as a JSON object merged into the body.
     pub thinking_on: Option<serde_json::Value>,
+    /// The same for thinking off.
     pub thinking_off: Option<serde_json::Value>,
     /// The model accepts tools declared inside `messages[].tools`.
     pub dynamic_tools: bool,
     /// Tool-call trigger F1 gates (fractions), by thinking mode.
     pub f1_min_thinking: Option<f64>,
+    /// The F1 gate with thinking off.
     pub f1_min_non_thinking: Option<f64>,
     /// Schema accuracy gate (fraction of triggered calls whose arguments pass).
     pub schema_accuracy_min: Option<f64>,

@@ -57,7 +57,9 @@ pub fn outcome(request: &Value, status: u16, answer: &Value) -> Option<Outcome> 
 /// The comparison's result: the score, the verifier's summary and how many requests.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
+    /// The tested side's tool-call trigger score against the reference.
     pub score: ToolCallScore,
+    /// The same numbers under the vendor verifier's field names.
     pub verifier_summary: VerifierSummary,
     /// Cases sent (each to both sides).
     pub cases: u64,

@@ -24,13 +24,21 @@ crate::names::snake_case_names! {
 crate::names::snake_case_names! {
     /// Deployment strategies as recipes name them (`strategy_min_gpus`, `default_strategy`).
     pub enum Strategy {
+        /// One node, tensor parallel.
         SingleNodeTp,
+        /// One node, tensor parallel with expert parallel.
         SingleNodeTep,
+        /// One node, data parallel with expert parallel.
         SingleNodeDep,
+        /// Several nodes, tensor parallel.
         MultiNodeTp,
+        /// Several nodes, tensor parallel with expert parallel.
         MultiNodeTep,
+        /// Several nodes, data parallel with expert parallel.
         MultiNodeDep,
+        /// Several nodes, tensor and pipeline parallel.
         MultiNodeTpPp,
+        /// Prefill and decode on separate servers (disaggregated).
         PdCluster,
     }
 }
@@ -40,10 +48,13 @@ crate::names::snake_case_names! {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GpuFamily {
+    /// The family's name, as recipes key hardware overrides (`blackwell`, `hopper`).
     pub name: String,
+    /// GPU-name fragments of the family (`B300`, `H100`).
     pub gpus: Vec<String>,
 }
 
+/// `[hardware]`: the GPU families.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HardwareFacts {
@@ -66,10 +77,13 @@ pub struct FabricFacts {
     pub multi_node_gpus: Vec<String>,
 }
 
+/// `[fabrics]`: what belongs to each interconnect.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FabricTable {
+    /// `[fabrics.rdma]`.
     pub rdma: FabricFacts,
+    /// `[fabrics.nvlink]`.
     pub nvlink: FabricFacts,
 }
 
@@ -104,6 +118,7 @@ impl HardwareFacts {
 }
 
 impl FabricTable {
+    /// The facts of `fabric`; `None` for [`Fabric::Generic`], which has none.
     pub fn get(&self, fabric: Fabric) -> Option<&FabricFacts> {
         match fabric {
             Fabric::Rdma => Some(&self.rdma),

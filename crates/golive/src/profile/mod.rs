@@ -29,6 +29,7 @@ pub fn builtin_names() -> Vec<&'static str> {
     BUILTIN.iter().map(|(n, _)| *n).collect()
 }
 
+/// The image a deployment must run (`[image]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct ImageReq {
@@ -38,6 +39,7 @@ pub struct ImageReq {
     pub cuda_major: Option<u32>,
 }
 
+/// The host driver a deployment needs (`[driver]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DriverReq {
@@ -47,15 +49,19 @@ pub struct DriverReq {
     pub branch: Option<String>,
 }
 
+/// The vLLM a deployment needs (`[vllm]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct VllmReq {
+    /// Lowest vLLM version (dotted, e.g. `0.28`); `None`: any.
     pub min_version: Option<String>,
 }
 
+/// The GPUs a deployment needs (`[gpus]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GpuReq {
+    /// Fewest GPUs of one server; `None`: not prescribed.
     pub min_count: Option<u32>,
     /// GPU name fragments of the required class (`B300` matches `NVIDIA B300 SXM6 AC`).
     pub classes: Vec<String>,
@@ -65,6 +71,7 @@ pub struct GpuReq {
     pub min_by_strategy: BTreeMap<String, u32>,
 }
 
+/// The serving flags a deployment needs (`[flags]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct FlagReq {
@@ -75,10 +82,13 @@ pub struct FlagReq {
     /// Flags that must have this value in the running flags (command line merged with
     /// its `--config` file), e.g. `{ "--prefix-match-unit" = "64" }`.
     pub values: BTreeMap<String, String>,
+    /// `--tool-call-parser` the model needs; `None`: not prescribed.
     pub tool_call_parser: Option<String>,
+    /// `--reasoning-parser` the model needs; `None`: not prescribed.
     pub reasoning_parser: Option<String>,
 }
 
+/// The interconnect a deployment needs (`[transport]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct TransportReq {
@@ -88,6 +98,7 @@ pub struct TransportReq {
     pub nvlink_all2all: String,
     /// Environment required when RDMA carries traffic.
     pub rdma_env: BTreeMap<String, String>,
+    /// DeepGEMM MegaMoE (`megamoe_backend`) must not be used when RDMA carries traffic.
     pub megamoe_forbidden_with_rdma: bool,
     /// The `--moe-backend` value of DeepGEMM MegaMoE.
     pub megamoe_backend: Option<String>,
@@ -95,10 +106,13 @@ pub struct TransportReq {
     pub dmabuf_fallback_env: Option<String>,
 }
 
+/// The prefix cache and context of a deployment (`[cache]`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct CacheReq {
+    /// The variable that sets the cache's retention, shown when set (e.g. `VLLM_PREFIX_CACHE_RETENTION_INTERVAL`).
     pub retention_env: Option<String>,
+    /// The model's context in tokens; a larger `--max-model-len` fails the check.
     pub max_context: Option<u64>,
 }
 
@@ -106,17 +120,27 @@ pub struct CacheReq {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Profile {
+    /// The profile's name (`kimi-k3`, `vllm`), as reports show it.
     pub name: String,
+    /// One line on what it is for.
     pub description: String,
     /// Where the facts come from (recipe, runbook).
     pub source: String,
+    /// The model it is written for (`moonshotai/Kimi-K3`); `None`: any.
     pub model: Option<String>,
+    /// The image it needs.
     pub image: ImageReq,
+    /// The host driver it needs.
     pub driver: DriverReq,
+    /// The vLLM it needs.
     pub vllm: VllmReq,
+    /// The GPUs it needs.
     pub gpus: GpuReq,
+    /// The serving flags it needs.
     pub flags: FlagReq,
+    /// The interconnect it needs.
     pub transport: TransportReq,
+    /// The prefix cache and context it needs.
     pub cache: CacheReq,
     /// PEP 440 bounds on the Python packages inside the serving container, by package
     /// (`vllm`, `torch`, `nccl`, `nvshmem`, `deep_ep`, `flashinfer`, `xgrammar` or a

@@ -155,10 +155,13 @@ pub enum ProseFact {
 /// One prose pattern: what it fills, where it looks, and the recipe sentence it was
 /// written for (tested below).
 pub struct ProsePattern {
+    /// The fact it fills in.
     pub fact: ProseFact,
     /// `guide` or `notes` (the guide and the install notes).
     pub source: &'static str,
+    /// The regular expression.
     pub regex: &'static str,
+    /// The recipe sentence it was written for.
     pub example: &'static str,
 }
 
