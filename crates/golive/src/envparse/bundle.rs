@@ -14,13 +14,21 @@ use crate::bundle_format::{Manifest, MANIFEST, RAW_DIR};
 /// Everything read from one bundle.
 #[derive(Debug, Clone, Default)]
 pub struct Bundle {
+    /// The bundle directory it was read from.
     pub dir: PathBuf,
+    /// `manifest.json`; `None`: absent or not golive's.
     pub manifest: Option<Manifest>,
+    /// The host it was collected on: the manifest's, else the directory's name.
     pub host: String,
+    /// `nvidia-smi` on the host.
     pub smi: Option<SmiTable>,
+    /// `nvidia-smi --query-gpu`: one entry per GPU.
     pub query: Vec<QueryGpu>,
+    /// `nvidia-smi topo -m`; `None`: absent or without GPUs.
     pub topo: Option<Topology>,
+    /// `docker inspect` of the serving container.
     pub container: Option<DockerInfo>,
+    /// `docker image inspect` of its image.
     pub image: Option<DockerInfo>,
     /// The running flags: the launch command merged with its `--config` file.
     pub launch: Option<Launch>,
@@ -30,18 +38,29 @@ pub struct Bundle {
     pub config_error: Option<String>,
     /// `raw/env.txt` as written.
     pub env_file: BTreeMap<String, String>,
+    /// `/proc/modules`: the loaded kernel modules.
     pub modules: Option<Modules>,
+    /// `ibv_devinfo`: the RDMA devices.
     pub ibv: Option<Vec<Hca>>,
+    /// `ip -br link`: the network interfaces.
     pub links: Option<Vec<NetLink>>,
+    /// The vLLM version from `raw/vllm-version.txt`.
     pub vllm_version_file: Option<String>,
+    /// Path of the server's log, when the bundle has one.
     pub startup_log: Option<PathBuf>,
+    /// The server's log.
     pub startup_log_text: Option<String>,
     /// `nvidia-smi` as seen inside the container (docker exec or --probe-image).
     pub container_smi: Option<SmiTable>,
+    /// CUDA errors in the container's `nvidia-smi`, the image probe or the log.
     pub container_cuda_errors: Vec<ContainerCudaError>,
+    /// `raw/container-cuda.txt`: the container's CUDA runtime, as written.
     pub container_cuda_text: Option<String>,
+    /// The driver version from `/proc/driver/nvidia/version`.
     pub proc_driver: Option<String>,
+    /// `uname -a`.
     pub uname: Option<String>,
+    /// The local CUDA toolkit version from `nvcc --version`.
     pub nvcc: Option<String>,
     /// Python distributions inside the serving container (normalised name → version).
     pub python_packages: Option<BTreeMap<String, String>>,
@@ -287,6 +306,7 @@ impl Bundle {
             })
             .or_else(|| self.launch.as_ref().and_then(|l| l.image.clone()))
     }
+    /// The image digest (`sha256:...`): from the image, the container, or a `@digest` reference.
     pub fn image_digest(&self) -> Option<String> {
         self.image
             .as_ref()

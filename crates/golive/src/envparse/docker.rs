@@ -18,13 +18,17 @@ pub struct DockerInfo {
     pub image_ref: Option<String>,
     /// The image id of a container (`Image`).
     pub image_id: Option<String>,
+    /// `RepoTags`: the image's `repo:tag` names.
     pub repo_tags: Vec<String>,
     /// `name@sha256:...` entries.
     pub repo_digests: Vec<String>,
     /// Container entry: `Path` then `Args`.
     pub path: Option<String>,
+    /// The container entry's arguments (`Args`).
     pub args: Vec<String>,
+    /// `Config.Env`, by variable name.
     pub env: BTreeMap<String, String>,
+    /// The container's `State.Status` (`running`, `exited`).
     pub state: Option<String>,
     /// True when the text was not complete JSON and was read line by line.
     pub partial: bool,

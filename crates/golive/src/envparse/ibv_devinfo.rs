@@ -4,25 +4,36 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 
+/// One port of an HCA.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct IbPort {
+    /// The port number.
     pub port: u32,
+    /// `state`, e.g. `PORT_ACTIVE (4)`.
     pub state: Option<String>,
+    /// `link_layer`: `InfiniBand` or `Ethernet` (RoCE).
     pub link_layer: Option<String>,
+    /// `active_mtu`, e.g. `4096 (5)`.
     pub active_mtu: Option<String>,
 }
 
 /// One HCA of `ibv_devinfo`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Hca {
+    /// `hca_id`, e.g. `mlx5_0`.
     pub name: String,
+    /// `transport`, e.g. `InfiniBand (0)`.
     pub transport: Option<String>,
+    /// Firmware version (`fw_ver`).
     pub fw_ver: Option<String>,
+    /// `vendor_part_id`, the adapter model's number.
     pub vendor_part_id: Option<String>,
+    /// Its ports, in order.
     pub ports: Vec<IbPort>,
 }
 
 impl Hca {
+    /// Some port's state is `PORT_ACTIVE`.
     pub fn has_active_port(&self) -> bool {
         self.ports.iter().any(|p| {
             p.state
@@ -32,6 +43,7 @@ impl Hca {
     }
 }
 
+/// The HCAs of `ibv_devinfo` output, in order.
 pub fn parse_ibv_devinfo(text: &str) -> Vec<Hca> {
     let text = normalize(text);
     let mut out: Vec<Hca> = Vec::new();

@@ -4,9 +4,12 @@ use serde::{Deserialize, Serialize};
 
 use super::*;
 
+/// One network interface of `ip -br link`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NetLink {
+    /// The interface name, e.g. `ib0`, `eth0`.
     pub name: String,
+    /// Its state, e.g. `UP`, `DOWN`, `UNKNOWN`.
     pub state: String,
 }
 

@@ -12,7 +12,9 @@ use super::normalize;
 /// with dashes (`--max_num_seqs` → `--max-num-seqs`, `-tp4` → `--tensor-parallel-size 4`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchArg {
+    /// The flag, e.g. `--tensor-parallel-size`.
     pub flag: String,
+    /// Its value (secrets redacted); `None`: a switch without one.
     pub value: Option<String>,
 }
 
@@ -22,7 +24,9 @@ pub struct Launch {
     /// How vLLM is started: `vllm serve`, `python -m vllm.entrypoints.openai.api_server`,
     /// or `docker run IMAGE` when only the container's arguments are given.
     pub program: String,
+    /// The model served: the first positional word, else `--model`.
     pub model: Option<String>,
+    /// Every flag in the order given, the `--config` file's first (so the command line wins).
     pub args: Vec<LaunchArg>,
     /// Environment set on the command, by `export`, `-e` or a compose `environment:` list.
     pub env: BTreeMap<String, String>,
@@ -67,21 +71,26 @@ impl Launch {
     pub fn get(&self, flag: &str) -> Option<&LaunchArg> {
         self.args.iter().rev().find(|a| a.flag == flag)
     }
+    /// The flag is given.
     pub fn has(&self, flag: &str) -> bool {
         self.get(flag).is_some()
     }
+    /// The flag's value (the last occurrence); `None`: absent or given without one.
     pub fn value(&self, flag: &str) -> Option<&str> {
         self.get(flag).and_then(|a| a.value.as_deref())
     }
     fn size(&self, flag: &str) -> Option<u64> {
         self.value(flag).and_then(|v| v.trim().parse().ok())
     }
+    /// `--tensor-parallel-size`; 1 when absent.
     pub fn tensor_parallel(&self) -> u64 {
         self.size("--tensor-parallel-size").unwrap_or(1)
     }
+    /// `--pipeline-parallel-size`; 1 when absent.
     pub fn pipeline_parallel(&self) -> u64 {
         self.size("--pipeline-parallel-size").unwrap_or(1)
     }
+    /// `--data-parallel-size`; 1 when absent.
     pub fn data_parallel(&self) -> u64 {
         self.size("--data-parallel-size").unwrap_or(1)
     }

@@ -17,6 +17,7 @@ pub struct Modules {
 }
 
 impl Modules {
+    /// The module is loaded (listed, or used by a listed one).
     pub fn is_loaded(&self, name: &str) -> bool {
         self.listed.contains(name) || self.referenced.contains(name)
     }
@@ -26,6 +27,7 @@ impl Modules {
     }
 }
 
+/// The modules of `lsmod` or `/proc/modules` output.
 pub fn parse_modules(text: &str) -> Modules {
     let text = normalize(text);
     let mut m = Modules::default();

@@ -11,10 +11,15 @@ use super::*;
 /// One GPU row of the plain `nvidia-smi` table.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SmiGpu {
+    /// The GPU's index.
     pub index: u32,
+    /// Its name as printed (may be cut short by the table).
     pub name: String,
+    /// Its PCI bus id, e.g. `00000000:18:00.0`.
     pub bus_id: String,
+    /// Memory in use, MiB.
     pub memory_used_mib: Option<u64>,
+    /// Memory in all, MiB.
     pub memory_total_mib: Option<u64>,
 }
 
@@ -33,6 +38,7 @@ pub struct SmiTable {
     pub cuda_shown: Option<String>,
     /// True when the header used the R610 names (`KMD Version`, `CUDA UMD Version`).
     pub r610_names: bool,
+    /// The GPU rows, in order.
     pub gpus: Vec<SmiGpu>,
     /// PIDs listed in the processes section.
     pub process_pids: Vec<u64>,
@@ -112,13 +118,21 @@ pub fn parse_nvidia_smi(text: &str) -> SmiTable {
 /// One row of `nvidia-smi --query-gpu=... --format=csv`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QueryGpu {
+    /// `index`.
     pub index: Option<u32>,
+    /// `name`, e.g. `NVIDIA B300 SXM6 AC`.
     pub name: Option<String>,
+    /// `uuid`, e.g. `GPU-...`.
     pub uuid: Option<String>,
+    /// `driver_version`: the host driver.
     pub driver_version: Option<String>,
+    /// `memory.total`, MiB.
     pub memory_total_mib: Option<u64>,
+    /// `memory.used`, MiB.
     pub memory_used_mib: Option<u64>,
+    /// `pci.bus_id`.
     pub pci_bus_id: Option<String>,
+    /// `compute_cap`, e.g. `10.0`.
     pub compute_cap: Option<String>,
 }
 
@@ -214,6 +228,7 @@ static NIC_LEGEND_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^\s*NIC(\d+):\s*(\S+)").unwrap());
 
 impl Topology {
+    /// GPUs in the matrix.
     pub fn gpu_count(&self) -> usize {
         self.gpus.len()
     }

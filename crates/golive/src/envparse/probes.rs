@@ -41,7 +41,9 @@ pub fn parse_proc_driver_version(text: &str) -> Option<String> {
 pub struct ContainerCudaError {
     /// 1-based line.
     pub line: usize,
+    /// The CUDA version the image requires, e.g. `13.0`.
     pub required_cuda: String,
+    /// The line, trimmed to 300 characters.
     pub text: String,
 }
 
