@@ -15,8 +15,11 @@ use super::validate::{schema_errors, Answer};
 pub struct Case {
     /// Check id, e.g. `agent_tool_required_arg`; the streamed variant prefixes `agent_stream_`.
     pub id: String,
+    /// What is tested, in words (the report's test case).
     pub test_case: String,
+    /// The request body, without `model` and `stream`.
     pub request: Value,
+    /// What it must produce.
     pub answer: Answer,
     /// Built from the user's own tools or cases: a failure blocks the release.
     pub user_schema: bool,
@@ -371,6 +374,7 @@ pub struct UserCase {
     /// JSON Schema the answer's content must follow (sent as response_format json_schema).
     #[serde(default)]
     pub schema: Option<Value>,
+    /// Output limit of the case; `None`: the run's default.
     #[serde(default)]
     pub max_tokens: Option<u32>,
     /// Sent as `parallel_tool_calls` (false: at most one call may come back).

@@ -19,7 +19,9 @@ use crate::sse::SseDecoder;
 /// What one request produced.
 #[derive(Debug, Clone)]
 pub struct Sent {
+    /// What came back.
     pub outcome: Outcome,
+    /// From sending to the end of the answer, ms.
     pub duration_ms: u64,
     /// The raw non-streamed body (kept for evidence; never written with `--no-content`).
     pub body: Option<Value>,
@@ -217,6 +219,7 @@ pub struct LogWatch {
 }
 
 impl LogWatch {
+    /// Watches the server log at `path`, from its current end.
     pub fn new(path: PathBuf) -> Self {
         let offset = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         LogWatch { path, offset }

@@ -19,9 +19,11 @@ pub const REGRESSION_VERSION: u32 = 1;
 /// One saved failing request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Regression {
+    /// The file's layout version ([`REGRESSION_VERSION`]).
     pub golive_regression: u32,
     /// The check it failed in, e.g. `agent_tool_required_arg`.
     pub check: String,
+    /// When it was saved.
     pub saved_at: DateTime<Utc>,
     /// The server it failed against (base URL).
     pub url: String,
@@ -31,6 +33,7 @@ pub struct Regression {
     pub content_withheld: bool,
     /// The request body as sent (`stream` included).
     pub request: Value,
+    /// What came back when it failed.
     pub observed: Observed,
 }
 
@@ -39,12 +42,15 @@ pub struct Regression {
 pub struct Observed {
     /// `reply`, `http_error`, `timeout` or `transport`.
     pub kind: String,
+    /// The HTTP status, when an answer came.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// The validator's findings.
     pub problems: Vec<Problem>,
     /// The assistant turn (or the error), possibly reduced to hashes.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub answer: Value,
+    /// From sending to the end of the answer, ms.
     pub duration_ms: u64,
 }
 

@@ -10,6 +10,7 @@ use super::regress;
 use super::validate::{judge, Outcome, Problem, Severity};
 use crate::target::{Target, TargetOptions};
 
+/// What `golive replay` runs: a saved case, a server, how often.
 #[derive(Debug, Clone)]
 pub struct ReplayOptions {
     /// A saved regression case (`DIR/regressions/*.json`).
@@ -18,6 +19,7 @@ pub struct ReplayOptions {
     pub url: String,
     /// How often to send it; it passes only when every attempt passes.
     pub repeat: u32,
+    /// Credentials, model and timeouts of the server.
     pub target: TargetOptions,
 }
 
@@ -76,11 +78,14 @@ pub async fn replay(args: &ReplayOptions) -> crate::Result<ReplayResult> {
 /// One sending of the saved case.
 #[derive(Debug, Clone)]
 pub struct ReplayAttempt {
+    /// From sending to the end of the answer, ms.
     pub duration_ms: u64,
+    /// The validator's findings on this answer.
     pub problems: Vec<Problem>,
 }
 
 impl ReplayAttempt {
+    /// No failing finding (warnings allowed).
     pub fn passed(&self) -> bool {
         !self.problems.iter().any(|p| p.severity == Severity::Fail)
     }
@@ -89,23 +94,30 @@ impl ReplayAttempt {
 /// What `replay` found.
 #[derive(Debug, Clone)]
 pub struct ReplayResult {
+    /// The regression file, as given.
     pub file: String,
+    /// The check it failed in, e.g. `agent_tool_required_arg`.
     pub check: String,
+    /// The server it was sent to (base URL).
     pub url: String,
+    /// Every attempt, in order.
     pub attempts: Vec<ReplayAttempt>,
     /// An attempt could not connect.
     pub unreachable: bool,
 }
 
 impl ReplayResult {
+    /// Attempts that passed.
     pub fn passed(&self) -> usize {
         self.attempts.iter().filter(|a| a.passed()).count()
     }
 
+    /// Every attempt passed (`golive replay` exits 0).
     pub fn all_passed(&self) -> bool {
         self.passed() == self.attempts.len()
     }
 
+    /// The result as `golive replay --format json` prints it.
     pub fn to_json(&self) -> Value {
         json!({
             "file": self.file,

@@ -14,7 +14,7 @@ use crate::sse::SseEvent;
 
 /// Feed events with [`Assembler::push`], then call [`Assembler::finish`].
 #[derive(Debug, Default)]
-pub struct Assembler {
+pub(crate) struct Assembler {
     reply: Reply,
     calls: BTreeMap<u64, ToolCall>,
     problems: Vec<Problem>,
@@ -28,10 +28,6 @@ pub struct Assembler {
 impl Assembler {
     pub fn new() -> Self {
         Self::default()
-    }
-
-    pub fn chunks(&self) -> usize {
-        self.chunks
     }
 
     pub fn push(&mut self, event: &SseEvent) {

@@ -109,11 +109,15 @@ pub enum Decision {
         later: Vec<Repair>,
     },
     /// Items failed that no rule names.
-    /// The failed items.
-    RecordMissingEvidence { failed: Vec<ItemId> },
+    RecordMissingEvidence {
+        /// The failed items.
+        failed: Vec<ItemId>,
+    },
     /// Nothing failed, but evidence is missing.
-    /// The items without evidence.
-    CollectEvidence { unknown: Vec<ItemId> },
+    CollectEvidence {
+        /// The items without evidence.
+        unknown: Vec<ItemId>,
+    },
     /// Everything passed.
     Accept,
 }

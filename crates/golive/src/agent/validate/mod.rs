@@ -24,21 +24,27 @@ use crate::report::Owner;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
+    /// The exchange breaks the interface: the case fails.
     Fail,
+    /// Worth a look, but clients cope: the case warns.
     Warn,
 }
 
 /// One finding about one exchange.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Problem {
+    /// Who has to act on it.
     pub owner: Owner,
+    /// Whether it fails the case or only warns.
     pub severity: Severity,
     /// Stable short code, e.g. `empty_tool_calls_array`.
     pub code: ProblemCode,
+    /// What was seen, in words (quoted excerpts included).
     pub detail: String,
 }
 
 impl Problem {
+    /// A failing finding.
     pub fn fail(owner: Owner, code: ProblemCode, detail: impl Into<String>) -> Self {
         Problem {
             owner,
@@ -47,6 +53,7 @@ impl Problem {
             detail: detail.into(),
         }
     }
+    /// A warning.
     pub fn warn(owner: Owner, code: ProblemCode, detail: impl Into<String>) -> Self {
         Problem {
             owner,
@@ -67,13 +74,18 @@ pub enum Answer {
     TextOrTool,
     /// At least one tool call; the first one to `name` when given, with `args` as a subset of its arguments.
     Tool {
+        /// The tool the first call must name; `None`: any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         name: Option<String>,
+        /// Arguments the first call must carry with these values; `None`: any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         args: Option<Map<String, Value>>,
     },
     /// `content` is JSON valid against `schema` (structured output).
-    Json { schema: Value },
+    Json {
+        /// The JSON Schema `content` must satisfy.
+        schema: Value,
+    },
     /// A clean 4xx with an error message (an invalid request must not get a 5xx or a hang).
     ClientError,
     /// A tool call cut off by `max_tokens`: `finish_reason` must be `length`, not `tool_calls`.
@@ -83,14 +95,19 @@ pub enum Answer {
 /// One tool call, from a message or assembled from stream deltas.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolCall {
+    /// The stream's `index`; `None` in a non-streamed answer without one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<u64>,
+    /// The call's `id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// The call's `type` (`function`).
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// `function.name`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// `function.arguments`, as sent (a JSON string, or the stream's pieces joined).
     #[serde(default)]
     pub arguments: String,
 }
@@ -98,25 +115,32 @@ pub struct ToolCall {
 /// The assistant turn of a 2xx answer, the same for streamed and non-streamed answers.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reply {
+    /// `finish_reason`; `None`: absent.
     pub finish_reason: Option<String>,
+    /// `content`; `None`: null or absent.
     pub content: Option<String>,
+    /// The reasoning text (`reasoning` or `reasoning_content`); `None`: none.
     pub reasoning: Option<String>,
     /// `reasoning` or the older `reasoning_content`, whichever carried it.
     pub reasoning_field: Option<String>,
     /// `None` when the field is absent or null; `Some(empty)` for `"tool_calls": []`.
     pub tool_calls: Option<Vec<ToolCall>>,
+    /// `usage` as sent; `None`: absent.
     pub usage: Option<Value>,
 }
 
 impl Reply {
+    /// The tool calls; empty when there are none.
     pub fn calls(&self) -> &[ToolCall] {
         self.tool_calls.as_deref().unwrap_or(&[])
     }
+    /// `content` has non-blank text.
     pub fn has_text(&self) -> bool {
         self.content
             .as_deref()
             .is_some_and(|c| !c.trim().is_empty())
     }
+    /// `usage.completion_tokens`.
     pub fn completion_tokens(&self) -> Option<u64> {
         self.usage.as_ref()?.get("completion_tokens")?.as_u64()
     }
@@ -128,23 +152,36 @@ impl Reply {
 pub enum Outcome {
     /// HTTP 2xx with a body read as a chat completion (or an assembled stream).
     Reply {
+        /// The HTTP status.
         status: u16,
+        /// The assistant turn.
         reply: Reply,
         /// Problems found while reading the envelope or the stream.
         envelope: Vec<Problem>,
     },
     /// HTTP status outside 2xx.
     HttpError {
+        /// The HTTP status.
         status: u16,
+        /// The API error's message, when the body is JSON and carries one.
         message: Option<String>,
+        /// The body's first 300 characters.
         body_excerpt: String,
         /// The body is JSON (an API error), not a proxy's HTML page.
         json_body: bool,
     },
     /// No complete answer within the deadline.
-    Timeout { after_ms: u64 },
+    Timeout {
+        /// The deadline that passed, ms.
+        after_ms: u64,
+    },
     /// The connection failed (`connect`: nothing listening) or broke.
-    Transport { connect: bool, error: String },
+    Transport {
+        /// Nothing accepted the connection (else it broke later).
+        connect: bool,
+        /// The error, in words.
+        error: String,
+    },
 }
 
 /// Judges one outcome against what the request expected.
@@ -291,11 +328,15 @@ fn judge_http_error(
 /// Compact shape of a reply for comparing a streamed answer with the non-streamed one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Shape {
+    /// `finish_reason`.
     pub finish_reason: Option<String>,
+    /// `content` has non-blank text.
     pub has_text: bool,
+    /// The called tools' names, in order.
     pub tools: Vec<String>,
 }
 
+/// The shape of `reply`.
 pub fn shape(reply: &Reply) -> Shape {
     Shape {
         finish_reason: reply.finish_reason.clone(),

@@ -28,11 +28,15 @@ pub fn offered_tools(request: &Value) -> Vec<(String, Value)> {
 /// `tool_choice` of a request: `required`, a named function, or free.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolChoice {
+    /// `auto`, `none` or absent: the model may answer either way.
     Free,
+    /// `required`: some tool call must come.
     Required,
+    /// A named function: a call to it must come.
     Named(String),
 }
 
+/// The `tool_choice` of `request`.
 pub fn tool_choice(request: &Value) -> ToolChoice {
     match request.get("tool_choice") {
         Some(Value::String(s)) if s == "required" => ToolChoice::Required,
