@@ -37,10 +37,12 @@ pub struct Saturation {
 }
 
 impl Saturation {
-    /// `over-saturated at 23.1 s: in flight +4.20/s (±0.31), TTFT +180 ms/s (±22) over 20 s`.
+    /// `over-saturated at 23.1 s: in flight +4.20/s (±0.31), TTFT +180 ms/s (±22) over 20 s`
+    /// (a window under 10 s in tenths: the accept ramp's rate steps judge over half a second).
     pub fn text(&self) -> String {
+        let digits = usize::from(self.window_s < 10.0);
         format!(
-            "over-saturated at {:.1} s: in flight {:+.2}/s (±{:.2}), TTFT {:+.0} ms/s (±{:.0}) over the last {:.0} s (mean {:.1} in flight, TTFT {:.0} ms)",
+            "over-saturated at {:.1} s: in flight {:+.2}/s (±{:.2}), TTFT {:+.0} ms/s (±{:.0}) over the last {:.digits$} s (mean {:.1} in flight, TTFT {:.0} ms)",
             self.at_s,
             self.in_flight_slope,
             self.in_flight_se,
@@ -184,6 +186,13 @@ mod tests {
         assert!((10.0..12.0).contains(&s.at_s), "{}", s.text());
         assert!((9.0..11.0).contains(&s.in_flight_slope), "{}", s.text());
         assert!(s.text().starts_with("over-saturated at"));
+        assert!(s.text().contains("over the last 10 s"), "{}", s.text());
+        let short = Saturation { window_s: 0.4, ..s };
+        assert!(
+            short.text().contains("over the last 0.4 s"),
+            "{}",
+            short.text()
+        );
         assert_eq!(run(8.0, 10.0, 60.0), None);
         // A short burst of queueing at the start does not count once the window has moved on.
         let mut d = Detector::new(Duration::from_secs(10));
