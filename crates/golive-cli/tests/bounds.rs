@@ -149,6 +149,14 @@ fn sizes_are_capped_before_anything_is_built() {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("is not in 1..=10"), "{}", stderr(&o));
     }
+    // The boundary search bisects the concurrency or the offered rate, nothing else.
+    let o = run(&["accept", "--url", "http://x", "--boundary-by", "tokens"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("[possible values: concurrency, rate]"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use golive::accept::capacity::TargetLoad;
+use golive::accept::ramp::BoundaryBy;
 use golive::accept::{self, AcceptEnd, AcceptOptions, SkippableStage};
 use golive::agent::AgentOptions;
 use golive::events::{Event, Events, ReportError, Reporter};
@@ -33,6 +34,22 @@ pub enum SkipArg {
     Contract,
     Ramp,
     Soak,
+}
+
+/// What the boundary search bisects (`--boundary-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BoundaryByArg {
+    Concurrency,
+    Rate,
+}
+
+impl From<BoundaryByArg> for BoundaryBy {
+    fn from(b: BoundaryByArg) -> Self {
+        match b {
+            BoundaryByArg::Concurrency => BoundaryBy::Concurrency,
+            BoundaryByArg::Rate => BoundaryBy::Rate,
+        }
+    }
 }
 
 impl From<SkipArg> for SkippableStage {
@@ -154,9 +171,15 @@ pub struct AcceptArgs {
     pub headroom: f64,
     /// Time for the boundary search after a ramp step fails on load: the concurrency is
     /// bisected between the last step that held and the failing one until the two are
-    /// within 10% (or one request) apart; 0s: no search.
+    /// within 10% apart (then, one request apart and still wider, the offered rate: see
+    /// --boundary-by); 0s: no search.
     #[arg(help_heading = "Capacity", long, default_value = "3m", value_parser = crate::args::duration)]
     pub boundary_budget: Duration,
+    /// What the boundary search bisects: `concurrency`, going on in the offered request
+    /// rate (open loop, constant arrivals) where the concurrency ends one request apart and
+    /// wider than 10%; or `rate`, the offered rate straight after the doubling ramp.
+    #[arg(help_heading = "Capacity", long, value_enum, default_value_t = BoundaryByArg::Concurrency)]
+    pub boundary_by: BoundaryByArg,
     /// With a target: measure the step the capacity answer rests on this many times in all
     /// (the ramp's own measurement included); the answer is their mean goodput with a 90%
     /// interval, and the replicas at both ends of it. (`--repeat` is the agent stage's.)
@@ -217,6 +240,7 @@ impl From<AcceptArgs> for AcceptOptions {
             headroom: a.headroom,
             boundary_budget: a.boundary_budget,
             capacity_repeat: a.capacity_repeat,
+            boundary_by: a.boundary_by.into(),
         }
     }
 }

@@ -122,6 +122,9 @@ pub struct AcceptOptions {
     /// Measurements of the capacity step in all (1..=10): with a target, the step the
     /// capacity answer rests on is measured again, and the answer gives the interval.
     pub capacity_repeat: u32,
+    /// What the boundary search bisects: the concurrency (then, one request apart and wider
+    /// than 10%, the offered rate), or the offered rate straight away.
+    pub boundary_by: ramp::BoundaryBy,
 }
 
 impl AcceptOptions {

@@ -35,6 +35,20 @@ pub struct StepPlan {
     pub max_tokens: u32,
     /// Prompt plus output limit.
     pub context: u32,
+    /// A step of the boundary search in the offered rate: its requests start at this many
+    /// per second (open loop), `concurrency` of them at most in flight (see [`step_load`]).
+    pub rate: Option<f64>,
+}
+
+/// Which quantity the boundary search bisects (`--boundary-by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BoundaryBy {
+    /// The concurrency; where its two ends are one request apart and still wider than
+    /// [`BOUNDARY_WIDTH`], the search goes on in the offered rate.
+    #[default]
+    Concurrency,
+    /// The offered rate, straight after the doubling ramp's bracket.
+    Rate,
 }
 
 /// Settings of the ramp.
@@ -63,6 +77,8 @@ pub struct RampConfig {
     pub target: Option<TargetLoad>,
     /// Measurements of the capacity step in all (`--capacity-repeat`); 1: no repeat.
     pub repeat: u32,
+    /// What the boundary search bisects (`--boundary-by`).
+    pub boundary_by: BoundaryBy,
 }
 
 /// The steps: at each concurrency level (1, 2, 4, ... up to the maximum) one short and
@@ -94,6 +110,7 @@ pub fn plan_steps(cfg: &RampConfig) -> Vec<StepPlan> {
             prompt_tokens: cfg.short_prompt,
             max_tokens: out,
             context: short_ctx,
+            rate: None,
         });
         steps.push(StepPlan {
             label: format!("{c} x long ({lc} tokens context)"),
@@ -101,6 +118,7 @@ pub fn plan_steps(cfg: &RampConfig) -> Vec<StepPlan> {
             prompt_tokens: lc.saturating_sub(out).max(1),
             max_tokens: out,
             context: lc,
+            rate: None,
         });
     }
     steps
@@ -115,12 +133,44 @@ pub struct RampOutcome {
     /// Request rate of the short step at the accepted concurrency.
     pub accepted_rate: Option<f64>,
     pub boundary: Option<String>,
+    /// Each step's request rate (all requests, per second), in the order of `steps`.
+    pub request_rates: Vec<f64>,
 }
 
+impl RampOutcome {
+    /// Keeps a measured step: `on_step` sees it (to save the report), then the outcome.
+    fn keep(&mut self, done: StepDone, on_step: &mut impl FnMut(&RampStep, &Check)) {
+        on_step(&done.step, &done.check);
+        self.request_rates.push(done.rate);
+        self.steps.push(done.step);
+        self.checks.push(done.check);
+    }
+}
+
+/// `ramp_c4_short`, `ramp_c4_short_repeat2`; a rate step by its rate (`ramp_r0p62_long`).
 fn step_id(p: &StepPlan) -> String {
+    let at = match p.rate {
+        Some(r) => format!("r{}", rate_text(r).replace('.', "p")),
+        None => format!("c{}", p.concurrency),
+    };
     match repeat_of(&p.label) {
-        Some((_, n)) => format!("ramp_c{}_{}_repeat{n}", p.concurrency, p.kind()),
-        None => format!("ramp_c{}_{}", p.concurrency, p.kind()),
+        Some((_, n)) => format!("ramp_{at}_{}_repeat{n}", p.kind()),
+        None => format!("ramp_{at}_{}", p.kind()),
+    }
+}
+
+/// A rate in three significant digits without trailing zeros (`0.623`, `0.62`, `12.5`,
+/// `140`): the steps of a search within 10% stay apart.
+pub(crate) fn rate_text(rate: f64) -> String {
+    let digits = if rate > 0.0 && rate.is_finite() {
+        (2 - rate.log10().floor() as i32).clamp(0, 6) as usize
+    } else {
+        0
+    };
+    let text = format!("{rate:.digits$}");
+    match text.contains('.') {
+        true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => text,
     }
 }
 
@@ -160,7 +210,8 @@ impl StepPlan {
         )
     }
 
-    /// A recorded step, to be measured again as its `n`th measurement.
+    /// A recorded step, to be measured again as its `n`th measurement (a rate step at its
+    /// rate).
     fn again(s: &RampStep, n: u32) -> StepPlan {
         StepPlan {
             label: repeat_label(&s.label, n),
@@ -168,7 +219,15 @@ impl StepPlan {
             prompt_tokens: s.prompt_tokens,
             max_tokens: s.max_tokens,
             context: s.prompt_tokens + s.max_tokens,
+            rate: s.rate,
         }
+    }
+
+    /// What the step sends, after its load (`long (256 tokens context)` of
+    /// `4 x long (256 tokens context), boundary search`).
+    fn what(&self) -> &str {
+        let what = self.label.split_once(" x ").map_or("", |(_, r)| r);
+        what.trim_end_matches(", boundary search")
     }
 }
 
@@ -191,6 +250,7 @@ impl RampConfig {
             boundary_budget: args.boundary_budget,
             target: args.target_load,
             repeat: args.capacity_repeat,
+            boundary_by: args.boundary_by,
         }
     }
 }
@@ -243,10 +303,9 @@ fn baseline(outcome: &RampOutcome) -> Baseline {
         waiting_max: steps.iter().filter_map(|s| s.waiting_max).reduce(f64::max),
         ..Baseline::default()
     };
-    let accepted = steps
-        .iter()
-        .rev()
-        .find(|s| Some(s.concurrency) == outcome.accepted_concurrency && s.errors == 0);
+    let accepted = steps.iter().rev().find(|s| {
+        Some(s.concurrency) == outcome.accepted_concurrency && s.rate.is_none() && s.errors == 0
+    });
     if let Some(step) = accepted {
         b.ttft_p50_ms = Some(step.ttft_ms.p50);
         b.ttft_p95_ms = Some(step.ttft_ms.p95);
@@ -282,6 +341,7 @@ pub async fn run(
         accepted_concurrency: None,
         accepted_rate: None,
         boundary: None,
+        request_rates: Vec::new(),
     };
     let mut level_ok: BTreeMap<u32, (bool, Option<f64>)> = BTreeMap::new();
     let mut transport = TransportTally::default();
@@ -293,14 +353,13 @@ pub async fn run(
         if p.kind() == "short" {
             entry.1 = Some(done.rate);
         }
-        on_step(&done.step, &done.check);
-        outcome.steps.push(done.step);
-        outcome.checks.push(done.check);
-        if done.failed {
+        let (failed, capacity) = (done.failed, done.capacity);
+        outcome.keep(done, &mut on_step);
+        if failed {
             let boundary = p.boundary_text();
             outcome.checks.extend(not_run(&plans[i + 1..], &boundary));
             outcome.boundary = Some(boundary);
-            failed_on_load = done.capacity.then_some(p);
+            failed_on_load = capacity.then_some(p);
             break;
         }
     }
@@ -338,6 +397,8 @@ struct StepDone {
     capacity: bool,
     /// Requests per second, all requests.
     rate: f64,
+    /// An open loop that fell behind its schedule (see [`crate::load::client_limited`]).
+    client_limited: bool,
 }
 
 impl Ramp<'_> {
@@ -350,10 +411,18 @@ impl Ramp<'_> {
     ) -> StepDone {
         let m = self.measure(p).await;
         let judged = judge_step(&m, self.cfg);
-        let step = step_record(p, &m, judged.status);
+        let mut step = step_record(p, &m, judged.status);
         let mut check = step_check(self.node, self.model, p, &m, &step, &judged);
-        let failed = judged.status == Status::Fail;
-        if failed {
+        let mut failed = judged.status == Status::Fail;
+        let lateness = m.result.stats.schedule_lateness_ms();
+        // Error answers stay the server's; anything else the client could not send as
+        // planned says nothing of the server.
+        let client_limited =
+            crate::load::client_limited(p.rate, &lateness) && (!failed || judged.capacity_evidence);
+        if client_limited {
+            mark_client_limited(&mut check, &mut step, &lateness);
+            failed = false;
+        } else if failed {
             let failure = Failure {
                 m: &m,
                 judged: &judged,
@@ -367,8 +436,9 @@ impl Ramp<'_> {
             step,
             check,
             failed,
-            capacity: judged.capacity_evidence,
+            capacity: judged.capacity_evidence && !client_limited,
             rate: m.result.request_rate(),
+            client_limited,
         }
     }
 }
@@ -398,9 +468,7 @@ impl Ramp<'_> {
                 done.check.impact = Impact::Info;
                 done.check.next_step = "the capacity step failed when measured again: the capacity lies within the noise of the boundary; the answer is low confidence".into();
             }
-            on_step(&done.step, &done.check);
-            outcome.steps.push(done.step);
-            outcome.checks.push(done.check);
+            outcome.keep(done, on_step);
         }
     }
 }
@@ -456,11 +524,21 @@ impl Ramp<'_> {
     }
 }
 
-/// The load of one step.
+/// The load of one step: `requests_per_stream` requests per stream in a closed loop; a rate
+/// step sends its `concurrency` requests at its rate, evenly spaced (open loop: a queue
+/// forms in the server, never in the client, whose cap is the request count), and stops
+/// early when the server is over-saturated, judged over half the step's schedule.
 fn step_load(model: &str, info: &ServerInfo, cfg: &RampConfig, p: &StepPlan) -> LoadPlan {
     let mut plan = LoadPlan::new(model);
     plan.concurrency = p.concurrency;
     plan.requests = Some(u64::from(p.concurrency * cfg.requests_per_stream.max(1)));
+    if let Some(rate) = p.rate.filter(|r| *r > 0.0 && r.is_finite()) {
+        plan.rate = Some(rate);
+        plan.arrival = crate::load::Arrival::Constant;
+        plan.requests = Some(u64::from(p.concurrency));
+        let schedule = f64::from(p.concurrency) / rate;
+        plan.saturation_window = Some(Duration::from_secs_f64(schedule / 2.0));
+    }
     plan.prompt_tokens = p.prompt_tokens;
     plan.max_tokens = p.max_tokens;
     // Fixed output lengths where the engine takes `ignore_eos`; a plain OpenAI
@@ -520,6 +598,9 @@ fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
             false,
             format!("{server_errors} of {n} requests got an error answer or a malformed stream"),
         );
+    }
+    if let Some(sat) = &m.result.saturation {
+        j.fail(true, sat.text());
     }
     let transport_errors = s.errors_of(ErrorClass::Transport);
     if transport_errors > 0 {
@@ -591,6 +672,8 @@ fn step_record(p: &StepPlan, m: &StepMeasured, status: Status) -> RampStep {
     RampStep {
         label: p.label.clone(),
         concurrency: p.concurrency,
+        rate: p.rate,
+        client_limited: false,
         prompt_tokens: p.prompt_tokens,
         max_tokens: p.max_tokens,
         requests: s.requests,
@@ -613,7 +696,22 @@ fn step_record(p: &StepPlan, m: &StepMeasured, status: Status) -> RampStep {
         tool_call_gap_max_ms: s.tool_call_gap_max_ms(),
         first_tool_call_ms: s.first_tool_call_ms(),
         agent: m.agent.clone(),
-        goodput: s.goodput(m.result.elapsed),
+        goodput: s.goodput(goodput_span(p, m)),
+        saturation: m.result.saturation,
+    }
+}
+
+/// The time a step's goodput is counted over: its whole run; for a rate step, the schedule
+/// of the requests it sent (they arrive over it, and a server that holds the rate finishes
+/// them as fast: the last ones' drain would otherwise dilute the rate it held).
+fn goodput_span(p: &StepPlan, m: &StepMeasured) -> Duration {
+    let elapsed = m.result.elapsed;
+    match p.rate.filter(|r| *r > 0.0) {
+        Some(rate) => {
+            let sent = m.result.stats.requests as f64;
+            elapsed.min(Duration::from_secs_f64(sent / rate))
+        }
+        None => elapsed,
     }
 }
 
@@ -630,10 +728,7 @@ fn step_check(
         step_id(p),
         Stage::Ramp,
         judged.status,
-        format!(
-            "{}: {} requests, {} in parallel, prompt ~{} tokens, output limit {}",
-            p.label, s.requests, p.concurrency, p.prompt_tokens, p.max_tokens
-        ),
+        step_case(p, s.requests),
     );
     c.url = Some(node.client.base_url.clone());
     c.duration_ms = m.result.elapsed.as_millis() as u64;
@@ -642,9 +737,17 @@ fn step_check(
         "prompt_tokens": p.prompt_tokens, "max_tokens": p.max_tokens, "stream": true, "ignore_eos": true,
         "requests": s.requests,
     }));
+    if let (Some(rate), Some(r)) = (p.rate, c.request.as_mut()) {
+        r["rate"] = json!(rate);
+        r["arrival"] = json!("constant");
+    }
     let why = &judged.why;
+    let offered = p
+        .rate
+        .map(|r| format!(" ({} offered)", rate_text(r)))
+        .unwrap_or_default();
     c.measurement = format!(
-        "TTFT p50 {:.0} ms p95 {:.0} ms, ITL p95 {:.1} ms, E2E p95 {:.0} ms, {:.2} req/s, errors {}{}{}{}",
+        "TTFT p50 {:.0} ms p95 {:.0} ms, ITL p95 {:.1} ms, E2E p95 {:.0} ms, {:.2} req/s{offered}, errors {}{}{}{}",
         step.ttft_ms.p50,
         step.ttft_ms.p95,
         step.itl_ms.p95,
@@ -670,6 +773,22 @@ fn step_check(
         .join("\n");
     c.data = serde_json::to_value(step).unwrap_or_default();
     c
+}
+
+/// What a step sends, in words (a check's test case).
+fn step_case(p: &StepPlan, requests: u64) -> String {
+    let load = match p.rate {
+        Some(r) => format!(
+            "{} req/s offered (open loop, at most {} in flight)",
+            rate_text(r),
+            p.concurrency
+        ),
+        None => format!("{} in parallel", p.concurrency),
+    };
+    format!(
+        "{}: {requests} requests, {load}, prompt ~{} tokens, output limit {}",
+        p.label, p.prompt_tokens, p.max_tokens
+    )
 }
 
 /// What a failed step's record is made of.
@@ -703,18 +822,13 @@ fn mark_failure(
         c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
         return;
     }
-    let beyond_expected =
-        p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context;
+    let (beyond_expected, next_step) = failure_next_step(p, cfg);
     c.impact = if beyond_expected {
         Impact::Limit
     } else {
         Impact::Capacity
     };
-    c.next_step = if beyond_expected {
-        "beyond the expected load: record this step as the deployment's limit".into()
-    } else {
-        "fails at the expected load: more GPUs, other parallelism, or lower max-model-len / max-num-seqs".into()
-    };
+    c.next_step = next_step.into();
     let history: Vec<_> = earlier
         .iter()
         .chain(std::iter::once(step))
@@ -730,6 +844,7 @@ fn mark_failure(
     c.data["boundary"] = json!({
         "step": p.label,
         "concurrency": p.concurrency,
+        "rate": p.rate,
         "input_tokens": p.prompt_tokens,
         "output_limit": p.max_tokens,
         "context": p.context,
@@ -743,6 +858,40 @@ fn mark_failure(
         "over_steps": history,
         "beyond_expected_load": beyond_expected,
     });
+}
+
+/// Whether a step failing on load is beyond the expected load, and what to do. A rate step
+/// is a probe of the boundary search above a rate that held: it finds the limit and never
+/// changes the verdict (the ramp step the search started from said whether the expected
+/// load holds).
+fn failure_next_step(p: &StepPlan, cfg: &RampConfig) -> (bool, &'static str) {
+    if p.rate.is_some() {
+        return (true, "the boundary search's probe: the server does not hold this offered rate (ramp_boundary has the bracket)");
+    }
+    if p.concurrency > cfg.expected_concurrency || p.context > cfg.expected_context {
+        (
+            true,
+            "beyond the expected load: record this step as the deployment's limit",
+        )
+    } else {
+        (false, "fails at the expected load: more GPUs, other parallelism, or lower max-model-len / max-num-seqs")
+    }
+}
+
+/// An open loop that fell behind its schedule: a warning of the client's, neither a hold nor
+/// a failure of the server (the capacity answer leaves it out).
+fn mark_client_limited(c: &mut Check, step: &mut RampStep, lateness: &Percentiles) {
+    step.client_limited = true;
+    step.status = Some(Status::Warn);
+    c.status = Status::Warn;
+    c.impact = Impact::Info;
+    c.owner = None;
+    c.measurement.push_str(&format!(
+        "; golive could not keep the schedule (lateness p99 {:.0} ms): the step says what the client sent, not what the server can take",
+        lateness.p99
+    ));
+    c.next_step = "run golive where it has CPU to spare (or from several machines, golive load --shard) to measure this rate".into();
+    c.data = serde_json::to_value(&*step).unwrap_or_default();
 }
 
 /// The steps after the boundary, listed as not run.
@@ -777,7 +926,7 @@ fn accepted(
         let level_steps = plans.iter().filter(|p| p.concurrency == *c).count();
         let ran = steps
             .iter()
-            .filter(|s| s.concurrency == *c && repeat_of(&s.label).is_none())
+            .filter(|s| s.concurrency == *c && s.rate.is_none() && repeat_of(&s.label).is_none())
             .count();
         if ran == level_steps && *c <= cfg.expected_concurrency {
             found = (Some(*c), *rate);
@@ -858,12 +1007,12 @@ impl TransportTally {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    #[test]
-    fn steps_start_with_the_runbook_four_and_end_at_the_maxima() {
-        let cfg = RampConfig {
+    /// A ramp up to 16 in flight and 8192 tokens of context.
+    pub(super) fn config() -> RampConfig {
+        RampConfig {
             concurrency: 16,
             expected_concurrency: 16,
             max_context: 8192,
@@ -878,7 +1027,22 @@ mod tests {
             boundary_budget: Duration::ZERO,
             target: None,
             repeat: 1,
-        };
+            boundary_by: BoundaryBy::Concurrency,
+        }
+    }
+
+    #[test]
+    fn a_rate_is_written_in_three_significant_digits() {
+        let texts: Vec<String> = [0.6234, 0.62, 0.058, 12.5, 140.0, 1.0, 9.996]
+            .into_iter()
+            .map(rate_text)
+            .collect();
+        assert_eq!(texts, ["0.623", "0.62", "0.058", "12.5", "140", "1", "10"]);
+    }
+
+    #[test]
+    fn steps_start_with_the_runbook_four_and_end_at_the_maxima() {
+        let cfg = config();
         let steps = plan_steps(&cfg);
         let conc: Vec<u32> = steps.iter().map(|s| s.concurrency).collect();
         assert_eq!(conc, vec![1, 1, 2, 2, 4, 4, 8, 8, 16, 16]);

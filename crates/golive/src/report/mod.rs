@@ -257,8 +257,17 @@ pub struct Percentiles {
 pub struct RampStep {
     /// The step as the report shows it, e.g. `4 x short (128 tokens)`.
     pub label: String,
-    /// Requests in flight at once.
+    /// Requests in flight at once; for a step of the boundary search in the offered rate
+    /// (`rate`), the open loop's cap on them.
     pub concurrency: u32,
+    /// A step of the boundary search in the offered rate: requests per second sent at a
+    /// constant rate (open loop) instead of a fixed concurrency.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<f64>,
+    /// The open loop fell behind its schedule (see `load::client_limited`): the step says
+    /// what the client sent, not what the server can take, and counts neither way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_limited: bool,
     /// Prompt length asked for, in tokens (approximate).
     pub prompt_tokens: u32,
     /// Output limit of each request (`max_tokens`).
@@ -314,6 +323,9 @@ pub struct RampStep {
     /// What met every per-request objective (with `--slo-*`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub goodput: Option<Goodput>,
+    /// A rate step stopped early: the server was over-saturated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saturation: Option<crate::load::saturation::Saturation>,
 }
 
 /// How the agent cases mixed into a load (`--agent-mix`) fared, judged by the agent

@@ -20,15 +20,20 @@ fn series(name: &str, color: &'static str, points: Vec<(f64, f64)>) -> Series {
 pub(super) fn charts(h: &mut String, report: &Report) {
     let m = &report.measurements;
     h.push_str("<section id=\"charts\"><h2>Charts</h2><div class=\"grid\">");
-    // Ramp: one x position per step, labelled with its concurrency and prompt size.
+    // Ramp: one x position per step, labelled with its concurrency (a rate step with its
+    // offered rate) and prompt size.
     let ramp_ticks: Vec<(f64, String)> = m
         .ramp
         .iter()
         .enumerate()
         .map(|(i, s)| {
+            let load = match s.rate {
+                Some(r) => format!("{}/s", crate::accept::ramp::rate_text(r)),
+                None => format!("c{}", s.concurrency),
+            };
             (
                 i as f64,
-                format!("c{}·{}", s.concurrency, short_tokens(s.prompt_tokens)),
+                format!("{load}·{}", short_tokens(s.prompt_tokens)),
             )
         })
         .collect();
