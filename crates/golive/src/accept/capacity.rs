@@ -16,10 +16,15 @@
 //!
 //! Repeats (`--capacity-repeat N`): the capacity step is measured N times in all; the answer
 //! rests on the mean goodput of the N, with a 90% interval of that mean (see [`Interval`]).
+//!
+//! Rate steps (the boundary search in the offered rate, open loop): for a rate target a rate
+//! step that held counts with its goodput, and the lowest rate that failed bounds the capacity
+//! from above; a concurrency target and the backtest (Little's law, in concurrency) keep to
+//! the closed-loop steps. A step the client could not send on schedule counts neither way.
 
 use serde::Serialize;
 
-use super::ramp::repeat_of;
+use super::ramp::{rate_text, repeat_of};
 use crate::report::Objectives;
 use crate::report::{Check, CheckId, Impact, RampStep, Stage, Status};
 
@@ -182,8 +187,13 @@ pub struct CapacityAnswer {
     /// Where the boundary lies: the holding step, and the first failing step above it
     /// (none: the ramp never failed, so the capacity is at least `per_replica`).
     pub bracket: (f64, Option<f64>),
-    /// The concurrency of the first failing step above the capacity, if the ramp got there.
+    /// The concurrency of the first failing step above the capacity, if the ramp got there
+    /// (none where that step is a rate step).
     pub failing_concurrency: Option<u32>,
+    /// The offered rate (req/s) of the failing step above the capacity, where it is a rate
+    /// step of the boundary search.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failing_rate: Option<f64>,
     /// What failed first above the capacity.
     pub binding: String,
     pub headroom: f64,
@@ -207,7 +217,10 @@ pub struct CapacityAnswer {
 struct Series<'a> {
     kind: &'a str,
     prompt_tokens: u32,
+    /// The closed-loop steps, in rising concurrency.
     steps: Vec<&'a RampStep>,
+    /// The rate steps (open loop), in rising offered rate.
+    rates: Vec<&'a RampStep>,
 }
 
 /// A step's kind, from its label (`4 x long (256 tokens context)`: `long`); the long
@@ -216,34 +229,48 @@ fn kind(s: &RampStep) -> &str {
     super::ramp::step_kind(&s.label)
 }
 
-/// The steps by kind, in rising concurrency; repeats of a step (`--capacity-repeat`) are
-/// left out (they are the capacity step's, see [`again`]).
+/// The steps by kind, closed-loop ones in rising concurrency, rate steps in rising rate;
+/// repeats of a step (`--capacity-repeat`) are left out (they are the capacity step's, see
+/// [`again`]), and so are steps the client could not send on schedule.
 fn series(steps: &[RampStep]) -> Vec<Series<'_>> {
     let mut out: Vec<Series> = Vec::new();
-    for s in steps.iter().filter(|s| repeat_of(&s.label).is_none()) {
-        match out.iter_mut().find(|x| x.kind == kind(s)) {
-            Some(x) => {
-                x.steps.push(s);
-                x.prompt_tokens = x.prompt_tokens.max(s.prompt_tokens);
+    let counted = steps
+        .iter()
+        .filter(|s| repeat_of(&s.label).is_none() && !s.client_limited);
+    for s in counted {
+        let i = match out.iter().position(|x| x.kind == kind(s)) {
+            Some(i) => i,
+            None => {
+                out.push(Series {
+                    kind: kind(s),
+                    prompt_tokens: s.prompt_tokens,
+                    steps: Vec::new(),
+                    rates: Vec::new(),
+                });
+                out.len() - 1
             }
-            None => out.push(Series {
-                kind: kind(s),
-                prompt_tokens: s.prompt_tokens,
-                steps: vec![s],
-            }),
+        };
+        let x = &mut out[i];
+        x.prompt_tokens = x.prompt_tokens.max(s.prompt_tokens);
+        match s.rate {
+            Some(_) => x.rates.push(s),
+            None => x.steps.push(s),
         }
     }
     for x in &mut out {
         x.steps.sort_by_key(|s| s.concurrency);
+        x.rates
+            .sort_by(|a, b| a.rate.unwrap_or(0.0).total_cmp(&b.rate.unwrap_or(0.0)));
     }
     out
 }
 
-/// The repeats of `step` among `steps`.
+/// The repeats of `step` among `steps` (those the client sent on schedule).
 fn again<'a>(steps: &'a [RampStep], step: &RampStep) -> Vec<&'a RampStep> {
     steps
         .iter()
         .filter(|s| repeat_of(&s.label).is_some_and(|(of, _)| of == step.label))
+        .filter(|s| !s.client_limited)
         .collect()
 }
 
@@ -255,41 +282,132 @@ fn goodput(s: &RampStep) -> Option<f64> {
     s.goodput.as_ref().map(|g| g.requests_per_s)
 }
 
-/// The figure the target is measured in, for one step.
+/// The figure the target is measured in, for one step (a rate step has no concurrency of
+/// its own: its cap is not what it held).
 fn figure(s: &RampStep, target: TargetLoad) -> Option<f64> {
     match target {
         TargetLoad::Rate(_) => goodput(s),
-        TargetLoad::Concurrency(_) => Some(f64::from(s.concurrency)),
+        TargetLoad::Concurrency(_) => s.rate.is_none().then_some(f64::from(s.concurrency)),
     }
 }
 
-/// One series' capacity: the best holding step's figure, the first failing step's figure
-/// above it, the best holding step, and the failing one.
-type Capacity<'a> = (f64, Option<f64>, &'a RampStep, Option<&'a RampStep>);
+/// One series' capacity.
+struct Capacity<'a> {
+    /// The best holding step's figure, and what the failing step above it bounds it by.
+    best: f64,
+    upper: Option<f64>,
+    /// The best holding step.
+    step: &'a RampStep,
+    /// The failing step above it (a rate step where one failed above it).
+    fail: Option<&'a RampStep>,
+    /// The first closed-loop step that failed above the best closed-loop one.
+    closed_fail: Option<&'a RampStep>,
+}
 
-/// The capacity of one series.
+/// The capacity of one series: the best holding step, closed-loop or (for a rate target) a
+/// rate step; the failing step above it is the lowest rate that failed above it, else the
+/// first closed-loop step that failed above the best closed-loop one.
 fn series_capacity<'a>(x: &Series<'a>, target: TargetLoad) -> Option<Capacity<'a>> {
-    let (i, best) = x
+    let closed = closed_capacity(x, target);
+    let open = match target {
+        TargetLoad::Rate(_) => best_of(x.rates.iter().copied(), target),
+        TargetLoad::Concurrency(_) => None,
+    };
+    let (best, step) = match (closed, open) {
+        (Some((c, _, _)), Some((o, os))) if o > c => (o, os),
+        (Some((c, cs, _)), _) => (c, cs),
+        (None, Some((o, os))) => (o, os),
+        (None, None) => return None,
+    };
+    let failed_rate = x
+        .rates
+        .iter()
+        .find(|s| !holds(s) && s.rate.is_some_and(|r| r > best))
+        .copied()
+        .filter(|_| matches!(target, TargetLoad::Rate(_)));
+    let closed_fail = closed.and_then(|c| c.2);
+    let fail = failed_rate.or(closed_fail);
+    Some(Capacity {
+        best,
+        upper: fail.and_then(|f| upper_bound(f, target)),
+        step,
+        fail,
+        closed_fail,
+    })
+}
+
+/// The best holding step among `steps` by the target's figure.
+fn best_of<'a>(
+    steps: impl Iterator<Item = &'a RampStep>,
+    target: TargetLoad,
+) -> Option<(f64, &'a RampStep)> {
+    steps
+        .filter(|s| holds(s))
+        .filter_map(|s| figure(s, target).map(|f| (f, s)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+}
+
+/// The best holding closed-loop step, and the first closed-loop step above it that failed.
+fn closed_capacity<'a>(
+    x: &Series<'a>,
+    target: TargetLoad,
+) -> Option<(f64, &'a RampStep, Option<&'a RampStep>)> {
+    let (best, step) = best_of(x.steps.iter().copied(), target)?;
+    let fail = x
         .steps
         .iter()
-        .enumerate()
-        .filter(|(_, s)| holds(s))
-        .filter_map(|(i, s)| figure(s, target).map(|f| (i, f)))
-        .max_by(|a, b| a.1.total_cmp(&b.1))?;
-    let fail = x.steps[i + 1..].iter().find(|s| !holds(s)).copied();
-    // A failing step's all-request rate bounds the capacity from above.
-    let upper = fail.and_then(|f| match target {
+        .skip_while(|s| !std::ptr::eq(**s, step))
+        .find(|s| !holds(s))
+        .copied();
+    Some((best, step, fail))
+}
+
+/// What a failing step says of the capacity from above: a rate step its offered rate; a
+/// closed-loop step its all-request rate (for a rate target) or its concurrency.
+fn upper_bound(f: &RampStep, target: TargetLoad) -> Option<f64> {
+    if let (Some(rate), TargetLoad::Rate(_)) = (f.rate, target) {
+        return Some(rate);
+    }
+    match target {
         TargetLoad::Rate(_) => f
             .goodput
             .as_ref()
             .filter(|g| g.slo_attainment > 0.0)
             .map(|g| g.requests_per_s / g.slo_attainment),
         TargetLoad::Concurrency(_) => Some(f64::from(f.concurrency)),
-    });
-    Some((best, upper, x.steps[i], fail))
+    }
 }
 
-/// What failed first in `s`, in words (its missed objectives, then its errors).
+/// Where a step ran: `concurrency 8`, or `0.64 req/s offered` for a rate step.
+fn at(s: &RampStep) -> String {
+    match s.rate {
+        Some(r) => format!("{} req/s offered", rate_text(r)),
+        None => format!("concurrency {}", s.concurrency),
+    }
+}
+
+/// The binding in words: where this series failed, else where the ramp first did; where the
+/// series failed at a rate step, also where its closed loop failed (the objective it missed
+/// in concurrency: a rate step may stop on its growing queue before one is missed).
+fn binding_text(steps: &[RampStep], cap: &Capacity<'_>, slo: &Objectives) -> String {
+    let other_fail = || {
+        steps
+            .iter()
+            .filter(|s| s.status == Some(Status::Fail) && repeat_of(&s.label).is_none())
+            .filter(|s| s.rate.is_none())
+            .min_by_key(|s| s.concurrency)
+    };
+    let first = binding(cap.fail.or_else(other_fail), slo);
+    match (cap.fail.and_then(|f| f.rate), cap.closed_fail) {
+        (Some(_), Some(closed)) => {
+            format!("{first}; in the closed loop {}", binding(Some(closed), slo))
+        }
+        _ => first,
+    }
+}
+
+/// What failed first in `s`, in words (its missed objectives, then its errors, preemptions,
+/// a growing queue).
 fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
     let Some(s) = s else {
         return "none: the ramp held at every step".into();
@@ -307,10 +425,13 @@ fn binding(s: Option<&RampStep>, slo: &Objectives) -> String {
     if s.preemptions.is_some_and(|p| p > 0.0) {
         why.push("preemptions".into());
     }
+    if s.saturation.is_some() {
+        why.push("over-saturated (requests in flight and TTFT rising)".into());
+    }
     if why.is_empty() {
         why.push("the step's judgement".into());
     }
-    format!("{} at concurrency {}", why.join(", "), s.concurrency)
+    format!("{} at {}", why.join(", "), at(s))
 }
 
 /// A figure of a step over its measurements (itself and its repeats): their mean, none
@@ -332,7 +453,8 @@ fn ttft_p95(s: &RampStep) -> Option<f64> {
 /// the one nearest `near` (by concurrency) is returned.
 fn backtest(steps: &[RampStep], x: &Series<'_>, near: u32) -> Option<Backtest> {
     // Only holding steps: the answer rests on goodput rising with concurrency below the
-    // boundary, and that is what a held-out step tests.
+    // boundary, and that is what a held-out step tests. Only closed-loop ones (the series'
+    // `steps`): Little's law in concurrency says nothing of an open loop's rate steps.
     let points: Vec<(&RampStep, f64, Option<f64>)> = x
         .steps
         .iter()
@@ -372,7 +494,7 @@ fn binding_series<'s, 'a>(
 ) -> Option<(&'s Series<'a>, Capacity<'a>)> {
     all.iter()
         .filter_map(|x| series_capacity(x, target).map(|c| (x, c)))
-        .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+        .min_by(|a, b| a.1.best.total_cmp(&b.1.best))
 }
 
 /// The step the capacity answer rests on: the best holding step of the binding kind (after
@@ -380,7 +502,7 @@ fn binding_series<'s, 'a>(
 /// again.
 pub(crate) fn capacity_step(steps: &[RampStep], target: TargetLoad) -> Option<&RampStep> {
     let all = series(steps);
-    binding_series(&all, target).map(|(_, c)| c.2)
+    binding_series(&all, target).map(|(_, c)| c.step)
 }
 
 /// The capacity step's goodput over its measurements (itself and its repeats): the
@@ -417,7 +539,14 @@ pub fn answer(
     replicas_now: u32,
 ) -> Option<CapacityAnswer> {
     let all = series(steps);
-    let (x, (first, upper, step, fail)) = binding_series(&all, target)?;
+    let (x, cap) = binding_series(&all, target)?;
+    let Capacity {
+        best: first,
+        upper,
+        step,
+        fail,
+        ..
+    } = cap;
     let interval = measured_again(steps, step, target, headroom);
     let best = match (&interval, target) {
         (Some(i), TargetLoad::Rate(_)) => i.mean,
@@ -431,18 +560,21 @@ pub fn answer(
         TargetLoad::Concurrency(c) => f64::from(c),
     } * (1.0 + headroom);
     let count = |per: f64| (want / per).ceil().max(1.0) as u32;
-    let backtest = backtest(steps, x, step.concurrency);
+    // Near the capacity step; for a rate step, the highest closed-loop step that held.
+    let near = match step.rate {
+        Some(_) => x
+            .steps
+            .iter()
+            .filter(|s| holds(s))
+            .map(|s| s.concurrency)
+            .max(),
+        None => Some(step.concurrency),
+    };
+    let backtest = backtest(steps, x, near.unwrap_or(0));
     let low_confidence = backtest
         .as_ref()
         .is_none_or(|b| b.worst_error() > MAX_BACKTEST_ERROR)
         || interval.as_ref().is_some_and(|i| i.failed > 0);
-    // The binding objective: where this series failed, else where the ramp first did.
-    let other_fail = || {
-        steps
-            .iter()
-            .filter(|s| s.status == Some(Status::Fail) && repeat_of(&s.label).is_none())
-            .min_by_key(|s| s.concurrency)
-    };
     Some(CapacityAnswer {
         target,
         kind: x.kind.to_string(),
@@ -450,8 +582,9 @@ pub fn answer(
         per_replica: best,
         per_replica_rps: interval.as_ref().map(|i| i.mean).or(goodput(step)),
         bracket: (best, upper),
-        failing_concurrency: fail.map(|f| f.concurrency),
-        binding: binding(fail.or_else(other_fail), slo),
+        failing_concurrency: fail.filter(|f| f.rate.is_none()).map(|f| f.concurrency),
+        failing_rate: fail.and_then(|f| f.rate),
+        binding: binding_text(steps, &cap, slo),
         headroom,
         replicas: count(best),
         replicas_at_best: count(upper.unwrap_or(best).max(best)),
@@ -482,9 +615,10 @@ impl CapacityAnswer {
             TargetLoad::Rate(r) => ("req/s", format!("{r:.2} req/s")),
             TargetLoad::Concurrency(c) => ("in flight", format!("{c} in flight")),
         };
-        let bound = match (self.failing_concurrency, self.bracket.1) {
-            (Some(c), Some(u)) => format!("the step at concurrency {c} fails, below {u:.2}"),
-            (Some(c), None) => format!("the step at concurrency {c} fails"),
+        let bound = match (self.failing_rate, self.failing_concurrency, self.bracket.1) {
+            (Some(r), _, _) => format!("the step at {} req/s offered fails", rate_text(r)),
+            (None, Some(c), Some(u)) => format!("the step at concurrency {c} fails, below {u:.2}"),
+            (None, Some(c), None) => format!("the step at concurrency {c} fails"),
             _ => "no failing step of this kind above it: at least this".into(),
         };
         let (spread, range) = self.interval_text();
@@ -842,6 +976,121 @@ mod tests {
         assert!(a.line().contains("goodput 19.50 req/s"), "{}", a.line());
         // The ramp's first failing step still binds (concurrency 8), not the repeat at 4.
         assert!(a.binding.ends_with("at concurrency 8"), "{}", a.binding);
+    }
+
+    /// A rate step of the boundary search on the short requests of [`ramp`]: offered `rate`,
+    /// holding with that goodput or failing the E2E objective.
+    fn rate_step(rate: f64, ok: bool) -> RampStep {
+        RampStep {
+            label: format!("{rate} req/s x short (100 tokens), boundary search"),
+            concurrency: 80,
+            rate: Some(rate),
+            prompt_tokens: 100,
+            e2e_ms: Percentiles {
+                count: 80,
+                p95: if ok { 200.0 } else { 900.0 },
+                ..Default::default()
+            },
+            status: Some(if ok { Status::Pass } else { Status::Fail }),
+            goodput: Some(Goodput {
+                slo_attainment: if ok { 1.0 } else { 0.3 },
+                requests_per_s: if ok { rate } else { 0.3 * rate },
+                output_tokens_per_s: 0.0,
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_holding_rate_step_is_the_capacity_and_the_lowest_failing_rate_its_bound() {
+        let slo = Objectives {
+            e2e_p95_ms: Some(300.0),
+            ..Default::default()
+        };
+        // 4 in flight hold 20 req/s; the rate search held 21 and failed 22.5 and 24.
+        let mut steps = ramp(4);
+        let closed_only = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        steps.extend([
+            rate_step(21.0, true),
+            rate_step(24.0, false),
+            rate_step(22.5, false),
+        ]);
+        let a = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        assert_eq!(
+            (a.per_replica, a.bracket),
+            (21.0, (21.0, Some(22.5))),
+            "{}",
+            a.line()
+        );
+        assert_eq!((a.failing_rate, a.failing_concurrency), (Some(22.5), None));
+        assert_eq!(a.replicas, 3, "48 / 21: {}", a.line());
+        assert_eq!(a.replicas_at_best, 3, "48 / 22.5: {}", a.line());
+        assert!(
+            a.line().contains("the step at 22.5 req/s offered fails"),
+            "{}",
+            a.line()
+        );
+        // The rate that failed binds, and the objective the closed loop missed is named.
+        assert_eq!(
+            a.binding,
+            "E2E p95 900 ms at 22.5 req/s offered; in the closed loop E2E p95 400 ms at concurrency 8"
+        );
+        // A rate step stopped on its growing queue before it missed an objective says so.
+        let mut stopped = steps.clone();
+        let s = stopped.iter_mut().find(|s| s.rate == Some(22.5)).unwrap();
+        s.e2e_ms.p95 = 250.0;
+        s.saturation = Some(crate::load::saturation::Saturation {
+            at_s: 1.0,
+            window_s: 0.5,
+            in_flight_slope: 4.0,
+            in_flight_se: 0.5,
+            ttft_slope_ms: 80.0,
+            ttft_se_ms: 5.0,
+            in_flight_mean: 5.0,
+            ttft_mean_ms: 220.0,
+        });
+        let b = answer(&stopped, TargetLoad::Rate(40.0), &slo, 0.2, 1)
+            .unwrap()
+            .binding;
+        assert!(
+            b.starts_with("over-saturated (requests in flight and TTFT rising) at 22.5 req/s"),
+            "{b}"
+        );
+        assert_eq!(
+            capacity_step(&steps, TargetLoad::Rate(40.0)).unwrap().rate,
+            Some(21.0)
+        );
+        // The backtest keeps to the closed loop: the same as without the rate steps.
+        assert!(a.backtest.is_some());
+        assert_eq!(a.backtest, closed_only.backtest);
+        // In concurrency the rate steps say nothing: 4 in flight, the step at 8 fails.
+        let c = answer(&steps, TargetLoad::Concurrency(10), &slo, 0.2, 1).unwrap();
+        assert_eq!(
+            (c.per_replica, c.failing_concurrency, c.failing_rate),
+            (4.0, Some(8), None)
+        );
+        // A rate step the client could not send on schedule counts neither way.
+        let mut late = rate_step(30.0, true);
+        late.client_limited = true;
+        steps.push(late);
+        let a = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        assert_eq!(a.per_replica, 21.0, "{}", a.line());
+        // The first rate probe failing: the closed loop's best step, the rate bounds it.
+        let mut steps = ramp(4);
+        steps.push(rate_step(22.0, false));
+        let a = answer(&steps, TargetLoad::Rate(40.0), &slo, 0.2, 1).unwrap();
+        assert_eq!(
+            (a.per_replica, a.bracket.1),
+            (20.0, Some(22.0)),
+            "{}",
+            a.line()
+        );
+        assert_eq!(
+            capacity_step(&steps, TargetLoad::Rate(40.0))
+                .unwrap()
+                .concurrency,
+            4
+        );
     }
 
     #[test]
