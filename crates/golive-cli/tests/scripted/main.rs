@@ -16,6 +16,7 @@ mod keepalive;
 mod load_arrivals;
 mod load_faults;
 mod probe_stall;
+mod rate_boundary;
 mod stream_silence;
 mod two_replicas;
 mod watch_scripted;
