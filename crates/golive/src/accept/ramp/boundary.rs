@@ -196,7 +196,8 @@ struct Search {
     end: Option<SearchEnd>,
     /// Search steps measured, of both kinds.
     steps: u32,
-    /// Requests of each rate step, and so its cap on requests in flight.
+    /// Requests of each rate step, and so its cap on requests in flight (set when the rate
+    /// search begins, from the concurrency bracket as the bisection left it).
     rate_requests: u32,
     started: Instant,
 }
@@ -243,7 +244,7 @@ impl Ramp<'_> {
             rate: None,
             end: concurrency.end().filter(|e| *e == SearchEnd::Narrow),
             steps: 0,
-            rate_requests: rate_step_requests(self.cfg, concurrency),
+            rate_requests: 0,
             started: Instant::now(),
         };
         if self.cfg.boundary_by == BoundaryBy::Concurrency {
@@ -309,6 +310,7 @@ impl Ramp<'_> {
         on_step: &mut impl FnMut(&RampStep, &Check),
     ) -> SearchEnd {
         let mut bracket = RateBracket::from(from);
+        search.rate_requests = rate_step_requests(self.cfg, search.concurrency);
         let end = loop {
             if let Some(end) = bracket.end() {
                 break end;
