@@ -356,9 +356,12 @@ impl Words<'_> {
     fn primary(&self, all: &[Found<'_>], fi: usize, f: &RawFinding) -> Finding {
         let mut p = self.finding(fi, f, true);
         self.quoted_error(&mut p);
-        // The engine ran: the log shows it starting or loading, or an engine's logger (vLLM's
-        // `[core.py:712]` header) wrote the line itself.
-        if self.results[fi].1.life.engine_ran() || line::logger_file(&f.text).is_some() {
+        // The engine ran: the log shows it starting or loading, its processes' labels
+        // (SGLang's `[time TP0]`, vLLM's `(EngineCore_DP0 pid=..)`; not torch's bare ranks),
+        // or an engine's logger (vLLM's `[core.py:712]` header) wrote the line itself.
+        let r = &self.results[fi].1;
+        let engine_labels = r.workers.iter().any(|w| !line::is_torch_rank(w));
+        if r.life.engine_ran() || engine_labels || line::logger_file(&f.text).is_some() {
             engine_owns_unknown(&mut p);
         }
         self.hint(all, &mut p);

@@ -785,6 +785,31 @@ fn a_call_the_engines_own_class_refuses_is_the_engine_and_an_invalid_flag_is_con
     }
 }
 
+/// A fragment of a log with no start or serving marker, but lines of the engine's own
+/// processes (SGLang's `[time TP12]`): the engine ran, so an exception or crash no rule ties
+/// to a deployment layer is the engine's. Torch's bare `[rank0]:` labels do not say that (a
+/// training script has them too).
+#[test]
+fn an_engines_process_labels_say_it_ran_and_torch_ranks_do_not() {
+    let fragment = |label: &str| {
+        format!(
+            "{label} Decode out of memory happened. #retracted_reqs: 3, #new_token_ratio: 0.0980 -> 1.0000\nFatal Python error: Segmentation fault\n"
+        )
+    };
+    let engine = triage_text(&fragment("[2025-02-03 22:28:08 TP12]"))
+        .primary
+        .expect("the segfault");
+    assert_eq!(
+        (engine.class, engine.line),
+        (Class::Engine, 2),
+        "{engine:?}"
+    );
+    let torch = triage_text(&fragment("[rank0]:"))
+        .primary
+        .expect("the segfault");
+    assert_eq!((torch.class, torch.line), (Class::Unknown, 2), "{torch:?}");
+}
+
 /// Messages that say what they blame: NVML's frames are the driver's library; CUDA that a
 /// forked worker cannot re-initialise is the engine's start method (not the driver, although
 /// torch's CUDA init raises it); another accelerator's out-of-bounds memory access is a
