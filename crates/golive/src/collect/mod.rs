@@ -35,6 +35,7 @@ pub use remote::{check_host, collect_remote};
 use process::{env_text, hostname, read_cmdline, read_environ};
 use runner::{Collector, Keep};
 
+/// What `golive collect` gathers, where it writes the bundles and on which hosts (its CLI flags).
 #[derive(Debug, Clone)]
 pub struct CollectOptions {
     /// Directory that receives `<host>-<UTC timestamp>/` bundles.
