@@ -25,8 +25,12 @@ const RANGE: &str = "[$__rate_interval]";
 /// description).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Line {
+    /// Where the line is drawn, in the panel's unit.
     pub value: f64,
+    /// Grafana colour name: `red` for an objective or the capacity line, `orange` for an accepted
+    /// figure.
     pub color: &'static str,
+    /// What the line stands for, as the panel's description lists it (`accepted peak`).
     pub what: String,
 }
 
@@ -34,12 +38,17 @@ pub struct Line {
 /// panel works before and after the rename) and the baseline's lines.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Panel {
+    /// Panel title as Grafana shows it.
     pub title: &'static str,
+    /// Grafana unit id of the values (`s`, `reqps`, `percentunit`).
     pub unit: &'static str,
+    /// PromQL query of the panel, per scrape target.
     pub expr: String,
+    /// Threshold lines from the baseline; empty when it has none for this panel.
     pub lines: Vec<Line>,
     /// A ratio that is bad when low (prefix-cache hits): colours run the other way.
     pub low_is_bad: bool,
+    /// What the panel shows and what to do when it crosses a line; the lines are appended.
     pub description: &'static str,
 }
 

@@ -23,6 +23,7 @@ use super::triggers::{self, Limits};
 use super::WatchEnd;
 pub use crate::events::watch::{FleetEvaluation, FleetFiring, ReplicaWindow};
 
+/// What `golive watch --prometheus` queries and how it judges the fleet (its CLI flags).
 #[derive(Debug, Clone)]
 pub struct FleetOptions {
     /// Base URL of the Prometheus server.
@@ -31,16 +32,24 @@ pub struct FleetOptions {
     pub selector: String,
     /// The label that names a replica.
     pub replica_label: String,
+    /// The accepted run's report.json (or its directory): thresholds come from its baseline;
+    /// `None`: an empty baseline, so triggers that need an accepted figure stay quiet.
     pub baseline: Option<PathBuf>,
     /// Time between evaluations (a continuous watch).
     pub interval: Duration,
+    /// The span each replica's series are queried over and judged.
     pub window: Duration,
+    /// Evaluate one window and exit (for cron).
     pub once: bool,
+    /// Stop a continuous watch after this long; `None`: run until a finding or a signal.
     pub duration: Option<Duration>,
+    /// Thresholds of the per-replica rollback triggers.
     pub limits: Limits,
     /// "Far above the median of the others": this many times it (and above the floor).
     pub imbalance_factor: f64,
+    /// Counters of tool-call or schema failures (`--tool-error-counter`); any increase fires.
     pub tool_error_counters: Vec<String>,
+    /// Connection settings for the Prometheus server (API key, TLS, request timeout).
     pub target: crate::target::TargetOptions,
 }
 

@@ -30,18 +30,23 @@ pub enum Exported {
     Baseline(PathBuf),
 }
 
+/// What `golive rules --lint` checks and against which exported names.
 #[derive(Debug, Clone)]
 pub struct LintOptions {
+    /// Prometheus rule files (YAML) and Grafana dashboards (JSON) to check.
     pub files: Vec<PathBuf>,
+    /// Sources of the names the server exports; all of them together count.
     pub exported: Vec<Exported>,
 }
 
 /// One name a rule or panel uses that the server does not export.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Finding {
+    /// The rule file or dashboard the name is used in, as given.
     pub file: String,
     /// `group/rule` or the panel's title.
     pub location: String,
+    /// The metric name the server does not export.
     pub metric: String,
     /// What to use instead, when known.
     pub hint: Option<String>,
@@ -52,9 +57,11 @@ pub struct Finding {
 pub struct LintReport {
     /// Where the names were checked against.
     pub against: String,
+    /// PromQL expressions found in the files.
     pub expressions: usize,
     /// Distinct metric names the files use.
     pub names_used: usize,
+    /// Names used but not exported, in file order.
     pub findings: Vec<Finding>,
     /// Expressions that did not parse (checked by the fallback scan).
     pub notes: Vec<String>,

@@ -16,18 +16,23 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LogKind {
+    /// Out-of-memory lines (the OOM trigger).
     Oom,
+    /// GPU driver, NCCL, container or GPU fault lines.
     DriverNccl,
+    /// Tool-call parser or schema failures.
     ToolSchema,
 }
 
 /// One log line that feeds a trigger.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LogHit {
+    /// The trigger the line feeds.
     pub kind: LogKind,
     /// 1-based line number in the followed file (counted from where watching began
     /// when the file was not read from its start).
     pub line: u64,
+    /// The line, secrets redacted, truncated to a bounded length.
     pub text: String,
     /// `triage:<rule>` (the triage report) or `watch:<rule>` (the same rules, line by line).
     pub source: String,
@@ -51,7 +56,9 @@ pub fn kind_of_class(class: Class) -> Option<LogKind> {
 /// number of the first one.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogChunk {
+    /// 1-based number of the first line in `bytes`.
     pub first_line: u64,
+    /// The complete lines, each ending in `\n`.
     pub bytes: Vec<u8>,
 }
 
@@ -172,6 +179,7 @@ pub fn hits_in_chunk(chunk: &LogChunk, t: f64) -> Vec<LogHit> {
 /// and cannot seek: it is read as a stream, kept open, and opened again when its writer
 /// closes it.
 pub struct LogReader {
+    /// The file or FIFO being read.
     pub path: PathBuf,
     offset: u64,
     next_line: u64,
@@ -289,6 +297,7 @@ impl LogReader {
 /// A log file followed on its own thread, so a fast-growing log is read and judged as
 /// it grows (bounded reads, one core at most) while the watch loop only collects hits.
 pub struct LogFollower {
+    /// The file being followed.
     pub path: PathBuf,
     rx: std::sync::mpsc::Receiver<anyhow::Result<Vec<LogHit>>>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,

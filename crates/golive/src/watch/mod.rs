@@ -37,6 +37,8 @@ pub enum WatchEnd {
     Unreachable,
 }
 
+/// What `golive watch` scrapes, how often, over which window and with which trigger limits (its CLI
+/// flags).
 #[derive(Debug, Clone)]
 pub struct WatchOptions {
     /// Base URL of the server (its `/metrics` is scraped).
@@ -76,6 +78,8 @@ pub struct WatchOptions {
     pub probe_every: Option<Duration>,
     /// Deadline of each probe request.
     pub probe_deadline: Duration,
+    /// Connection settings (API key, model, TLS, request timeout) for the scrapes and probe
+    /// requests.
     pub target: crate::target::TargetOptions,
 }
 

@@ -34,7 +34,9 @@ struct RawSeries {
 /// One series of a range query: its labels (`__name__` included) and `(unix s, value)`.
 #[derive(Debug, Clone)]
 pub struct Series {
+    /// The series' labels, `__name__` included.
     pub labels: BTreeMap<String, String>,
+    /// `(unix seconds, value)` samples in time order; values that do not parse are left out.
     pub points: Vec<(f64, f64)>,
 }
 
@@ -46,6 +48,8 @@ pub struct PrometheusApi {
 }
 
 impl PrometheusApi {
+    /// An API at `base` (the server's root URL) over `client`; each request and body read must
+    /// finish within `timeout`.
     pub fn new(client: reqwest::Client, base: &str, timeout: Duration) -> anyhow::Result<Self> {
         let mut base = url::Url::parse(base).with_context(|| format!("invalid URL {base:?}"))?;
         if !base.path().ends_with('/') {

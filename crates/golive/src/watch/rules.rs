@@ -16,6 +16,7 @@ use crate::report::{Baseline, Report};
 
 use super::triggers::{Trigger, ROLLBACK_REMINDER};
 
+/// What `golive rules` builds its alerts from (its CLI flags).
 #[derive(Debug, Clone)]
 pub struct RulesOptions {
     /// The accepted run's report.json (or its directory).
@@ -35,32 +36,49 @@ pub struct RulesOptions {
 /// A Prometheus rule file.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RuleFile {
+    /// Rule groups; golive writes one, `golive-rollback-triggers`.
     pub groups: Vec<RuleGroup>,
 }
 
+/// A named group of alerting rules.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RuleGroup {
+    /// Group name, unique within the file.
     pub name: String,
+    /// The group's alerts.
     pub rules: Vec<AlertRule>,
 }
 
+/// One Prometheus alerting rule.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AlertRule {
+    /// Alert name (`GoliveAboveCapacity`).
     pub alert: String,
+    /// PromQL condition; the alert is pending while it returns series.
     pub expr: String,
+    /// How long the condition must hold before the alert fires, in Prometheus' duration syntax
+    /// (`5m`).
     #[serde(rename = "for")]
     pub for_: String,
+    /// `severity`, and `trigger` (the rollback trigger's id) where the alert is one.
     pub labels: BTreeMap<String, String>,
+    /// `summary`, `description`, and `rollback` (the runbook's reminder) on a rollback trigger.
     pub annotations: BTreeMap<String, String>,
 }
 
 /// Settings of the generated rules.
 #[derive(Debug, Clone)]
 pub struct RuleOptions {
+    /// Range of the rates and queue growth (default 10 minutes).
     pub window: Duration,
+    /// How long a condition must hold before the alert fires (default 5 minutes).
     pub for_: Duration,
+    /// Relative tolerance for "unchanged" request rate, "below" cache ratio, "above" latency (0.2 =
+    /// 20%).
     pub tolerance: f64,
+    /// Counters of tool-call or schema failures; any increase alerts.
     pub tool_error_counters: Vec<String>,
+    /// Work in flight without a generated token for this long alerts `GoliveStalled`.
     pub stall_after: Duration,
 }
 

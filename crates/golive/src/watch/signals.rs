@@ -31,9 +31,13 @@ pub enum Counter {
     CacheQueries,
     /// Prompt tokens found in the prefix cache.
     CacheHits,
+    /// Sum of the time-to-first-token histogram (seconds).
     TtftSum,
+    /// Count of the time-to-first-token histogram.
     TtftCount,
+    /// Sum of the inter-token latency histogram (seconds).
     ItlSum,
+    /// Count of the inter-token latency histogram.
     ItlCount,
     /// Tool-call / schema failures from a gateway counter (`--tool-error-counter`).
     ToolErrors,
@@ -48,13 +52,20 @@ pub enum Counter {
 pub struct Reading {
     /// Seconds since the watch started.
     pub t: f64,
+    /// The engine the metric names identify; `None` when they match none.
     pub engine: Option<Engine>,
+    /// Requests waiting in the queue, summed over the target's engines; `None` when not exported.
     pub waiting: Option<f64>,
     /// The family `waiting` came from (for the evidence).
     pub waiting_name: Option<&'static str>,
+    /// Requests running, summed over the target's engines; `None` when not exported.
     pub running: Option<f64>,
+    /// KV-cache usage as a 0..1 share, of the fullest engine; `None` when not exported.
     pub kv_usage: Option<f64>,
+    /// The family `kv_usage` came from (for the evidence).
     pub kv_usage_name: Option<&'static str>,
+    /// Counter values at this scrape, summed over the target's engines; a counter not exported is
+    /// absent.
     pub counters: std::collections::BTreeMap<Counter, f64>,
     /// Names the counters came from.
     #[serde(skip)]
