@@ -88,6 +88,7 @@ impl Lifecycle {
         }
     }
 
+    /// An orderly stop at `line`; only the first since the last start counts.
     pub fn stopped(&mut self, line: u64) {
         self.stopped.get_or_insert(line);
     }
@@ -233,14 +234,17 @@ pub enum Ended {
 /// One process of one input: how far it got and how it ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Outcome {
+    /// The input it came from (`-` for stdin).
     pub file: String,
     /// The process label (`EngineCore_DP0`, `Worker_TP1`, `[rank3]`), or `server` for the
     /// lines without one.
     pub process: String,
+    /// How far it got.
     pub reached: Reached,
     /// Where it reached that (the first serving line, the last loading line).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reached_line: Option<u64>,
+    /// How it ended.
     pub ended: Ended,
     /// Where it ended (the first error it did not get past, the stop); none while running.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -40,20 +40,34 @@ pub use scan::MAX_LINE;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Class {
+    /// Host driver: missing or mismatched NVIDIA driver, driver/runtime version, CUDA init.
     Driver,
+    /// Container image or runtime: GPU passthrough, the NVIDIA container toolkit, resource limits
+    /// (`/dev/shm`).
     Container,
+    /// Python packages, wheels and kernels: failed imports, missing operators, an unsupported GPU
+    /// architecture.
     Dependency,
+    /// Engine arguments or model files: an invalid flag, a bad config, a damaged model.
     Config,
+    /// Out of memory at startup (weights, profiling, CUDA graphs, KV cache), before the server
+    /// served.
     OomStartup,
+    /// Out of memory after the server served.
     OomRuntime,
+    /// Out of memory on one rank or GPU while the others did not run out.
     OomTopology,
+    /// Prefix cache (automatic prefix caching, SGLang's radix and hierarchical caches).
     PrefixCache,
+    /// Multi-node and multi-GPU transport: NCCL, RDMA, NVLink, Ray placement, collective timeouts.
     Nccl,
+    /// Tool calls, structured outputs and chat templates in the API server.
     ToolParser,
     /// A GPU fault at run time: illegal memory access, unspecified launch failure, Xid, ECC.
     GpuFault,
     /// An error inside the serving engine's own code that no deployment cause explains.
     Engine,
+    /// A failure no rule gives a layer to (a lone consequence, a crash with no cause printed).
     Unknown,
 }
 
@@ -73,6 +87,7 @@ impl Class {
         }
     }
 
+    /// The class as the JSON and the text report spell it (`oom_startup`).
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Driver => "driver",
@@ -116,16 +131,19 @@ impl Class {
 /// One matched line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
+    /// The layer the failure belongs to.
     pub class: Class,
     /// The file it was found in (`-` for stdin).
     pub file: String,
     /// 1-based line number in that file.
     pub line: u64,
+    /// The line without terminal codes and `\r`, cut at 2000 bytes (ending in `…`).
     pub text: String,
     /// Id of the rule that matched.
     pub rule: String,
     /// Why this line is the cause, in words.
     pub why: String,
+    /// The single next check, in plain words.
     pub next_step: String,
     /// Rank, worker or node the line came from, when its prefix says so.
     pub rank: Option<String>,
@@ -151,6 +169,7 @@ fn one() -> u64 {
 /// The result of a triage run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TriageReport {
+    /// Version of this JSON layout ([`SCHEMA_VERSION`]).
     pub schema_version: u32,
     /// How far each process got and how it ended, per input (outcome first).
     #[serde(default)]
@@ -162,6 +181,8 @@ pub struct TriageReport {
     /// primary while a failure it did not get past exists.
     #[serde(default)]
     pub survived: Vec<Finding>,
+    /// The other findings, once each, in input and line order (at most 25); empty when there is no
+    /// primary.
     pub secondary: Vec<Finding>,
     /// Files read, with the number of lines in each.
     #[serde(default)]
@@ -174,8 +195,11 @@ pub struct TriageReport {
 /// One input that was read.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InputSummary {
+    /// The input as named (`-` for stdin).
     pub file: String,
+    /// Lines read (a last line without a newline counts).
     pub lines: u64,
+    /// Bytes read (of a `.gz`, after decompression).
     pub bytes: u64,
 }
 

@@ -19,16 +19,22 @@ pub const DEFAULT_RULES: &str = include_str!("rules.toml");
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RuleKind {
+    /// The line states a root cause.
     Cause,
+    /// The line only follows from a cause: never primary when a cause exists.
     Consequence,
+    /// Refines the next step of a primary of the same class; never primary itself.
     Hint,
+    /// The server has served (separates `oom_startup` from `oom_runtime`).
     Serving,
     /// Loading goes on (weights loaded, KV cache sized, graphs captured): progress of the
     /// process that logged it, so an error before it was survived.
     Progress,
+    /// An orderly shutdown began: later teardown tracebacks are not failures.
     Shutdown,
     /// The server (re)starts: the phase goes back to startup.
     Startup,
+    /// Records a fact about the deployment (a CUDA 13 image, a ROCm host) that other rules ask for.
     Fact,
     /// A known harmless error (e.g. a client's invalid request): never reported.
     Benign,
@@ -140,12 +146,21 @@ struct FrameDef {
 /// One compiled rule.
 #[derive(Debug, Clone)]
 pub struct Rule {
+    /// Unique name, shown as `primary.rule`.
     pub id: String,
+    /// What a matching line means.
     pub kind: RuleKind,
+    /// The failure class of a cause, consequence or hint.
     pub class: Class,
+    /// Must also match the line (see [`Rule::regex_matches`]); `None`: the literal patterns alone
+    /// decide.
     pub regex: Option<Regex>,
+    /// Over the traceback's frames: the rule then applies only to the exception line that ends that
+    /// traceback.
     pub frames: Option<Regex>,
+    /// An out-of-memory whose class (startup or runtime) the serving phase decides.
     pub phase: bool,
+    /// Consequences: reported (class `unknown`) when no cause is found at all.
     pub alone: bool,
     /// Also a cause on WARNING-level logger lines.
     pub on_warning: bool,
@@ -157,12 +172,17 @@ pub struct Rule {
     pub fatal: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
     pub chain: bool,
+    /// Fact rules: the fact's name.
     pub fact: Option<String>,
+    /// Cause rules: a fact that, once seen in any input, puts `why_when`, `next_step_when` and
+    /// `class_when` in place.
     pub when: Option<String>,
     /// A fact that, once seen in any input, makes this rule's findings harmless (e.g. a
     /// missing `vllm._C` on a platform plugin that never ships it).
     pub unless: Option<String>,
+    /// The next step once the `when` fact was seen.
     pub next_step_when: Option<String>,
+    /// The reason once the `when` fact was seen.
     pub why_when: Option<String>,
     /// The class when the `when` fact was seen (e.g. a CUDA library missing on a ROCm host is
     /// a wrong build, not a container problem).
@@ -196,7 +216,9 @@ pub struct Rule {
     pub frame_path: Option<Regex>,
     /// Frame-map entries: regex over the message of a bare ERROR line.
     pub frame_words: Option<Regex>,
+    /// The single next check, in plain words.
     pub next_step: String,
+    /// Why a matching line is a cause, in words.
     pub why: String,
     /// Tried on every exception line that ends a traceback (no literal patterns).
     pub on_exceptions: bool,
@@ -368,6 +390,8 @@ fn optional_regex(re: Option<&str>, what: impl Fn() -> String) -> anyhow::Result
 /// All rules with their literal prefilters.
 #[derive(Debug)]
 pub struct RuleSet {
+    /// Every rule, frame-map entry and end-of-log entry, in file order; the indices below point
+    /// here.
     pub rules: Vec<Rule>,
     /// The needles of the literal prefilter (every literal and anchor, minimised) ...
     pub needles: Arc<Needles>,
