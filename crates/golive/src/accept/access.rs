@@ -18,7 +18,9 @@ const WRONG_KEY: &str = "golive-wrong-key-0000000000000000";
 /// What one unauthenticated probe got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Probe {
+    /// What was sent: `no credentials` or `a wrong key`.
     pub credentials: &'static str,
+    /// `GET /v1/models` or `POST /v1/chat/completions`.
     pub route: &'static str,
     /// HTTP status; 0: no answer.
     pub status: u16,

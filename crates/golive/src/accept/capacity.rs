@@ -41,6 +41,7 @@ pub enum TargetLoad {
 /// A held-out step, predicted from its neighbours: its goodput, and its p95 TTFT.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Backtest {
+    /// Label of the held-out step (`4 x short (200 tokens)`).
     pub step: String,
     /// Its goodput (report.json: `predicted`, `measured`, `error` at the backtest's top level).
     #[serde(flatten)]
@@ -53,8 +54,11 @@ pub struct Backtest {
 /// One figure of a held-out step: predicted, measured, and the relative error.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Prediction {
+    /// From the neighbouring steps (goodput in req/s, TTFT in ms).
     pub predicted: f64,
+    /// As measured at the held-out step, in the same unit.
     pub measured: f64,
+    /// Relative error, |predicted - measured| / measured (0.15 = 15%).
     pub error: f64,
 }
 
@@ -117,8 +121,11 @@ pub const MAX_BACKTEST_ERROR: f64 = 0.15;
 pub struct Interval {
     /// Goodput (req/s) of each measurement, the ramp's own first.
     pub samples: Vec<f64>,
+    /// Mean goodput of the measurements (req/s).
     pub mean: f64,
+    /// Low end of the 90% interval of the mean (req/s), never below 0.
     pub low: f64,
+    /// High end of the 90% interval of the mean (req/s).
     pub high: f64,
     /// Measurements of the step that failed their objectives (any: low confidence).
     pub failed: u32,
@@ -174,9 +181,11 @@ impl Interval {
 /// The answer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CapacityAnswer {
+    /// The load production must carry (`--target-rate` or `--target-concurrency`).
     pub target: TargetLoad,
     /// The kind of request whose capacity binds (`short`, `long`), and its longest prompt.
     pub kind: String,
+    /// Longest prompt (tokens) of that kind.
     pub prompt_tokens: u32,
     /// One replica's capacity at the objectives (req/s, or concurrency).
     pub per_replica: f64,
@@ -196,16 +205,22 @@ pub struct CapacityAnswer {
     pub failing_rate: Option<f64>,
     /// What failed first above the capacity.
     pub binding: String,
+    /// Spare capacity the replica count adds on top of the target (`--headroom`, 0.2 = 20%).
     pub headroom: f64,
     /// Replicas needed at `per_replica`, and at the bracket's upper end.
     pub replicas: u32,
+    /// Replicas needed if one replica holds up to the bracket's upper end (the fewest).
     pub replicas_at_best: u32,
     /// Replicas under test (`--url`).
     pub replicas_now: u32,
+    /// The held-out step nearest the capacity, predicted from its neighbours; `None` where no three
+    /// steps of the binding kind rise in concurrency.
     pub backtest: Option<Backtest>,
     /// The capacity step's repeats (`--capacity-repeat`): its goodput's interval.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interval: Option<Interval>,
+    /// The answer is uncertain: the backtest is missing or off by more than [`MAX_BACKTEST_ERROR`],
+    /// or a repeat of the capacity step missed its objectives.
     pub low_confidence: bool,
     /// GPUs one replica uses (TP x PP x DP from the bundles), when known; the GPUs needed are
     /// `replicas` times it.

@@ -39,11 +39,17 @@ pub fn first_delta(a: &MetricsSnapshot, b: &MetricsSnapshot, names: &[&str]) -> 
 /// What the service stage learned about one server.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ServerInfo {
+    /// The engine, recognised from the metrics page, `/version`, `/props` or `/get_server_info`;
+    /// `openai` (any OpenAI-compatible server) when none is; `None` only before detection.
     pub engine: Option<Engine>,
+    /// The engine's version (vLLM `/version`, llama.cpp `build_info`, SGLang `version`); `None`
+    /// when unknown.
     pub version: Option<String>,
+    /// Model ids `/v1/models` lists; empty when it did not answer.
     pub models: Vec<String>,
     /// vLLM `max_model_len`, llama.cpp per-slot `n_ctx`, SGLang `context_length`.
     pub max_model_len: Option<u64>,
+    /// `/metrics` answered with a metrics page.
     pub metrics_available: bool,
     /// The prefix-cache switch as the server reports it (`True`/`False`), when it does.
     pub prefix_cache_flag: Option<String>,
@@ -53,10 +59,14 @@ pub struct ServerInfo {
     pub retention_interval: Option<String>,
     /// Where the running config came from, and an excerpt of it.
     pub config_source: Option<String>,
+    /// A compact JSON excerpt of that config (templates and environment dumps left out); empty when
+    /// there is none.
     pub config_excerpt: String,
 }
 
 impl ServerInfo {
+    /// The engine's name as reports spell it (`vllm`, `llama.cpp`; `openai-compatible` when
+    /// unknown).
     pub fn engine_name(&self) -> &'static str {
         self.engine.unwrap_or(Engine::Openai).as_str()
     }
@@ -67,6 +77,7 @@ impl ServerInfo {
             Some(Engine::Vllm | Engine::Sglang | Engine::LlamaCpp)
         )
     }
+    /// The metric families `accept` reads for this engine.
     pub fn names(&self) -> EngineMetrics {
         metric_names(self.engine.unwrap_or(Engine::Openai))
     }
@@ -294,10 +305,16 @@ pub fn common_prefix(a: &[u64], b: &[u64]) -> usize {
 /// Polls `/metrics` (and a DCGM exporter) while a load step runs; keeps the peaks.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Peaks {
+    /// Peak KV-cache usage as a 0..1 share, of the fullest engine; `None` when not exported.
     pub kv_usage_max: Option<f64>,
+    /// Peak of the requests waiting, summed over the server's engines; `None` when not exported.
     pub waiting_max: Option<f64>,
+    /// Peak of the requests running, summed over the server's engines; `None` when not exported.
     pub running_max: Option<f64>,
+    /// Peak framebuffer memory used on the fullest GPU (MiB, DCGM `DCGM_FI_DEV_FB_USED`); `None`
+    /// without `--dcgm`.
     pub gpu_memory_used_mib_max: Option<f64>,
+    /// `/metrics` scrapes taken into the peaks.
     pub samples: u32,
 }
 
@@ -310,12 +327,14 @@ fn max_opt(a: Option<f64>, b: Option<f64>) -> Option<f64> {
 }
 
 impl Peaks {
+    /// Takes one `/metrics` scrape into the peaks (`names`: the engine's metric families).
     pub fn observe(&mut self, snap: &MetricsSnapshot, names: &EngineMetrics) {
         self.kv_usage_max = max_opt(self.kv_usage_max, first_max(snap, names.kv_usage));
         self.waiting_max = max_opt(self.waiting_max, first_sum(snap, names.waiting));
         self.running_max = max_opt(self.running_max, first_sum(snap, names.running));
         self.samples += 1;
     }
+    /// Takes the fullest GPU of one DCGM exporter scrape into the memory peak.
     pub fn observe_dcgm(&mut self, snap: &MetricsSnapshot) {
         // Framebuffer memory used per GPU, MiB: the fullest GPU is the one that OOMs.
         self.gpu_memory_used_mib_max = max_opt(

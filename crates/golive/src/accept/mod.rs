@@ -43,14 +43,21 @@ use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 /// Stages that can be left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SkippableStage {
+    /// The prefix-cache proof (`--skip prefix-cache`).
     PrefixCache,
+    /// The agreement stage: the same greedy answer on every serving path.
     Agreement,
+    /// The agent stage: tool calls, structured output and streaming, case by case.
     Agent,
+    /// The contract stage: the profile's API contract on every node and data-parallel rank.
     Contract,
+    /// The load ramp: short and long steps at rising concurrency.
     Ramp,
+    /// The soak at the accepted load (`--duration`).
     Soak,
 }
 
+/// What `golive accept` runs against and how (its CLI flags).
 #[derive(Debug, Clone)]
 pub struct AcceptOptions {
     /// OpenAI-compatible API server; repeat once per node (service and basic run on each).
@@ -100,7 +107,9 @@ pub struct AcceptOptions {
     pub operator: Option<String>,
     /// Leave stages out (repeatable): prefix-cache, agreement, agent, ramp, soak.
     pub skip: Vec<SkippableStage>,
+    /// Connection settings (API key, model, TLS, request timeout) for every node.
     pub target: crate::target::TargetOptions,
+    /// Options of the agent stage (repeats, the user's tools and cases).
     pub agent: crate::agent::AgentOptions,
     /// Share of ramp and soak requests that are agent cases (0..1], judged like the agent stage.
     pub agent_mix: Option<f64>,
@@ -150,7 +159,9 @@ impl AcceptOptions {
 
 /// One API server under test.
 pub struct Node {
+    /// The server's URL and connection settings.
     pub target: Target,
+    /// The OpenAI API client the stages send their requests through.
     pub client: Arc<OpenAiClient>,
     /// Where the stages report progress (stage changes, requests, checks).
     pub events: Events,
@@ -169,7 +180,9 @@ pub enum AcceptEnd {
 
 /// What `run` leaves: the report as written to `--out`, and how the run ended.
 pub struct AcceptOutcome {
+    /// How the run ended.
     pub end: AcceptEnd,
+    /// The report as written to `--out`.
     pub report: Report,
 }
 

@@ -184,6 +184,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 
 /// What the proof found.
 pub struct Proof {
+    /// The `prefix_cache` check.
     pub check: Check,
     /// The per-request samples (cold, warm x3, control).
     pub samples: Vec<PrefixCacheSample>,

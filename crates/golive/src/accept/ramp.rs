@@ -29,9 +29,14 @@ pub use boundary::BOUNDARY_WIDTH;
 /// One planned step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepPlan {
+    /// The step's name in checks and reports (`2 x short (200 tokens)`, `2 x long (4096 tokens
+    /// context)`).
     pub label: String,
+    /// Requests in flight (closed loop); for a rate step, the most in flight.
     pub concurrency: u32,
+    /// Prompt length (server tokens).
     pub prompt_tokens: u32,
+    /// Output limit of each request (`max_tokens`).
     pub max_tokens: u32,
     /// Prompt plus output limit.
     pub context: u32,
@@ -54,12 +59,20 @@ pub enum BoundaryBy {
 /// Settings of the ramp.
 #[derive(Debug, Clone)]
 pub struct RampConfig {
+    /// Highest concurrency of the ramp (`--concurrency`).
     pub concurrency: u32,
+    /// The expected load: failing steps above it are limits (observe), at or below it capacity
+    /// failures (expand).
     pub expected_concurrency: u32,
+    /// Longest context (prompt + output, tokens) of the long steps.
     pub max_context: u32,
+    /// Expected context (tokens): longer steps that fail are limits.
     pub expected_context: u32,
+    /// Output limit of every request (`--output-tokens`).
     pub output_tokens: u32,
+    /// Prompt length of the short steps (tokens, `--short-prompt`).
     pub short_prompt: u32,
+    /// Requests per concurrent stream in each step (`--ramp-requests`).
     pub requests_per_stream: u32,
     /// Server tokens per prompt word, so prompt lengths are in the server's tokens.
     pub tokens_per_word: f64,
@@ -126,12 +139,17 @@ pub fn plan_steps(cfg: &RampConfig) -> Vec<StepPlan> {
 
 /// What the ramp found.
 pub struct RampOutcome {
+    /// The ramp's checks: one per step run, the steps left out after a failure, the boundary
+    /// search's and the transport's.
     pub checks: Vec<Check>,
+    /// Every step run, as report.json records it.
     pub steps: Vec<RampStep>,
     /// Highest concurrency whose short and long steps both passed.
     pub accepted_concurrency: Option<u32>,
     /// Request rate of the short step at the accepted concurrency.
     pub accepted_rate: Option<f64>,
+    /// The first step that failed (`label (concurrency N, context M)`); `None` when every step
+    /// held.
     pub boundary: Option<String>,
     /// Each step's request rate (all requests, per second), in the order of `steps`.
     pub request_rates: Vec<f64>,
@@ -638,9 +656,13 @@ fn judge_step(m: &StepMeasured, cfg: &RampConfig) -> StepJudged {
 /// it is written with.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Missed {
+    /// `TTFT`, `E2E` or `ITL`.
     pub name: &'static str,
+    /// The step's p95 (ms).
     pub p95: f64,
+    /// The objective (ms, `--slo-*`).
     pub limit: f64,
+    /// Decimals the figures are written with (1 for ITL, else 0).
     pub digits: usize,
 }
 

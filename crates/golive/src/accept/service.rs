@@ -28,10 +28,13 @@ fn excerpt(s: &str, max: usize) -> String {
 
 /// Result of the service stage for one node.
 pub struct ServiceOutcome {
+    /// The node's service-stage checks.
     pub checks: Vec<Check>,
     /// Nothing answered at all (connection refused or timed out everywhere).
     pub unreachable: bool,
+    /// What the stage learned about the server.
     pub info: ServerInfo,
+    /// The `/metrics` page as scraped; `None` when it did not answer or did not parse.
     pub metrics: Option<MetricsSnapshot>,
 }
 

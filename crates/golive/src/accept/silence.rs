@@ -16,11 +16,15 @@ use crate::report::{Check, CheckId, Impact, Owner, Percentiles, RampStep, Stage,
 /// The gaps of one ramp step or of the soak.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GapRow {
+    /// Ramp or soak.
     pub stage: Stage,
+    /// The ramp step's label, or `soak`.
     pub label: String,
     /// Streamed requests with at least two output deltas.
     pub requests: u64,
+    /// p99 of the gaps between output deltas (ms).
     pub p99_ms: f64,
+    /// Longest gap between output deltas (ms).
     pub max_ms: f64,
     /// The longest gap inside a tool call (ms), if any.
     pub tool_call_max_ms: Option<f64>,
@@ -47,6 +51,7 @@ impl GapRow {
         }
     }
 
+    /// The gaps of a recorded ramp step.
     pub fn from_step(s: &RampStep) -> Self {
         Self::new(
             Stage::Ramp,
@@ -57,6 +62,7 @@ impl GapRow {
         )
     }
 
+    /// The gaps in a run's latency stats, under `label`.
     pub fn from_stats(stage: Stage, label: &str, s: &LatencyStats) -> Self {
         Self::new(
             stage,

@@ -24,11 +24,18 @@ use crate::report::{
 /// Error share above which the soak fails.
 pub const MAX_ERROR_RATE: f64 = 0.01;
 
+/// What the soak found.
 pub struct SoakOutcome {
+    /// The `soak` check.
     pub check: Check,
+    /// Metrics samples over the soak (requests finished, queue, KV usage).
     pub samples: Vec<SoakSample>,
+    /// Latencies, errors and tokens of the soak's requests.
     pub stats: LatencyStats,
+    /// Requests recorded per wall second (req/s).
     pub request_rate: f64,
+    /// Prefix-cache hit share (0..1) from the server's counters, else from the answers' cached
+    /// tokens; `None` when neither says.
     pub cache_hit_ratio: Option<f64>,
     /// The agent cases mixed into the soak (`--agent-mix`).
     pub agent: Option<AgentConformance>,
@@ -90,11 +97,15 @@ fn baseline(o: &SoakOutcome, concurrency: u32) -> Baseline {
 
 /// The soak's load.
 pub struct SoakLoad {
+    /// How long the soak runs (`--duration`).
     pub duration: Duration,
+    /// Requests in flight (closed loop); with a `rate`, at most 4 times this many.
     pub concurrency: u32,
     /// Open loop at this request rate; `None`: closed loop at `concurrency`.
     pub rate: Option<f64>,
+    /// Prompt length (tokens); three quarters of it is a prefix all requests share.
     pub prompt_tokens: u32,
+    /// Output limit of each request.
     pub output_tokens: u32,
     /// Server tokens per prompt word.
     pub tokens_per_word: f64,

@@ -18,8 +18,11 @@ pub const LOGPROB_TOLERANCE: f64 = 0.5;
 /// One generated token with its logprob and the runner-ups the engine returned.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Token {
+    /// The token's text.
     pub token: String,
+    /// Its log probability (nats); `None` when the engine did not return it.
     pub logprob: Option<f64>,
+    /// The runner-ups the engine listed: (token, logprob).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub top: Vec<(String, f64)>,
 }
@@ -27,9 +30,11 @@ pub struct Token {
 /// One greedy answer.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Generation {
+    /// The answer's text (`choices[0].text`).
     pub text: String,
     /// Present when the engine returned logprobs.
     pub tokens: Option<Vec<Token>>,
+    /// Prompt tokens as `usage` counts them; `None` when not returned.
     pub prompt_tokens: Option<u64>,
     /// Prompt tokens served from the cache, where the engine says (llama.cpp
     /// `timings.cache_n`, vLLM `usage.prompt_tokens_details.cached_tokens`).
@@ -108,13 +113,15 @@ pub struct Divergence {
     pub token_index: Option<usize>,
     /// Index of the first differing character of the text.
     pub char_index: usize,
-    /// The two continuations from that point (at most 40 characters each).
+    /// The first answer's continuation from that point (at most 40 characters).
     pub a: String,
+    /// The second answer's continuation from that point (at most 40 characters).
     pub b: String,
     /// At the first differing token: how far (nats) the other path's token was behind
     /// the chosen one, the smaller of the two paths' views; `None` when neither path
     /// listed the other's token among its runner-ups.
     pub margin: Option<f64>,
+    /// `margin` is below [`TIE_MARGIN`]: float noise between kernels, a warning, not a failure.
     pub near_tie: bool,
 }
 
@@ -123,8 +130,10 @@ pub struct Divergence {
 pub enum Comparison {
     /// Same tokens (or text); the largest logprob difference over them, where returned.
     Same {
+        /// Largest logprob difference (nats) over the tokens; `None` when logprobs were missing.
         max_logprob_diff: Option<f64>,
     },
+    /// The answers differ: where, and by how much.
     Differs(Divergence),
 }
 

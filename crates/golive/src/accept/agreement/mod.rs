@@ -35,14 +35,20 @@ const PROMPTS: &str = include_str!("../../../agreement/prompts.toml");
 /// One prompt with a known answer.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AgreementPrompt {
+    /// Name in the agreement checks' data (`arithmetic`).
     pub id: String,
+    /// What the prompt tests, in words (`JSON field lookup`).
     pub kind: String,
+    /// The text to continue; `{filler}` stands for the filler.
     pub prompt: String,
     /// Must appear in the answer.
     pub expect: String,
+    /// Output limit of the greedy answer (`max_tokens`).
     pub max_tokens: u32,
+    /// Text put in place of `{filler}`, so the prefix cache holds most of the prompt; empty: none.
     #[serde(default)]
     pub filler: String,
+    /// How many times the filler is repeated.
     #[serde(default)]
     pub filler_repeat: usize,
 }
