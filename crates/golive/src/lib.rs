@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! golive: the logic behind the `golive` command line tool.
 //!
 //! One module per capability; shared data types live in [`report`] and [`target`].
