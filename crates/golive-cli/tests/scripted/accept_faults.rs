@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{check, report};
 use fault_server::{start, Fault};
+use golive::accept::capacity::TargetLoad;
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
     accept_command(url, out, extra).output().unwrap()
@@ -411,7 +412,7 @@ fn accept_known_replica(out: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
-    use golive::accept::capacity::{answer, TargetLoad};
+    use golive::accept::capacity::answer;
     use golive::report::Objectives;
     let dir = tempfile::tempdir().unwrap();
     let out = accept_known_replica(dir.path(), &[]);
@@ -579,18 +580,7 @@ fn the_boundary_search_narrows_the_doubling_ramps_bracket_to_within_ten_percent(
     // The capacity answer of the short requests rests on the narrowed bracket: 10 in flight
     // hold, 11 fail. (The run's own answer is the long requests': they held at 8 and were not
     // run above it, so 8 is all that is known of them.)
-    use golive::accept::capacity::{answer, TargetLoad};
-    let steps: Vec<golive::report::RampStep> =
-        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
-    let short: Vec<_> = steps
-        .into_iter()
-        .filter(|s| s.label.contains(" x short"))
-        .collect();
-    let slo = golive::report::Objectives {
-        e2e_p95_ms: Some(300.0),
-        ..Default::default()
-    };
-    let a = answer(&short, TargetLoad::Concurrency(25), &slo, 0.2, 1).unwrap();
+    let a = short_requests_answer(&r, 300.0, TargetLoad::Concurrency(25));
     assert_eq!(
         (a.per_replica, a.failing_concurrency),
         (10.0, Some(11)),
@@ -614,4 +604,24 @@ fn the_boundary_search_narrows_the_doubling_ramps_bracket_to_within_ten_percent(
         "{b:#}"
     );
     assert_eq!(b["data"]["search_steps"], 0);
+}
+
+/// The capacity answer of a run's short requests alone, at an E2E p95 objective of `e2e_ms`
+/// and 20% headroom (a run's own answer is of the kind that binds).
+pub(crate) fn short_requests_answer(
+    r: &serde_json::Value,
+    e2e_ms: f64,
+    target: TargetLoad,
+) -> golive::accept::capacity::CapacityAnswer {
+    let steps: Vec<golive::report::RampStep> =
+        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
+    let short: Vec<_> = steps
+        .into_iter()
+        .filter(|s| s.label.contains(" x short"))
+        .collect();
+    let slo = golive::report::Objectives {
+        e2e_p95_ms: Some(e2e_ms),
+        ..Default::default()
+    };
+    golive::accept::capacity::answer(&short, target, &slo, 0.2, 1).unwrap()
 }

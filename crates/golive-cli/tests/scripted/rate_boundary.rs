@@ -19,6 +19,7 @@ use std::path::Path;
 
 use common::{check, report};
 use fault_server::{start, Fault};
+use golive::accept::capacity::TargetLoad;
 
 /// Service time of the scripted replica, and the E2E objective (1.4 of it: 60 ms for the
 /// noise of a busy machine, which a closed-loop step's p95 of 16 requests must stay within).
@@ -133,18 +134,7 @@ fn one_request_apart_the_boundary_search_goes_on_in_the_offered_rate_to_ten_perc
     );
     assert_eq!(c["request"]["rate"], fails, "{c:#}");
     // The capacity answer of the short requests: bounded by the rate that failed.
-    let steps: Vec<golive::report::RampStep> =
-        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
-    let short: Vec<_> = steps
-        .into_iter()
-        .filter(|s| s.label.contains(" x short"))
-        .collect();
-    let slo = golive::report::Objectives {
-        e2e_p95_ms: Some(210.0),
-        ..Default::default()
-    };
-    use golive::accept::capacity::{answer, TargetLoad};
-    let a = answer(&short, TargetLoad::Rate(100.0), &slo, 0.2, 1).unwrap();
+    let a = super::accept_faults::short_requests_answer(&r, 210.0, TargetLoad::Rate(100.0));
     assert_eq!(
         (a.failing_rate, a.bracket.1),
         (Some(fails), Some(fails)),

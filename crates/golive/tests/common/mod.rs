@@ -356,3 +356,115 @@ pub fn all_text(dir: &Path) -> String {
         .map(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).into_owned() + "\n")
         .collect()
 }
+
+/// Issue 27 item 6, on real servers: what one replica's capacity answer predicts for two, and
+/// what two measured.
+pub struct TwoReplicas {
+    /// One replica's capacity at the objectives (req/s), from the accept run.
+    pub per_replica: f64,
+    /// Twice that.
+    pub predicted: f64,
+    /// Goodput of `golive load` spread over both replicas (req/s).
+    pub measured: f64,
+    /// The step the answer rests on, as `4 x long`.
+    pub step: String,
+    /// The capacity check's measurement, for a failure's message.
+    pub capacity: String,
+}
+
+impl TwoReplicas {
+    /// |measured - predicted| / predicted.
+    pub fn error(&self) -> f64 {
+        (self.measured - self.predicted).abs() / self.predicted
+    }
+
+    /// Prints the figures of `server`'s replicas and asserts the two measured within 15% of
+    /// the prediction (issue 27's bar).
+    pub fn assert_within_15_percent(&self, server: &str) {
+        let figures = format!(
+            "{server}: one replica {:.2} req/s ({}); two predicted {:.2}, measured {:.2} req/s: error {:.0}%",
+            self.per_replica,
+            self.step,
+            self.predicted,
+            self.measured,
+            self.error() * 100.0
+        );
+        eprintln!("{figures}");
+        assert!(self.error() <= 0.15, "{figures}\n{}", self.capacity);
+    }
+}
+
+/// The accept runs of the two-replica checks: a closed-loop ramp up to 4 in flight whose
+/// steps all hold (the objective is far away), with a rate target, so the capacity is the best
+/// step's goodput.
+pub fn accept_one_replica(url: &str, out: &Path) -> std::process::Output {
+    accept_without_agent(url, out)
+        .args([
+            "--concurrency",
+            "4",
+            "--ramp-requests",
+            "4",
+            "--output-tokens",
+            "16",
+        ])
+        .args([
+            "--max-context",
+            "256",
+            "--slo-e2e-p95-ms",
+            "120000",
+            "--target-rate",
+            "1",
+        ])
+        .args(RAMP_ONLY)
+        .output()
+        .unwrap()
+}
+
+/// Reads the capacity answer of [`accept_one_replica`]'s run in `dir` and measures two
+/// replicas `a` and `b` with `golive load`: the same requests as the best closed-loop step of
+/// the answer's kind, at twice its concurrency, spread over both.
+pub fn two_replicas(dir: &Path, accepted: &std::process::Output, a: &str, b: &str) -> TwoReplicas {
+    let r = report(dir);
+    let cap = check(&r, "capacity");
+    let per_replica = cap["data"]["per_replica"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{cap:#}\n{}", text(accepted)));
+    let kind = cap["data"]["kind"].as_str().unwrap().to_string();
+    let steps: Vec<golive::report::RampStep> =
+        serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
+    let best = steps
+        .iter()
+        .filter(|s| s.rate.is_none() && s.label.contains(&format!(" x {kind}")))
+        .max_by_key(|s| s.concurrency)
+        .unwrap();
+    let json = dir.join("two.json");
+    let out = Command::new(golive_bin())
+        .args([
+            "load",
+            "--url",
+            a,
+            "--url",
+            b,
+            "--ignore-eos",
+            "--goodput",
+            "e2el:120000",
+        ])
+        .args(["--concurrency", &(2 * best.concurrency).to_string()])
+        .args(["--requests", &(6 * best.concurrency).to_string()])
+        .args(["--prompt-tokens", &best.prompt_tokens.to_string()])
+        .args(["--max-tokens", &best.max_tokens.to_string(), "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let two: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(two["errors"], 0, "{two:#}");
+    assert!(two["url"].as_str().unwrap().contains(b), "{}", two["url"]);
+    TwoReplicas {
+        per_replica,
+        predicted: 2.0 * per_replica,
+        measured: two["goodput"]["requests_per_s"].as_f64().unwrap(),
+        step: format!("{} x {kind}", best.concurrency),
+        capacity: cap["measurement"].to_string(),
+    }
+}

@@ -669,6 +669,15 @@ fn engine_core_primary(frames: Frames<'_>, exc: &str) -> EngineCorePrimary {
     }
 }
 
+/// Each engine-core exception through its frames is the primary, at the exception's line,
+/// with its class.
+fn each_at_the_exception_with_its_class(cases: &[(Frames<'_>, &str, Class)]) {
+    for (frames, exc, class) in cases {
+        let p = engine_core_primary(frames, exc);
+        assert_eq!((p.class, p.at_exception), (*class, true), "{exc}: {p:?}");
+    }
+}
+
 /// A name the code never defined is its bug whatever layer its frames are in (configuration,
 /// distributed): the engine's; inside a third-party kernel package it is that package's
 /// version (a dependency). The same frames under a message of no known words keep their class.
@@ -696,10 +705,7 @@ fn an_undefined_name_is_a_code_bug_whatever_layer_its_frames_are_in() {
             Class::Nccl,
         ),
     ];
-    for (frames, exc, class) in cases {
-        let p = engine_core_primary(frames, exc);
-        assert_eq!((p.class, p.at_exception), (*class, true), "{exc}: {p:?}");
-    }
+    each_at_the_exception_with_its_class(cases);
 }
 
 /// An attribute missing on an object of the engine's own classes is the engine's bug, even in
@@ -730,10 +736,7 @@ fn a_missing_attribute_is_the_engines_bug_on_its_own_objects_and_a_version_on_a_
             Class::PrefixCache,
         ),
     ];
-    for (frames, exc, class) in cases {
-        let p = engine_core_primary(frames, exc);
-        assert_eq!((p.class, p.at_exception), (*class, true), "{exc}: {p:?}");
-    }
+    each_at_the_exception_with_its_class(cases);
 }
 
 /// A call with arguments that a method of the engine's own worker or runner does not take is
@@ -779,10 +782,7 @@ fn a_call_the_engines_own_class_refuses_is_the_engine_and_an_invalid_flag_is_con
             Class::Nccl,
         ),
     ];
-    for (frames, exc, class) in cases {
-        let p = engine_core_primary(frames, exc);
-        assert_eq!((p.class, p.at_exception), (*class, true), "{exc}: {p:?}");
-    }
+    each_at_the_exception_with_its_class(cases);
 }
 
 /// A fragment of a log with no start or serving marker, but lines of the engine's own
