@@ -27,13 +27,9 @@ pub(super) async fn container(c: &mut Collector, name: &str, record_process: boo
         }
     }
     inside_probes(c, name).await;
-    seen.version = version(c, name).await;
-    inside::packages(
-        c,
-        &["docker".into(), "exec".into(), name.to_string()],
-        "container",
-    )
-    .await;
+    let exec = ["docker".into(), "exec".into(), name.to_string()];
+    seen.version = inside::vllm_version(c, &exec, "container").await;
+    inside::packages(c, &exec, "container").await;
     seen
 }
 
@@ -106,25 +102,6 @@ async fn inside_probes(c: &mut Collector, name: &str) {
         Keep::Stdout,
     )
     .await;
-}
-
-/// vLLM's version inside the container; whether it answered.
-async fn version(c: &mut Collector, name: &str) -> bool {
-    c.cmd(
-        "container vLLM version",
-        &[
-            "docker",
-            "exec",
-            name,
-            "python3",
-            "-c",
-            "import vllm; print(vllm.__version__)",
-        ],
-        names::VLLM_VERSION,
-        Keep::Stdout,
-    )
-    .await
-    .is_some()
 }
 
 /// `docker run --rm --gpus all IMAGE nvidia-smi`: the error is the evidence when it fails.

@@ -19,6 +19,21 @@ fn with_prefix(exec: &[String], tail: &[&str]) -> Vec<String> {
         .collect()
 }
 
+/// vLLM's version inside the container that `exec` runs in; whether it answered.
+pub(super) async fn vllm_version(c: &mut Collector, exec: &[String], what: &str) -> bool {
+    c.cmd(
+        &format!("{what} vLLM version"),
+        &with_prefix(
+            exec,
+            &["python3", "-c", "import vllm; print(vllm.__version__)"],
+        ),
+        names::VLLM_VERSION,
+        Keep::Stdout,
+    )
+    .await
+    .is_some()
+}
+
 /// The package versions inside the container that `exec` (`docker exec NAME`,
 /// `kubectl exec POD --`) runs in: importlib.metadata, else `pip list`.
 pub(super) async fn packages(c: &mut Collector, exec: &[String], what: &str) {

@@ -47,24 +47,9 @@ pub(super) async fn pod(c: &mut Collector, pod: &str, namespace: Option<&str>) -
     for (label, argv, file, keep) in probes {
         c.cmd(label, &argv, file, keep).await;
     }
-    let version = c
-        .cmd(
-            "pod vLLM version",
-            &k(
-                &["kubectl", "exec"],
-                &[
-                    "--",
-                    "python3",
-                    "-c",
-                    "import vllm; print(vllm.__version__)",
-                ],
-            ),
-            names::VLLM_VERSION,
-            Keep::Stdout,
-        )
-        .await
-        .is_some();
-    inside::packages(c, &k(&["kubectl", "exec"], &["--"]), "pod").await;
+    let exec = k(&["kubectl", "exec"], &["--"]);
+    let version = inside::vllm_version(c, &exec, "pod").await;
+    inside::packages(c, &exec, "pod").await;
     crash_record(c, pod, namespace).await;
     version
 }
