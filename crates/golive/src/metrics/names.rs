@@ -54,6 +54,14 @@ pub const FINISHED_HIST: &[&str] = &[
 ];
 /// Finished-request counter where no histogram is exported.
 pub const FINISHED_COUNTER: &str = "vllm:request_success";
+/// Output tokens generated (the stalled-engine trigger watches it advance).
+pub const GENERATED_TOKENS: &[&str] = &[
+    "vllm:generation_tokens",
+    "sglang:generation_tokens",
+    "llamacpp:tokens_predicted",
+];
+/// Preemption counters (SGLang: its retracted requests).
+pub const PREEMPTIONS: &[&str] = &["vllm:num_preemptions", "sglang:num_retracted_reqs"];
 /// Prompt tokens processed (llama.cpp: excluding cached ones).
 pub const PROMPT_TOKENS: &[&str] = &[
     "vllm:prompt_tokens",
@@ -99,7 +107,7 @@ pub fn engine_metrics(engine: Engine) -> EngineMetrics {
             kv_usage: &KV_USAGE[..2],
             waiting: &WAITING[..1],
             running: &RUNNING[..1],
-            preemptions: &["vllm:num_preemptions"],
+            preemptions: &PREEMPTIONS[..1],
             cache_queries: CACHE_QUERIES,
             cache_hits: &CACHE_HITS[..2],
             cached_tokens: &["vllm:prompt_tokens_cached"],
@@ -111,7 +119,7 @@ pub fn engine_metrics(engine: Engine) -> EngineMetrics {
             kv_usage: &KV_USAGE[2..3],
             waiting: &WAITING[1..2],
             running: &RUNNING[1..2],
-            preemptions: &["sglang:num_retracted_reqs"],
+            preemptions: &PREEMPTIONS[1..],
             cache_queries: &[],
             cache_hits: &CACHE_HITS[2..],
             cached_tokens: &CACHE_HITS[2..],

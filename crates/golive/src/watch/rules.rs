@@ -120,6 +120,15 @@ pub(super) fn num(v: f64) -> String {
 
 const BY: &str = "by (job, instance)";
 
+/// vLLM's current names of the families the rules read, from the one table.
+const WAITING_NOW: &str = names::WAITING[0];
+const RUNNING_NOW: &str = names::RUNNING[0];
+const FINISHED_NOW: &str = names::FINISHED_HIST[0];
+const TTFT_NOW: &str = names::TTFT[0];
+const PROMPT_NOW: &str = names::PROMPT_TOKENS[0];
+const PREEMPTIONS_NOW: &str = names::PREEMPTIONS[0];
+const GENERATED_NOW: &str = names::GENERATED_TOKENS[0];
+
 /// `sum by (job, instance) (f(name))` over the current name, `or` the old one.
 fn either(names: &[&str], f: impl Fn(&str) -> String) -> String {
     names
@@ -131,7 +140,7 @@ fn either(names: &[&str], f: impl Fn(&str) -> String) -> String {
 
 /// Requests finished per second over `w` (the range), per scrape target.
 fn finished_rate(w: &str) -> String {
-    format!("sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}]))")
+    format!("sum {BY} (rate({FINISHED_NOW}_count[{w}]))")
 }
 
 fn rule(
@@ -223,10 +232,10 @@ const BUILDERS: &[fn(&Ctx<'_>) -> Built] = &[
 /// Queue growth at an unchanged request rate.
 fn queue_growth(ctx: &Ctx<'_>) -> Built {
     let (baseline, w, for_, tol) = (ctx.baseline, &ctx.w, &ctx.for_, ctx.tol);
-    let waiting = format!("sum {BY} (vllm:num_requests_waiting)");
+    let waiting = format!("sum {BY} ({WAITING_NOW})");
     let accepted_waiting = baseline.waiting_max.unwrap_or(0.0);
     let mut expr = format!(
-        "({waiting} > {peak})\nand\n(sum {BY} (delta(vllm:num_requests_waiting[{w}])) >= 1)",
+        "({waiting} > {peak})\nand\n(sum {BY} (delta({WAITING_NOW}[{w}])) >= 1)",
         peak = num(accepted_waiting)
     );
     let rate_text = match baseline.request_rate_rps {
@@ -245,7 +254,7 @@ fn queue_growth(ctx: &Ctx<'_>) -> Built {
         None => {
             // Unchanged compared with the same span one window earlier.
             expr.push_str(&format!(
-                "\nand\n(sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}])) <= {f} * sum {BY} (rate(vllm:e2e_request_latency_seconds_count[{w}] offset {w})))",
+                "\nand\n(sum {BY} (rate({FINISHED_NOW}_count[{w}])) <= {f} * sum {BY} (rate({FINISHED_NOW}_count[{w}] offset {w})))",
                 f = num(1.0 + tol)
             ));
             format!(
@@ -277,7 +286,7 @@ fn cache_regression(ctx: &Ctx<'_>) -> Built {
             let hits = either(vllm.cache_hits, |n| format!("rate({n}_total[{w}])"));
             let queries = either(vllm.cache_queries, |n| format!("rate({n}_total[{w}])"));
             let ttft = format!(
-                "sum {BY} (rate(vllm:time_to_first_token_seconds_sum[{w}])) / sum {BY} (rate(vllm:time_to_first_token_seconds_count[{w}]))"
+                "sum {BY} (rate({TTFT_NOW}_sum[{w}])) / sum {BY} (rate({TTFT_NOW}_count[{w}]))"
             );
             let (latency_expr, latency_text) = match baseline.ttft_p50_ms {
                 Some(p50) => (
@@ -290,7 +299,7 @@ fn cache_regression(ctx: &Ctx<'_>) -> Built {
                 ),
                 None => (
                     format!(
-                        "({ttft}) > {f} * (sum {BY} (rate(vllm:time_to_first_token_seconds_sum[{w}] offset {w})) / sum {BY} (rate(vllm:time_to_first_token_seconds_count[{w}] offset {w})))",
+                        "({ttft}) > {f} * (sum {BY} (rate({TTFT_NOW}_sum[{w}] offset {w})) / sum {BY} (rate({TTFT_NOW}_count[{w}] offset {w})))",
                         f = num(1.0 + tol)
                     ),
                     format!("mean time to first token {}% above the previous {w}", num(tol * 100.0)),
@@ -329,7 +338,7 @@ fn repeated_restart(ctx: &Ctx<'_>) -> Built {
         "GoliveRepeatedRestart",
         "critical",
         format!(
-            "(max {BY} (changes(process_start_time_seconds[{restart_window}])) >= 2) and on (job, instance) (group {BY} (vllm:num_requests_running))\nor\nmax {BY} (resets(vllm:prompt_tokens_total[{restart_window}])) >= 2"
+            "(max {BY} (changes(process_start_time_seconds[{restart_window}])) >= 2) and on (job, instance) (group {BY} ({RUNNING_NOW}))\nor\nmax {BY} (resets({PROMPT_NOW}_total[{restart_window}])) >= 2"
         ),
         "0m",
         "vLLM restarted repeatedly".into(),
@@ -352,7 +361,7 @@ fn preemptions_at_accepted_load(ctx: &Ctx<'_>) -> Built {
             "GoliveKvPreemptionsAtAcceptedLoad",
             "warning",
             format!(
-                "(sum {BY} (increase(vllm:num_preemptions_total[{w}])) > 0)\nand\n(sum {BY} (max_over_time(vllm:num_requests_running[{w}])) <= {conc})"
+                "(sum {BY} (increase({PREEMPTIONS_NOW}_total[{w}])) > 0)\nand\n(sum {BY} (max_over_time({RUNNING_NOW}[{w}])) <= {conc})"
             ),
             for_,
             "vLLM preempts requests at or below the accepted concurrency".into(),
@@ -473,12 +482,12 @@ fn stalled(ctx: &Ctx<'_>) -> Built {
         "GoliveStalled",
         "critical",
         format!(
-            "(sum {BY} (min_over_time(vllm:num_requests_running[{stall}])) + sum {BY} (min_over_time(vllm:num_requests_waiting[{stall}]))) > 0\nand\nsum {BY} (increase(vllm:generation_tokens_total[{stall}])) == 0"
+            "(sum {BY} (min_over_time({RUNNING_NOW}[{stall}])) + sum {BY} (min_over_time({WAITING_NOW}[{stall}]))) > 0\nand\nsum {BY} (increase({GENERATED_NOW}_total[{stall}])) == 0"
         ),
         "1m",
         "vLLM has requests in flight but generates no tokens".into(),
         format!(
-            "Requests were running or waiting for {stall} while vllm:generation_tokens_total did not advance: the engine is alive but stuck (health checks may still pass). Confirm with `golive probe --url URL --deadline-s 10`, save the server log for `golive triage`, then restart the engine."
+            "Requests were running or waiting for {stall} while {GENERATED_NOW}_total did not advance: the engine is alive but stuck (health checks may still pass). Confirm with `golive probe --url URL --deadline-s 10`, save the server log for `golive triage`, then restart the engine."
         ),
     )))
 }

@@ -11,15 +11,9 @@ use crate::metrics::names::{
 use crate::metrics::{Engine, MetricsSnapshot};
 
 pub use crate::metrics::names::{
-    CACHE_HITS, CACHE_QUERIES, FINISHED_HIST, ITL, KV_USAGE, RUNNING, TTFT, WAITING,
+    CACHE_HITS, CACHE_QUERIES, FINISHED_HIST, GENERATED_TOKENS, ITL, KV_USAGE, RUNNING, TTFT,
+    WAITING,
 };
-
-/// Output tokens generated (the stalled-engine trigger watches it advance).
-pub const GENERATED_TOKENS: &[&str] = &[
-    "vllm:generation_tokens",
-    "sglang:generation_tokens",
-    "llamacpp:tokens_predicted",
-];
 
 /// The counters watch follows, by role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
@@ -163,7 +157,12 @@ impl Reading {
         if let Some(((_, count), n)) = first_hist(m, FINISHED_HIST) {
             put(&mut r, Counter::Finished, count, n);
         } else if let Some(v) = m.sum(FINISHED_COUNTER) {
-            put(&mut r, Counter::Finished, v, "vllm:request_success_total");
+            put(
+                &mut r,
+                Counter::Finished,
+                v,
+                &format!("{FINISHED_COUNTER}_total"),
+            );
         }
         let mut tool_total = None;
         for name in tool_error_counters {
