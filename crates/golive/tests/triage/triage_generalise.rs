@@ -810,6 +810,43 @@ fn an_engines_process_labels_say_it_ran_and_torch_ranks_do_not() {
     assert_eq!((torch.class, torch.line), (Class::Unknown, 2), "{torch:?}");
 }
 
+/// A native assertion or an accelerator kernel's own failure raised through a communication
+/// library's frames (DeepEP's MoE dispatch) is a code fault, not a failed transport; a message
+/// without such words through the same frames keeps the frames' class.
+#[test]
+fn a_native_assertion_through_a_communication_library_is_no_failed_transport() {
+    let dispatch = [
+        (
+            "vllm/model_executor/layers/fused_moe/modular_kernel.py",
+            "forward",
+        ),
+        ("deep_ep/buffer.py", "dispatch"),
+    ];
+    let plain = engine_core_primary(
+        &dispatch,
+        "RuntimeError: the group broke in a way nobody names",
+    );
+    let cases: &[(Frames<'_>, &str, Class)] = &[
+        (
+            &dispatch,
+            "RuntimeError: call aclnnCamMoeDispatchNormal failed, detail:EZ9999: Inner Error!",
+            Class::Engine,
+        ),
+        (
+            &dispatch,
+            "RuntimeError: Failed: Assertion error /w/csrc/deepep/deep_ep.cpp:101 error message or error code is 'topk_idx.size(0) <= round * per_round_tokens'",
+            Class::Engine,
+        ),
+        (
+            &dispatch,
+            "RuntimeError: the group broke in a way nobody names",
+            plain.class,
+        ),
+    ];
+    assert_ne!(plain.class, Class::Engine, "{plain:?}");
+    each_at_the_exception_with_its_class(cases);
+}
+
 /// Messages that say what they blame: NVML's frames are the driver's library; CUDA that a
 /// forked worker cannot re-initialise is the engine's start method (not the driver, although
 /// torch's CUDA init raises it); another accelerator's out-of-bounds memory access is a
