@@ -591,16 +591,14 @@ impl Scanner<'_> {
                     f.rank.clone_from(&tb.rank);
                 }
             }
-            // The ERROR line a request handler logged before its caught traceback ("Error in
-            // preprocessing prompt inputs") failed that request too.
-            if let (Some(f), Some((sl, _, _))) = (finding.as_ref(), tb.summary.as_ref()) {
+            if let (Some(f), Some((sl, stext, smsg))) = (finding.as_mut(), tb.summary.as_ref()) {
+                // The ERROR line a request handler logged before its caught traceback ("Error
+                // in preprocessing prompt inputs") failed that request too.
                 if f.request {
                     self.mark_request(*sl);
                 }
-            }
-            // vLLM V0 (and others) log the exception's message once before its traceback:
-            // that first line is the cause line.
-            if let (Some(f), Some((sl, stext, smsg))) = (finding.as_mut(), tb.summary.as_ref()) {
+                // vLLM V0 (and others) log the exception's message once before its traceback:
+                // that first line is the cause line.
                 if summary_states(smsg, msg) {
                     f.line = *sl;
                     f.text = cut(stext);
@@ -759,8 +757,6 @@ pub fn is_worker_label(label: &str) -> bool {
         || label.contains(" TP")
 }
 
-/// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
-/// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 impl Scanner<'_> {
     /// Marks the recent finding stated on line `line` (or last repeated there) as a request's.
     fn mark_request(&mut self, line: u64) {
@@ -777,6 +773,8 @@ impl Scanner<'_> {
     }
 }
 
+/// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
+/// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
 }
