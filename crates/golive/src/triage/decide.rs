@@ -19,7 +19,7 @@ pub(super) fn decide(
     mut results: Vec<(String, FileResult)>,
     notes: Vec<String>,
 ) -> TriageReport {
-    mark_topology(&mut results);
+    mark_topology(rules, &mut results);
     let facts = facts_of(&results);
     apply_platform_facts(rules, &mut results, &facts);
     // Bare ERROR logger lines: their class from the module that logged them.
@@ -561,8 +561,9 @@ fn wrapped_by_ray<'a>(
 const ENGINE_NEXT_STEP: &str = "Note the engine's version (`vllm --version`, `llama-server --version`) and search the message in its issues; retry with the feature the lines before it name turned off, or pin the previous release or image.";
 
 /// Out-of-memory on exactly one rank/GPU while other ranks are present and did not fail
-/// becomes `oom_topology`.
-fn mark_topology(results: &mut [(String, FileResult)]) {
+/// becomes `oom_topology`. An error another rank went on after (an import probe every rank
+/// logs while loading) is no failure of that rank.
+fn mark_topology(rules: &RuleSet, results: &mut [(String, FileResult)]) {
     let multi_file = results.len() > 1;
     let mut workers: HashSet<String> = HashSet::new();
     let mut failed: HashSet<String> = HashSet::new();
@@ -578,24 +579,24 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
             workers.insert(format!("{fi}/"));
         }
         for t in &r.ranks_with_traceback {
-            failed.insert(format!("{fi}/{t}"));
+            failed.insert(format!("{fi}/{}", own_label(t, &r.workers)));
         }
         for f in &r.findings {
-            let id = format!(
-                "{fi}/{}",
-                f.rank
-                    .as_deref()
-                    .filter(|r| scan::is_worker_label(r))
-                    .unwrap_or("")
-            );
+            let id = worker_id(fi, f, &r.workers);
             if f.kind == RuleKind::Cause && f.class.is_oom() {
                 // Ray folds the same line of other actors into one: `[repeated 3x across
-                // cluster]` is an out-of-memory on more than one rank.
-                if f.text.contains("x across cluster]") {
+                // cluster]` is an out-of-memory on more than one rank. So does an unlabelled
+                // line seen more than once among several workers (each rank's C++ `what():`).
+                let unlabelled_again = id.ends_with('/') && (f.count > 1 || oom_ids.contains(&id));
+                if f.text.contains("x across cluster]") || unlabelled_again {
                     oom_ids.insert(format!("{id} (and the actors Ray folded in)"));
                 }
                 oom_ids.insert(id);
-            } else if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
+            } else if f.kind == RuleKind::Cause
+                && f.class.explains()
+                && f.class != Class::Nccl
+                && !lifecycle::survived(rules, &r.life, f)
+            {
                 failed.insert(id);
             }
         }
@@ -612,18 +613,41 @@ fn mark_topology(results: &mut [(String, FileResult)]) {
         return;
     }
     for (fi, (_, r)) in results.iter_mut().enumerate() {
+        let labels = r.workers.clone();
         for f in r.findings.iter_mut() {
-            let id = format!(
-                "{fi}/{}",
-                f.rank
-                    .as_deref()
-                    .filter(|r| scan::is_worker_label(r))
-                    .unwrap_or("")
-            );
+            let id = worker_id(fi, f, &labels);
             if f.kind == RuleKind::Cause && f.class.is_oom() && id == oom_id {
                 f.class = Class::OomTopology;
             }
         }
+    }
+}
+
+/// A finding's worker within the inputs (`input/label`; `input/` for none), its torch rank
+/// named by the engine's own label when the input has one ([`own_label`]).
+fn worker_id(fi: usize, f: &RawFinding, labels: &HashSet<String>) -> String {
+    let rank = f
+        .rank
+        .as_deref()
+        .filter(|r| scan::is_worker_label(r))
+        .unwrap_or("");
+    format!("{fi}/{}", own_label(rank, labels))
+}
+
+/// The engine's own label for torch's `rankN` of the same process: the one label of the input
+/// whose tensor-parallel index is N (vLLM's `Worker_TP2`, SGLang's `DP0 TP2`). Any other label,
+/// or a rank no single own label matches, is returned as it is.
+fn own_label<'a>(label: &'a str, labels: &'a HashSet<String>) -> &'a str {
+    let Some(n) = label.strip_prefix("rank").filter(|_| line::is_torch_rank(label)) else {
+        return label;
+    };
+    let tp_index = |w: &str| w.rsplit_once("TP").map(|(_, i)| i.trim() == n);
+    let mut same = labels
+        .iter()
+        .filter(|w| !line::is_torch_rank(w) && tp_index(w) == Some(true));
+    match (same.next(), same.next()) {
+        (Some(w), None) => w,
+        _ => label,
     }
 }
 

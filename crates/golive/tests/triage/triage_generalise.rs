@@ -950,3 +950,32 @@ torch.distributed.DistStoreError: Timed out after 601 seconds waiting for client
     );
     assert!(p.line == 3 || p.line == 6, "{p:?}");
 }
+
+/// Torch's `[rank2]:` and SGLang's `[.. TP2]` label one process: an out-of-memory torch logs
+/// for rank 2, while the other ranks serve on, is one rank's. An import probe every rank
+/// logged while loading and went on after is no failure of those ranks.
+#[test]
+fn torchs_rank_label_and_the_engines_name_one_process_for_a_one_rank_oom() {
+    let log = |oom_ranks: &[u8]| {
+        let mut s = String::new();
+        for tp in 0..4 {
+            s += &format!("[2025-12-27 01:00:5{tp} TP{tp}] Ignore import error when loading sglang.srt.models.midashenglm: No module named 'torchaudio'\n");
+            s += &format!("[2025-12-27 01:01:0{tp} TP{tp}] Load weight end. type=Qwen3ForCausalLM, avail mem=20.00 GB\n");
+        }
+        s += "[2025-12-27 01:02:00] The server is fired up and ready to roll!\n";
+        s += "[2025-12-27 01:06:12] INFO:     127.0.0.1:50816 - \"POST /generate HTTP/1.1\" 200 OK\n";
+        for r in oom_ranks {
+            s += &format!("[rank{r}]:[E1227 01:06:16.020753201 compiler_depend.ts:444] NPU out of memory. NPUWorkspaceAllocator tried to allocate 216.00 MiB(NPU {r}; 61.27 GiB total capacity; 159.89 MiB free).\n");
+            s += &format!("[2025-12-27 01:06:16 TP{r}] Scheduler hit an exception: Traceback (most recent call last):\n");
+            s += &format!("[2025-12-27 01:06:16 TP{r}] RuntimeError: The Inner error is reported as above.\n");
+        }
+        s
+    };
+    let one = triage_text(&log(&[2]));
+    let p = one.primary.expect("a rank died");
+    assert_eq!((p.class, p.line), (Class::OomTopology, 11), "{p:?}");
+    // Two ranks out of memory is no one-rank problem.
+    let two = triage_text(&log(&[1, 2]));
+    let p = two.primary.expect("two ranks died");
+    assert_eq!((p.class, p.line), (Class::OomRuntime, 11), "{p:?}");
+}
