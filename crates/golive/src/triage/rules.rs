@@ -88,6 +88,8 @@ struct RuleDef {
     #[serde(default)]
     code_only: bool,
     #[serde(default)]
+    not_transport: bool,
+    #[serde(default)]
     startup_refusal: bool,
     #[serde(default)]
     request: bool,
@@ -203,6 +205,9 @@ pub struct Rule {
     /// (configuration, driver, transport, KV cache) name its class, only a third-party
     /// package's (a dependency) or the engine's own code. Implies `code_bug`.
     pub code_only: bool,
+    /// A code bug that is never a failed transport, although the distributed layer's frames
+    /// name it (a failed `assert`); the KV-cache code's frames keep their class.
+    pub not_transport: bool,
     /// The class is a refusal the engine states while it checks its configuration at startup:
     /// raised in the request path instead (the traceback's frames are the engine's step or
     /// model runner while it ran requests), the same exception is a bug of the engine.
@@ -313,6 +318,7 @@ impl Rule {
             weak: false,
             catch_all: false,
             code_bug: false,
+            not_transport: false,
             code_only: false,
             startup_refusal: false,
             request: false,
@@ -331,9 +337,12 @@ impl Rule {
     /// an undefined name (`code_only`) is no configuration or driver matter either; only a
     /// third-party package's frames keep their class (its version is wrong).
     pub fn frames_yield_to(&self, bug: &Rule) -> bool {
-        bug.code_bug
-            && (self.class.yields_to_code_bug()
-                || (bug.code_only && self.class != Class::Dependency))
+        let layer = if bug.not_transport {
+            self.class == Class::Nccl
+        } else {
+            self.class.yields_to_code_bug()
+        };
+        bug.code_bug && (layer || (bug.code_only && self.class != Class::Dependency))
     }
 
     /// An end-of-log entry: a weak, generic cause matched by its regex alone.
@@ -516,6 +525,7 @@ impl RuleSet {
                 catch_all: d.catch_all,
                 code_bug: d.code_bug || d.code_only,
                 code_only: d.code_only,
+                not_transport: d.not_transport,
                 startup_refusal: d.startup_refusal,
                 request: d.request,
                 ..Rule::base(d.id, d.kind, class, d.why, d.next_step)

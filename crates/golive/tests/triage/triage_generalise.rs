@@ -979,3 +979,90 @@ fn torchs_rank_label_and_the_engines_name_one_process_for_a_one_rank_oom() {
     let p = two.primary.expect("two ranks died");
     assert_eq!((p.class, p.line), (Class::OomRuntime, 11), "{p:?}");
 }
+
+/// Python's own failed `assert` is a code bug of the code the frames name: through the
+/// distributed layer's frames (a caller that never set up the group) it is no failed
+/// transport, through the engine's own frames the engine's, through a third-party kernel
+/// package's frames that package's version.
+#[test]
+fn a_failed_python_assert_is_the_code_the_frames_name_never_a_transport() {
+    let log = |frame: &str| {
+        format!(
+            "[2025-05-10 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)
+[2025-05-10 10:00:05] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/x/sglang/python/sglang/srt/managers/scheduler.py\", line 268, in __init__
+    self.tp_worker = TpWorkerClass(
+  File \"{frame}\", line 749, in get_tp_group
+    assert _TP is not None, (\"tensor model parallel group is not initialized\")
+AssertionError: tensor model parallel group is not initialized
+"
+        )
+    };
+    for (frame, class) in [
+        ("/env/site-packages/vllm/distributed/parallel_state.py", Class::Engine),
+        ("/x/sglang/python/sglang/srt/managers/tp_worker.py", Class::Engine),
+        ("/env/site-packages/flashinfer/prefill.py", Class::Dependency),
+    ] {
+        let p = triage_text(&log(frame)).primary.expect(frame);
+        assert_eq!((p.class, p.line), (class, 7), "{frame}: {p:?}");
+    }
+    // A bare assert without a message is the same.
+    let bare = log("/env/site-packages/vllm/distributed/parallel_state.py").replace(
+        "AssertionError: tensor model parallel group is not initialized",
+        "AssertionError",
+    );
+    let p = triage_text(&bare).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Engine, 7), "{p:?}");
+}
+
+/// A compiled kernel the engine's Python calls that the installed build lacks is a dependency
+/// at its first line (vLLM's custom-op message), not at the AttributeError that ends the worker
+/// later; a JIT compiler that cannot build a kernel (Triton in MLIR's words) is the toolchain's.
+#[test]
+fn a_missing_custom_op_and_a_failed_triton_compile_are_the_build_at_their_first_line() {
+    let custom_op = "(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:04 _custom_ops.py:61] Error in calling custom op awq_dequantize: '_OpNamespace' '_C' object has no attribute 'awq_dequantize'
+(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:04 _custom_ops.py:61] Possibly you have built or installed an obsolete version of vllm.
+(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:05 multiproc_worker_utils.py:229] Exception in worker VllmWorkerProcess while processing method determine_num_available_blocks.
+(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:05 multiproc_worker_utils.py:229] Traceback (most recent call last):
+(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:05 multiproc_worker_utils.py:229]   File \"/vllm/worker/worker.py\", line 195, in determine_num_available_blocks
+(VllmWorkerProcess pid=1492) ERROR 12-17 03:22:05 multiproc_worker_utils.py:229] AttributeError: '_OpNamespace' '_C' object has no attribute 'awq_dequantize'
+";
+    let p = triage_text(custom_op).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 1), "{p:?}");
+    let triton = "INFO 07-31 15:57:40 [api_server.py:1233] vLLM API server version 0.10.0
+/env/site-packages/vllm/attention/ops/prefix_prefill.py:36:0: error: Failures have been detected while processing an MLIR pass pipeline
+Traceback (most recent call last):
+  File \"/env/site-packages/vllm/v1/engine/core.py\", line 640, in run_engine_core
+  File \"/env/site-packages/triton/compiler/compiler.py\", line 424, in make_llir
+RuntimeError: PassManager::run failed
+";
+    let p = triage_text(triton).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 2), "{p:?}");
+}
+
+/// llama.cpp's older assertion format names a Windows path (a drive letter, spaces) before the
+/// line number; ggml's assertion that a backend buffer came back without memory is the device's
+/// memory refused.
+#[test]
+fn older_ggml_asserts_on_windows_paths_and_a_null_backend_buffer_are_found() {
+    let log = |assert: &str| {
+        format!(
+            "llama server listening at http://127.0.0.1:8080
+slot 0 is processing [task id: 0]
+{assert}
+"
+        )
+    };
+    let p = triage_text(&log(
+        "GGML_ASSERT: C:\\Users\\me\\Random projects\\llama.cpp\\ggml-opencl.cpp:1726: to_fp32_cl != nullptr",
+    ))
+    .primary
+    .expect("an abort after serving");
+    assert_eq!((p.class, p.line), (Class::Engine, 3), "{p:?}");
+    let p = triage_text(&log(
+        "GGML_ASSERT: D:\\a\\llama.cpp\\ggml-backend.c:96: base != NULL && \"backend buffer base cannot be NULL\"",
+    ))
+    .primary
+    .unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 3), "{p:?}");
+}
