@@ -505,4 +505,55 @@ mod tests {
         );
         assert_eq!(rec.text, "a\"b");
     }
+
+    /// Speed of the two event readers on a vLLM-shaped stream (256 one-token chunks, a
+    /// tool-call delta, the finish and usage chunks). Not a test: run it optimised with
+    /// `cargo test -p golive --lib --config 'profile.dev.package.golive.opt-level=3'
+    /// --config 'profile.dev.package.serde_json.opt-level=3' --config
+    /// 'profile.dev.package.memchr.opt-level=3' -- --ignored --nocapture scanner_speed`.
+    #[test]
+    #[ignore]
+    fn scanner_speed() {
+        use std::io::Write;
+        let head = r#"{"id":"chatcmpl-8a1f","object":"chat.completion.chunk","created":1733333333,"model":"Qwen/Qwen2.5-0.5B-Instruct","choices":[{"index":0,"delta":"#;
+        let mut events: Vec<String> = Vec::new();
+        events.push(format!(
+            r#"{head}{{"role":"assistant","content":""}},"logprobs":null,"finish_reason":null}}]}}"#
+        ));
+        for i in 0..256 {
+            events.push(format!(
+                r#"{head}{{"content":" tok{i}"}},"logprobs":null,"finish_reason":null}}]}}"#
+            ));
+        }
+        events.push(format!(r#"{head}{{"tool_calls":[{{"index":0,"id":"call_1","type":"function","function":{{"name":"get_weather","arguments":"{{\"city\": \"Berlin\"}}"}}}}]}},"logprobs":null,"finish_reason":null}}]}}"#));
+        events.push(format!(
+            r#"{head}{{}},"logprobs":null,"finish_reason":"stop"}}]}}"#
+        ));
+        events.push(r#"{"id":"chatcmpl-8a1f","object":"chat.completion.chunk","created":1733333333,"model":"m","choices":[],"usage":{"prompt_tokens":12,"total_tokens":270,"completion_tokens":258,"prompt_tokens_details":{"cached_tokens":8}}}"#.to_string());
+        type Reader = fn(&[u8], &mut RequestRecord) -> Result<Option<Output>, (ErrorKind, String)>;
+        for (name, read) in [
+            ("fast", scan_event_fast as Reader),
+            ("full", scan_event_full as Reader),
+        ] {
+            let mut best = f64::MAX;
+            for _ in 0..7 {
+                let t = Instant::now();
+                let rounds = 200;
+                for _ in 0..rounds {
+                    let mut rec = RequestRecord::default();
+                    for e in &events {
+                        std::hint::black_box(read(std::hint::black_box(e.as_bytes()), &mut rec))
+                            .unwrap();
+                    }
+                }
+                let ns = t.elapsed().as_nanos() as f64 / (rounds * events.len()) as f64;
+                best = best.min(ns);
+            }
+            let _ = writeln!(
+                std::io::stderr(),
+                "scanner_speed {name}: {best:.0} ns/event (best of 7 x 200 streams of {} events)",
+                events.len()
+            );
+        }
+    }
 }
