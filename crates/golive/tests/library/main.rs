@@ -16,3 +16,4 @@ mod layering;
 mod local_server_script;
 mod metrics_exposition;
 mod profile_seeds;
+mod wire_readers;
