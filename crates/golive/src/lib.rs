@@ -37,6 +37,7 @@ pub mod target;
 pub mod text;
 pub mod triage;
 pub mod watch;
+pub mod wire;
 
 pub use error::{Error, ErrorKind, Result};
 

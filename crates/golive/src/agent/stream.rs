@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::validate::{mentions_parser, quote, Problem, ProblemCode, Reply, ToolCall};
 use crate::report::Owner;
 use crate::sse::SseEvent;
+use crate::wire::{Answer, Choice, Lax, LaxField, Str, ToolCallPart};
 
 /// Feed events with [`Assembler::push`], then call [`Assembler::finish`].
 #[derive(Debug, Default)]
@@ -42,8 +43,10 @@ impl Assembler {
                         "an event came after `data: [DONE]`",
                     ));
                 }
+                // Parsed as a `Value` first: a chunk is JSON by the same rules as a whole
+                // answer (`http::send`), and a broken tool-call delta is quoted as sent.
                 match serde_json::from_slice::<Value>(bytes) {
-                    Ok(chunk) => self.chunk(&chunk),
+                    Ok(chunk) => self.chunk(&Answer::of(&chunk)),
                     Err(e) => self.problems.push(Problem::fail(
                         Owner::Server,
                         ProblemCode::ChunkNotJson,
@@ -58,8 +61,14 @@ impl Assembler {
         }
     }
 
-    fn chunk(&mut self, chunk: &Value) {
-        if let Some(err) = chunk.get("error") {
+    fn chunk(&mut self, chunk: &Lax<Answer<'_>>) {
+        // A JSON value other than an object has none of the fields.
+        let none = Answer::default();
+        let chunk = match chunk {
+            Lax::Typed(chunk) => chunk,
+            Lax::Other(_) => &none,
+        };
+        if let Some(err) = &chunk.error {
             let message = err
                 .get("message")
                 .and_then(Value::as_str)
@@ -78,10 +87,10 @@ impl Assembler {
             ));
             return;
         }
-        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
+        if let Some(usage) = &chunk.usage {
             self.reply.usage = Some(usage.clone());
         }
-        let Some(choices) = chunk.get("choices").and_then(Value::as_array) else {
+        let Some(choices) = chunk.choices.typed() else {
             self.problems.push(Problem::fail(
                 Owner::Server,
                 ProblemCode::ChunkNoChoices,
@@ -92,7 +101,12 @@ impl Assembler {
         let Some(choice) = choices.first() else {
             return; // the usage-only chunk has `choices: []`
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+        let no_choice = Choice::default();
+        let choice = match choice {
+            Lax::Typed(choice) => choice,
+            Lax::Other(_) => &no_choice,
+        };
+        if let Some(reason) = choice.finish_reason.typed().map(Str::as_str) {
             if let Some(prev) = &self.reply.finish_reason {
                 if prev != reason {
                     self.problems.push(Problem::warn(
@@ -104,8 +118,8 @@ impl Assembler {
             }
             self.reply.finish_reason = Some(reason.to_string());
         }
-        let Some(delta) = choice.get("delta") else {
-            if choice.get("finish_reason").is_none_or(Value::is_null) {
+        let Some(delta) = &choice.delta else {
+            if choice.finish_reason.is_none() {
                 self.problems.push(Problem::fail(
                     Owner::Server,
                     ProblemCode::ChunkNoDelta,
@@ -114,14 +128,21 @@ impl Assembler {
             }
             return;
         };
-        if let Some(text) = delta.get("content").and_then(Value::as_str) {
+        // `"delta": null` or a delta of another type carries nothing.
+        let Lax::Typed(delta) = delta else {
+            return;
+        };
+        if let Some(text) = delta.content.typed() {
             self.reply
                 .content
                 .get_or_insert_with(String::new)
                 .push_str(text);
         }
-        for field in ["reasoning", "reasoning_content"] {
-            if let Some(text) = delta.get(field).and_then(Value::as_str) {
+        for (field, text) in [
+            ("reasoning", &delta.reasoning),
+            ("reasoning_content", &delta.reasoning_content),
+        ] {
+            if let Some(text) = text.typed() {
                 match self.reply.reasoning_field.as_deref() {
                     None => self.reply.reasoning_field = Some(field.to_string()),
                     Some(f) if f == field => {}
@@ -134,24 +155,27 @@ impl Assembler {
                     .push_str(text);
             }
         }
-        match delta.get("tool_calls") {
-            None | Some(Value::Null) => {}
-            Some(Value::Array(deltas)) => {
-                self.saw_tool_calls_field = true;
-                for d in deltas {
-                    self.tool_delta(d);
+        match &delta.tool_calls {
+            None => {}
+            Some(calls) => match ToolCallPart::parts(calls) {
+                Some(parts) => {
+                    self.saw_tool_calls_field = true;
+                    for (d, part) in parts {
+                        self.tool_delta(d, &part);
+                    }
                 }
-            }
-            Some(other) => self.problems.push(Problem::fail(
-                Owner::Server,
-                ProblemCode::DeltaToolCallsType,
-                format!("`delta.tool_calls` is {other}, expected an array"),
-            )),
+                None => self.problems.push(Problem::fail(
+                    Owner::Server,
+                    ProblemCode::DeltaToolCallsType,
+                    format!("`delta.tool_calls` is {calls}, expected an array"),
+                )),
+            },
         }
     }
 
-    fn tool_delta(&mut self, d: &Value) {
-        let Some(index) = d.get("index").and_then(Value::as_u64) else {
+    /// One tool-call delta: `d` as sent (quoted in problems), `part` its fields.
+    fn tool_delta(&mut self, d: &Value, part: &ToolCallPart<'_>) {
+        let Some(&index) = part.index.typed() else {
             self.problems.push(Problem::fail(
                 Owner::Server,
                 ProblemCode::DeltaIndexMissing,
@@ -162,20 +186,16 @@ impl Assembler {
             ));
             return;
         };
-        let id = d
-            .get("id")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty());
-        let kind = d.get("type").and_then(Value::as_str);
-        let function = d.get("function");
+        let id = part.id.typed().map(Str::as_str).filter(|s| !s.is_empty());
+        let kind = part.kind.typed().map(Str::as_str);
+        let function = part.function.typed();
         let name = function
-            .and_then(|f| f.get("name"))
-            .and_then(Value::as_str)
+            .and_then(|f| f.name.typed())
+            .map(Str::as_str)
             .filter(|s| !s.is_empty());
         let fragment = function
-            .and_then(|f| f.get("arguments"))
-            .and_then(Value::as_str)
-            .unwrap_or("");
+            .and_then(|f| f.arguments.typed())
+            .map_or("", Str::as_str);
         let is_new = !self.calls.contains_key(&index);
         let call = self.calls.entry(index).or_insert_with(|| ToolCall {
             index: Some(index),

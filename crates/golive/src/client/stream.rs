@@ -5,12 +5,13 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use memchr::memmem;
-use serde::Deserialize;
+use serde_json::Value;
 
 use super::{
     error_chain, ErrorKind, OpenAiClient, Output, RequestRecord, RequestSpec, ServerTimings,
 };
 use crate::sse::{SseDecoder, SseEvent};
+use crate::wire::{Answer, Choice, Lax, LaxField};
 
 impl OpenAiClient {
     pub(super) async fn read_stream(
@@ -169,34 +170,63 @@ impl OpenAiClient {
         };
         let now = self.micros(Instant::now());
         rec.first_byte_us = Some(now);
-        let parsed: Result<WholeAnswer<'_>, _> = serde_json::from_slice(&body);
-        match parsed {
-            Err(e) => rec.fail(
+        match read_answer(&body, rec) {
+            Err(detail) => rec.fail(
                 ErrorKind::MalformedStream,
-                format!("answer is not the OpenAI JSON shape: {e}"),
+                format!("answer is not the OpenAI JSON shape: {detail}"),
             ),
-            Ok(answer) => {
-                apply_usage(rec, answer.usage.as_ref(), answer.timings.as_ref());
-                if let Some(choice) = answer.choices.first() {
-                    rec.finish_reason = choice.finish_reason.map(str::to_string);
-                    if let Some(m) = &choice.message {
-                        if let Some(c) = &m.content {
-                            rec.text.push_str(c);
-                        }
-                        if let Some(tc) = &m.tool_calls {
-                            rec.text.push_str(&tc.to_string());
-                        }
-                    }
-                    if let Some(t) = &choice.text {
-                        rec.text.push_str(t);
-                    }
-                } else if let Some(err) = answer.error {
-                    rec.fail(ErrorKind::HttpStatus, format!("error object: {err}"));
-                }
-            }
+            Ok(None) => {}
+            Ok(Some(err)) => rec.fail(ErrorKind::HttpStatus, format!("error object: {err}")),
         }
     }
 }
+
+/// Reads a whole (non-streamed) answer into `rec`: its usage, finish_reason and text. The
+/// answer's error object comes back when it has no choice. A body that is not JSON, or a
+/// field of the wrong type, is an error and leaves `rec` as it was.
+fn read_answer(body: &[u8], rec: &mut RequestRecord) -> Result<Option<String>, String> {
+    let answer = match Answer::read(body).map_err(|e| e.to_string())? {
+        Lax::Typed(answer) => answer,
+        Lax::Other(v) => {
+            return Err(format!(
+                "{} is not an object",
+                excerpt(v.to_string().as_bytes())
+            ))
+        }
+    };
+    let counts = Counts::of(&answer).map_err(|e| e.to_string())?;
+    let Some(choice) = answer.choices.strict("choices")?.and_then(|c| c.first()) else {
+        counts.apply(rec);
+        return Ok(answer.error().map(Value::to_string));
+    };
+    let choice = strict_choice(choice)?;
+    let finish_reason = choice.finish_reason.strict("finish_reason")?;
+    let mut text = String::new();
+    if let Some(m) = choice.message.strict("message")? {
+        if let Some(c) = m.content.strict("content")? {
+            text.push_str(c);
+        }
+        if let Some(tc) = &m.tool_calls {
+            text.push_str(&tc.to_string());
+        }
+    }
+    if let Some(t) = choice.text.strict("text")? {
+        text.push_str(t);
+    }
+    counts.apply(rec);
+    rec.finish_reason = finish_reason.map(|f| f.to_string());
+    rec.text.push_str(&text);
+    Ok(None)
+}
+
+/// One entry of `choices`, which must be an object.
+fn strict_choice<'x, 'a>(choice: &'x Lax<Choice<'a>>) -> Result<&'x Choice<'a>, String> {
+    match choice {
+        Lax::Typed(c) => Ok(c),
+        Lax::Other(v) => Err(format!("`choices[]` is {v}")),
+    }
+}
+
 static CONTENT_KEY: LazyLock<memmem::Finder<'static>> =
     LazyLock::new(|| memmem::Finder::new(b"\"content\":"));
 static TEXT_KEY: LazyLock<memmem::Finder<'static>> =
@@ -280,98 +310,32 @@ fn scan_event_fast(
     Ok(has_text.then_some(Output::Text))
 }
 
-#[derive(Deserialize)]
-struct ChunkUsage {
-    prompt_tokens: Option<u64>,
-    completion_tokens: Option<u64>,
-    prompt_tokens_details: Option<PromptDetails>,
-}
-#[derive(Deserialize)]
-struct PromptDetails {
-    cached_tokens: Option<u64>,
-}
-#[derive(Deserialize)]
-struct ChunkTimings {
-    cache_n: Option<u64>,
-    prompt_n: Option<u64>,
-    prompt_ms: Option<f64>,
-    predicted_n: Option<u64>,
-    predicted_ms: Option<f64>,
-}
-#[derive(Deserialize)]
-struct StreamChunk<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<StreamChoice<'a>>,
-    usage: Option<ChunkUsage>,
-    timings: Option<ChunkTimings>,
-    error: Option<serde_json::Value>,
-}
-#[derive(Deserialize)]
-struct StreamChoice<'a> {
-    #[serde(borrow)]
-    delta: Option<Delta<'a>>,
-    /// Completions API.
-    #[serde(borrow)]
-    text: Option<std::borrow::Cow<'a, str>>,
-    finish_reason: Option<&'a str>,
-}
-#[derive(Deserialize)]
-struct Delta<'a> {
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    reasoning: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    reasoning_content: Option<std::borrow::Cow<'a, str>>,
-    tool_calls: Option<serde_json::Value>,
-}
-#[derive(Deserialize)]
-struct WholeAnswer<'a> {
-    #[serde(default, borrow)]
-    choices: Vec<WholeChoice<'a>>,
-    usage: Option<ChunkUsage>,
-    timings: Option<ChunkTimings>,
-    error: Option<serde_json::Value>,
-}
-#[derive(Deserialize)]
-struct WholeChoice<'a> {
-    #[serde(borrow)]
-    message: Option<WholeMessage<'a>>,
-    #[serde(borrow)]
-    text: Option<std::borrow::Cow<'a, str>>,
-    finish_reason: Option<&'a str>,
-}
-#[derive(Deserialize)]
-struct WholeMessage<'a> {
-    #[serde(borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
-    tool_calls: Option<serde_json::Value>,
+/// An answer's usage and llama-server timings, read before anything of the answer is
+/// taken into the record.
+struct Counts {
+    usage: Option<crate::wire::Usage>,
+    timings: Option<ServerTimings>,
 }
 
-fn apply_usage(
-    rec: &mut RequestRecord,
-    usage: Option<&ChunkUsage>,
-    timings: Option<&ChunkTimings>,
-) {
-    if let Some(u) = usage {
-        rec.usage.prompt_tokens = u.prompt_tokens.or(rec.usage.prompt_tokens);
-        rec.usage.completion_tokens = u.completion_tokens.or(rec.usage.completion_tokens);
-        if let Some(c) = u
-            .prompt_tokens_details
-            .as_ref()
-            .and_then(|d| d.cached_tokens)
-        {
-            rec.usage.cached_tokens = Some(c);
-        }
+impl Counts {
+    fn of(answer: &Answer<'_>) -> serde_json::Result<Counts> {
+        Ok(Counts {
+            usage: answer.usage().transpose()?,
+            timings: answer.timings().transpose()?,
+        })
     }
-    if let Some(t) = timings {
-        rec.timings = Some(ServerTimings {
-            cache_n: t.cache_n,
-            prompt_n: t.prompt_n,
-            prompt_ms: t.prompt_ms,
-            predicted_n: t.predicted_n,
-            predicted_ms: t.predicted_ms,
-        });
+
+    fn apply(self, rec: &mut RequestRecord) {
+        if let Some(u) = self.usage {
+            rec.usage.prompt_tokens = u.prompt_tokens.or(rec.usage.prompt_tokens);
+            rec.usage.completion_tokens = u.completion_tokens.or(rec.usage.completion_tokens);
+            if let Some(c) = u.prompt_tokens_details.and_then(|d| d.cached_tokens) {
+                rec.usage.cached_tokens = Some(c);
+            }
+        }
+        if self.timings.is_some() {
+            rec.timings = self.timings;
+        }
     }
 }
 
@@ -389,13 +353,32 @@ fn scan_event_full(
     data: &[u8],
     rec: &mut RequestRecord,
 ) -> Result<Option<Output>, (ErrorKind, String)> {
-    let chunk: StreamChunk<'_> = serde_json::from_slice(data).map_err(|e| {
+    let malformed = |detail: String| {
         (
             ErrorKind::MalformedStream,
-            format!("event is not valid JSON ({e}): {}", excerpt(data)),
+            format!("event is not valid JSON ({detail}): {}", excerpt(data)),
         )
-    })?;
-    if let Some(err) = &chunk.error {
+    };
+    let chunk = match Answer::read(data).map_err(|e| malformed(e.to_string()))? {
+        Lax::Typed(chunk) => chunk,
+        Lax::Other(_) => {
+            return Err((
+                ErrorKind::MalformedStream,
+                format!("event is not a JSON object: {}", excerpt(data)),
+            ))
+        }
+    };
+    let counts = Counts::of(&chunk).map_err(|e| malformed(e.to_string()))?;
+    // A chunk with a wrong field or an error object takes nothing into the record.
+    let (text_len, finish_reason) = (rec.text.len(), rec.finish_reason.clone());
+    let output = chunk_output(&chunk, rec);
+    let err = chunk.error();
+    if output.is_err() || err.is_some() {
+        rec.text.truncate(text_len);
+        rec.finish_reason = finish_reason;
+    }
+    let output = output.map_err(malformed)?;
+    if let Some(err) = err {
         return Err((
             ErrorKind::HttpStatus,
             format!(
@@ -404,28 +387,35 @@ fn scan_event_full(
             ),
         ));
     }
-    apply_usage(rec, chunk.usage.as_ref(), chunk.timings.as_ref());
+    counts.apply(rec);
+    Ok(output)
+}
+
+/// What one parsed chunk carries, with its finish_reason and text taken into `rec`.
+fn chunk_output(chunk: &Answer<'_>, rec: &mut RequestRecord) -> Result<Option<Output>, String> {
     let mut has_output = false;
     let mut tool_call = false;
-    for choice in &chunk.choices {
-        if let Some(f) = choice.finish_reason {
+    for choice in chunk.choices.strict("choices")?.into_iter().flatten() {
+        let choice = strict_choice(choice)?;
+        if let Some(f) = choice.finish_reason.strict("finish_reason")? {
             rec.finish_reason = Some(f.to_string());
         }
-        if let Some(t) = choice.text.as_deref().filter(|t| !t.is_empty()) {
+        if let Some(t) = choice.text.strict("text")?.filter(|t| !t.is_empty()) {
             has_output = true;
             rec.text.push_str(t);
         }
-        if let Some(d) = &choice.delta {
-            if let Some(c) = d.content.as_deref().filter(|t| !t.is_empty()) {
+        if let Some(d) = choice.delta.strict("delta")? {
+            if let Some(c) = d.content.strict("content")?.filter(|t| !t.is_empty()) {
                 has_output = true;
                 rec.text.push_str(c);
             }
-            if d.reasoning.as_deref().is_some_and(|t| !t.is_empty())
-                || d.reasoning_content
-                    .as_deref()
+            for reasoning in [&d.reasoning, &d.reasoning_content] {
+                if reasoning
+                    .strict("reasoning")?
                     .is_some_and(|t| !t.is_empty())
-            {
-                has_output = true;
+                {
+                    has_output = true;
+                }
             }
             if let Some(tc) = &d.tool_calls {
                 tool_call = true;
@@ -504,6 +494,63 @@ mod tests {
             Ok(Some(Output::Text))
         );
         assert_eq!(rec.text, "a\"b");
+    }
+    #[test]
+    fn a_wrong_field_or_an_error_object_takes_nothing_into_the_record() {
+        let mut rec = RequestRecord::default();
+        let null_error = br#"{"error":null,"choices":[{"delta":{"content":"x"}}]}"#;
+        assert_eq!(
+            scan_event_full(null_error, &mut rec),
+            Ok(Some(Output::Text))
+        );
+        let wrong = br#"{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"},{"delta":{"content":5}}],"usage":{"prompt_tokens":3}}"#;
+        let err = scan_event_full(wrong, &mut rec).unwrap_err();
+        assert_eq!(err.0, ErrorKind::MalformedStream);
+        assert!(err.1.contains("`content` is 5"), "{}", err.1);
+        let errored = br#"{"error":{"message":"boom"},"choices":[{"delta":{"content":"b"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3}}"#;
+        assert_eq!(
+            scan_event_full(errored, &mut rec).unwrap_err().0,
+            ErrorKind::HttpStatus
+        );
+        let usage = br#"{"choices":[],"usage":{"prompt_tokens":"3"}}"#;
+        assert_eq!(
+            scan_event_full(usage, &mut rec).unwrap_err().0,
+            ErrorKind::MalformedStream
+        );
+        assert_eq!(
+            (
+                rec.text.as_str(),
+                rec.finish_reason.as_deref(),
+                rec.usage.prompt_tokens
+            ),
+            ("x", None, None)
+        );
+        assert_eq!(
+            scan_event_full(b"[1]", &mut rec).unwrap_err().0,
+            ErrorKind::MalformedStream
+        );
+    }
+
+    #[test]
+    fn a_whole_answer_is_read_through_the_wire_model() {
+        let mut rec = RequestRecord::default();
+        let body = br#"{"object":"chat.completion","choices":[{"message":{"content":"hi","tool_calls":[{"id":"c"}]},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"prompt_tokens_details":{"cached_tokens":1}},"error":null}"#;
+        assert_eq!(read_answer(body, &mut rec), Ok(None));
+        assert_eq!(rec.text, r#"hi[{"id":"c"}]"#);
+        assert_eq!(
+            (rec.finish_reason.as_deref(), rec.cached_tokens()),
+            (Some("stop"), Some(1))
+        );
+        let err = read_answer(br#"{"error":{"message":"x"},"choices":[]}"#, &mut rec);
+        assert_eq!(err, Ok(Some(r#"{"message":"x"}"#.to_string())));
+        let mut rec = RequestRecord::default();
+        let wrong = br#"{"choices":[{"message":{"content":5},"finish_reason":"stop"}],"usage":{"prompt_tokens":2}}"#;
+        assert_eq!(
+            read_answer(wrong, &mut rec),
+            Err("`content` is 5".to_string())
+        );
+        assert_eq!((rec.finish_reason.as_deref(), rec.usage.prompt_tokens), (None, None));
+        assert!(read_answer(b"{", &mut rec).unwrap_err().contains("EOF"));
     }
 
     /// Speed of the two event readers on a vLLM-shaped stream (256 one-token chunks, a

@@ -4,6 +4,7 @@
 use serde_json::Value;
 
 use super::{quote, Owner, Problem, ProblemCode, Reply, ToolCall};
+use crate::wire::{Answer, Choice, Lax, LaxField, Str, ToolCallPart};
 
 /// Text a server or gateway uses when its tool-call or chat-template parser failed.
 const PARSER_MARKERS: &[&str] = &[
@@ -67,22 +68,21 @@ pub(super) fn has_open_call(content: &str) -> bool {
 pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
     let mut problems = Vec::new();
     let mut reply = Reply::default();
-    if body.get("object").and_then(Value::as_str) != Some("chat.completion") {
+    // A JSON value other than an object has none of the fields.
+    let answer = match Answer::of(body) {
+        Lax::Typed(answer) => answer,
+        Lax::Other(_) => Answer::default(),
+    };
+    if answer.object.typed().map(Str::as_str) != Some("chat.completion") {
+        let object = serde_json::to_string(&answer.object).unwrap_or_default();
         problems.push(Problem::warn(
             Owner::Server,
             ProblemCode::EnvelopeObject,
-            format!(
-                "`object` is {}, expected \"chat.completion\"",
-                body.get("object").unwrap_or(&Value::Null)
-            ),
+            format!("`object` is {object}, expected \"chat.completion\""),
         ));
     }
-    reply.usage = body.get("usage").filter(|u| !u.is_null()).cloned();
-    let Some(choice) = body
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-    else {
+    reply.usage = answer.usage.clone();
+    let Some(choice) = answer.choices.typed().and_then(|c| c.first()) else {
         problems.push(Problem::fail(
             Owner::Server,
             ProblemCode::EnvelopeNoChoices,
@@ -90,11 +90,13 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
         ));
         return (reply, problems);
     };
-    reply.finish_reason = choice
-        .get("finish_reason")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let Some(message) = choice.get("message").filter(|m| m.is_object()) else {
+    let no_choice = Choice::default();
+    let choice = match choice {
+        Lax::Typed(choice) => choice,
+        Lax::Other(_) => &no_choice,
+    };
+    reply.finish_reason = choice.finish_reason.typed().map(|f| f.to_string());
+    let Some(message) = choice.message.typed() else {
         problems.push(Problem::fail(
             Owner::Server,
             ProblemCode::EnvelopeNoMessage,
@@ -102,10 +104,10 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
         ));
         return (reply, problems);
     };
-    match message.get("content") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => reply.content = Some(s.clone()),
-        Some(other) => problems.push(Problem::fail(
+    match &message.content {
+        None => {}
+        Some(Lax::Typed(s)) => reply.content = Some(s.to_string()),
+        Some(Lax::Other(other)) => problems.push(Problem::fail(
             Owner::Server,
             ProblemCode::EnvelopeContentType,
             format!(
@@ -114,8 +116,11 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
             ),
         )),
     }
-    for field in ["reasoning", "reasoning_content"] {
-        if let Some(text) = message.get(field).and_then(Value::as_str) {
+    for (field, text) in [
+        ("reasoning", &message.reasoning),
+        ("reasoning_content", &message.reasoning_content),
+    ] {
+        if let Some(text) = text.typed().map(Str::as_str) {
             if reply.reasoning.is_none() {
                 reply.reasoning = Some(text.to_string());
                 reply.reasoning_field = Some(field.to_string());
@@ -128,44 +133,44 @@ pub fn parse_completion(body: &Value) -> (Reply, Vec<Problem>) {
             }
         }
     }
-    match message.get("tool_calls") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(calls)) => {
-            let mut out = Vec::with_capacity(calls.len());
-            for (i, call) in calls.iter().enumerate() {
-                let function = call.get("function");
-                let arguments = match function.and_then(|f| f.get("arguments")) {
-                    Some(Value::String(s)) => s.clone(),
-                    None | Some(Value::Null) => String::new(),
-                    Some(other) => {
-                        problems.push(Problem::fail(
-                            Owner::Server,
-                            ProblemCode::ArgumentsNotString,
-                            format!(
-                                "tool_calls[{i}].function.arguments is JSON, not a JSON string"
-                            ),
-                        ));
-                        other.to_string()
-                    }
-                };
-                out.push(ToolCall {
-                    index: call.get("index").and_then(Value::as_u64),
-                    id: call.get("id").and_then(Value::as_str).map(str::to_string),
-                    kind: call.get("type").and_then(Value::as_str).map(str::to_string),
-                    name: function
-                        .and_then(|f| f.get("name"))
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    arguments,
-                });
+    match &message.tool_calls {
+        None => {}
+        Some(calls) => match ToolCallPart::parts(calls) {
+            Some(parts) => {
+                let mut out = Vec::new();
+                for (i, (_, call)) in parts.enumerate() {
+                    let function = call.function.typed();
+                    let arguments = match function.and_then(|f| f.arguments.as_ref()) {
+                        Some(Lax::Typed(s)) => s.to_string(),
+                        None => String::new(),
+                        Some(Lax::Other(other)) => {
+                            problems.push(Problem::fail(
+                                Owner::Server,
+                                ProblemCode::ArgumentsNotString,
+                                format!(
+                                    "tool_calls[{i}].function.arguments is JSON, not a JSON string"
+                                ),
+                            ));
+                            other.to_string()
+                        }
+                    };
+                    let text = |f: &Option<Lax<Str<'_>>>| f.typed().map(|s| s.to_string());
+                    out.push(ToolCall {
+                        index: call.index.typed().copied(),
+                        id: text(&call.id),
+                        kind: text(&call.kind),
+                        name: function.and_then(|f| text(&f.name)),
+                        arguments,
+                    });
+                }
+                reply.tool_calls = Some(out);
             }
-            reply.tool_calls = Some(out);
-        }
-        Some(other) => problems.push(Problem::fail(
-            Owner::Server,
-            ProblemCode::EnvelopeToolCallsType,
-            format!("`message.tool_calls` is {other}, expected an array"),
-        )),
+            None => problems.push(Problem::fail(
+                Owner::Server,
+                ProblemCode::EnvelopeToolCallsType,
+                format!("`message.tool_calls` is {calls}, expected an array"),
+            )),
+        },
     }
     (reply, problems)
 }
