@@ -301,8 +301,9 @@ fn scan_event_fast(
         || TEXT_KEY
             .find(body)
             .is_some_and(|p| non_empty_string_after(body, p, TEXT_KEY.needle().len()))
-        || REASONING_KEY.find(body).is_some_and(|p| {
-            // `"reasoning":"..."` or `"reasoning_content":"..."`
+        || REASONING_KEY.find_iter(body).any(|p| {
+            // `"reasoning":"..."` or `"reasoning_content":"..."`: either name may come first
+            // with `null` or `""` while the other carries the text.
             let rest = &body[p + REASONING_KEY.needle().len()..];
             let colon = memchr::memchr(b':', rest).unwrap_or(0);
             non_empty_string_after(rest, colon, 1)
@@ -457,6 +458,8 @@ mod tests {
         assert_eq!(rec.timings.unwrap().prompt_ms, Some(1.5));
         let reasoning = br#"{"choices":[{"delta":{"reasoning_content":"think"}}]}"#;
         assert_eq!(scan_event_fast(reasoning, &mut rec), Ok(Some(Output::Text)));
+        let second = br#"{"choices":[{"delta":{"reasoning":null,"reasoning_content":"think"}}]}"#;
+        assert_eq!(scan_event_fast(second, &mut rec), Ok(Some(Output::Text)));
         let completion = br#"{"choices":[{"text":" a","index":0}]}"#;
         assert_eq!(
             scan_event_fast(completion, &mut rec),
@@ -549,7 +552,10 @@ mod tests {
             read_answer(wrong, &mut rec),
             Err("`content` is 5".to_string())
         );
-        assert_eq!((rec.finish_reason.as_deref(), rec.usage.prompt_tokens), (None, None));
+        assert_eq!(
+            (rec.finish_reason.as_deref(), rec.usage.prompt_tokens),
+            (None, None)
+        );
         assert!(read_answer(b"{", &mut rec).unwrap_err().contains("EOF"));
     }
 
