@@ -52,6 +52,14 @@ fn sse(data: &[u8]) {
 
 fn client_event(data: &[u8]) {
     crate::client::fuzz_scan_event(data);
+    // The agent's readers of the same answer model: the stream assembler on the event, the
+    // validator on it as a whole body.
+    let mut asm = crate::agent::stream::Assembler::new();
+    asm.push(&crate::sse::SseEvent::Data(data.to_vec()));
+    let _ = asm.finish(None, 0);
+    if let Ok(body) = serde_json::from_slice(data) {
+        let _ = crate::agent::validate::parse_completion(&body);
+    }
 }
 
 fn metrics(data: &[u8]) {
@@ -246,7 +254,11 @@ pub const TARGETS: &[Target] = &[
             "\\\"",
             "\"content\":",
             "\"reasoning_content\":",
+            "\"reasoning\":",
+            "\"text\":",
+            "\"delta\":",
             "\"tool_calls\":[",
+            "{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}",
             "\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}",
             "\"timings\":",
             "\"error\":{\"message\":\"x\"}",

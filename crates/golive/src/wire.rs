@@ -15,7 +15,7 @@ use std::marker::PhantomData;
 
 use serde::de::value::{
     BorrowedStrDeserializer, MapAccessDeserializer, SeqAccessDeserializer, StrDeserializer,
-    StringDeserializer, U64Deserializer,
+    U64Deserializer,
 };
 use serde::de::{Deserializer, Error, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize};
@@ -25,12 +25,11 @@ use crate::client::ServerTimings;
 
 /// One answer, streamed event or whole body; the fields neither carries are absent.
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 pub struct Answer<'a> {
     /// `chat.completion` or `chat.completion.chunk`.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub object: Option<Lax<Str<'a>>>,
     /// The choices; the usage-only event of a stream has none.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub choices: Option<Lax<Vec<Lax<Choice<'a>>>>>,
     /// `usage` as sent (read it with [`Answer::usage`]); `None`: absent or null.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -50,68 +49,56 @@ pub struct Answer<'a> {
 
 /// One entry of `choices`.
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 pub struct Choice<'a> {
     /// A streamed event's increment; `Some(Lax::Other(Value::Null))` for `"delta": null`.
-    #[serde(
-        default,
-        borrow,
-        deserialize_with = "present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, deserialize_with = "present")]
     pub delta: Option<Lax<Message<'a>>>,
     /// A whole answer's message.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub message: Option<Lax<Message<'a>>>,
     /// The completions API's text.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub text: Option<Lax<Str<'a>>>,
     /// Why generation stopped; `None` while it goes on.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<Lax<Str<'a>>>,
 }
 
 /// A message or one streamed increment of it (`delta`).
 #[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 pub struct Message<'a> {
     /// The answer's text.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub content: Option<Lax<Str<'a>>>,
     /// Reasoning text under its newer name.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<Lax<Str<'a>>>,
     /// Reasoning text under its older name.
-    #[serde(borrow, skip_serializing_if = "Option::is_none")]
     pub reasoning_content: Option<Lax<Str<'a>>>,
     /// The tool calls (or their deltas) as sent, kept whole: the timing loop records the
     /// JSON and the agent quotes a broken one; read the parts with [`ToolCallPart::parts`].
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Value>,
 }
 
 /// One tool call, or one streamed delta of it.
 #[derive(Debug, Default, Deserialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 pub struct ToolCallPart<'a> {
     /// The call's position; a delta names the call it continues by it.
     pub index: Option<Lax<u64>>,
     /// The call's id (the first delta of a call carries it).
-    #[serde(borrow)]
     pub id: Option<Lax<Str<'a>>>,
     /// `function`.
-    #[serde(borrow, rename = "type")]
+    #[serde(rename = "type")]
     pub kind: Option<Lax<Str<'a>>>,
     /// The function called.
-    #[serde(borrow)]
     pub function: Option<Lax<Function<'a>>>,
 }
 
 /// The function of a tool call.
 #[derive(Debug, Default, Deserialize)]
+#[serde(bound(deserialize = "'de: 'a"))]
 pub struct Function<'a> {
     /// The function's name (the first delta of a call carries it).
-    #[serde(borrow)]
     pub name: Option<Lax<Str<'a>>>,
     /// The arguments as a JSON text, or a streamed fragment of it.
-    #[serde(borrow)]
     pub arguments: Option<Lax<Str<'a>>>,
 }
 
@@ -274,21 +261,15 @@ impl Shape<'_> for u64 {
 impl<'de, T: Deserialize<'de>> Shape<'de> for Vec<T> {
     const KIND: Kind = Kind::Array;
 }
-impl<'de: 'a, 'a> Shape<'de> for Answer<'a> {
-    const KIND: Kind = Kind::Object;
+/// The structs are read from objects.
+macro_rules! objects {
+    ($($name:ident),*) => {$(
+        impl<'de: 'a, 'a> Shape<'de> for $name<'a> {
+            const KIND: Kind = Kind::Object;
+        }
+    )*};
 }
-impl<'de: 'a, 'a> Shape<'de> for Choice<'a> {
-    const KIND: Kind = Kind::Object;
-}
-impl<'de: 'a, 'a> Shape<'de> for Message<'a> {
-    const KIND: Kind = Kind::Object;
-}
-impl<'de: 'a, 'a> Shape<'de> for ToolCallPart<'a> {
-    const KIND: Kind = Kind::Object;
-}
-impl<'de: 'a, 'a> Shape<'de> for Function<'a> {
-    const KIND: Kind = Kind::Object;
-}
+objects!(Answer, Choice, Message, ToolCallPart, Function);
 
 impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -321,16 +302,15 @@ impl<'de, T: Shape<'de>> Deserialize<'de> for Lax<T> {
 struct LaxVisitor<T>(PhantomData<T>);
 
 impl<T> LaxVisitor<T> {
-    /// A scalar of the expected kind read as `T`, any other kept as JSON.
-    fn scalar<'de, E, D>(kind: Kind, read: D, json: impl FnOnce() -> Value) -> Result<Lax<T>, E>
+    /// A value of the expected kind read as `T`, any other kept as JSON.
+    fn read<'de, D: Deserializer<'de>>(kind: Kind, value: D) -> Result<Lax<T>, D::Error>
     where
         T: Shape<'de>,
-        D: Deserializer<'de, Error = E>,
     {
         if T::KIND == kind {
-            T::deserialize(read).map(Lax::Typed)
+            T::deserialize(value).map(Lax::Typed)
         } else {
-            Ok(Lax::Other(json()))
+            Value::deserialize(value).map(Lax::Other)
         }
     }
 }
@@ -348,23 +328,19 @@ impl<'de, T: Shape<'de>> Visitor<'de> for LaxVisitor<T> {
         Ok(Lax::Other(Value::from(v)))
     }
     fn visit_u64<E: Error>(self, v: u64) -> Result<Lax<T>, E> {
-        Self::scalar(Kind::Uint, U64Deserializer::new(v), || Value::from(v))
+        Self::read(Kind::Uint, U64Deserializer::new(v))
     }
     fn visit_f64<E: Error>(self, v: f64) -> Result<Lax<T>, E> {
         Ok(Lax::Other(Value::from(v)))
     }
     fn visit_borrowed_str<E: Error>(self, v: &'de str) -> Result<Lax<T>, E> {
-        Self::scalar(Kind::Str, BorrowedStrDeserializer::new(v), || v.into())
+        Self::read(Kind::Str, BorrowedStrDeserializer::new(v))
     }
     fn visit_str<E: Error>(self, v: &str) -> Result<Lax<T>, E> {
-        Self::scalar(Kind::Str, StrDeserializer::new(v), || v.into())
+        Self::read(Kind::Str, StrDeserializer::new(v))
     }
     fn visit_string<E: Error>(self, v: String) -> Result<Lax<T>, E> {
-        if T::KIND == Kind::Str {
-            T::deserialize(StringDeserializer::new(v)).map(Lax::Typed)
-        } else {
-            Ok(Lax::Other(Value::String(v)))
-        }
+        self.visit_str(&v)
     }
     fn visit_unit<E: Error>(self) -> Result<Lax<T>, E> {
         Ok(Lax::Other(Value::Null))
@@ -373,20 +349,10 @@ impl<'de, T: Shape<'de>> Visitor<'de> for LaxVisitor<T> {
         Ok(Lax::Other(Value::Null))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Lax<T>, A::Error> {
-        let read = MapAccessDeserializer::new(map);
-        if T::KIND == Kind::Object {
-            T::deserialize(read).map(Lax::Typed)
-        } else {
-            Value::deserialize(read).map(Lax::Other)
-        }
+        Self::read(Kind::Object, MapAccessDeserializer::new(map))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Lax<T>, A::Error> {
-        let read = SeqAccessDeserializer::new(seq);
-        if T::KIND == Kind::Array {
-            T::deserialize(read).map(Lax::Typed)
-        } else {
-            Value::deserialize(read).map(Lax::Other)
-        }
+        Self::read(Kind::Array, SeqAccessDeserializer::new(seq))
     }
 }
 

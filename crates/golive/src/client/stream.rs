@@ -341,12 +341,58 @@ impl Counts {
 }
 
 #[cfg(feature = "fuzz")]
-/// Fuzz entry: both event scanners on one `data:` payload. They may disagree on crafted
-/// chunks (the fast one looks for output keys without parsing), but neither may panic.
+/// Fuzz entry: both event readers on one `data:` payload, then on the same chunk as a server
+/// writes it. On the payload as given they may disagree (the fast one looks for the output
+/// keys without parsing, and crafted text fools it), but neither may panic. Where the full
+/// reader accepts the payload, the chunk it read is written again as a server does (see
+/// `server_written`) and on that text both must agree: output, finish_reason, usage and
+/// timings.
 #[doc(hidden)]
 pub fn fuzz_scan_event(data: &[u8]) {
     let _ = scan_event_fast(data, &mut RequestRecord::default());
-    let _ = scan_event_full(data, &mut RequestRecord::default());
+    if scan_event_full(data, &mut RequestRecord::default()).is_err() {
+        return;
+    }
+    let Some(event) = server_written(data) else {
+        return;
+    };
+    let read = |scan: fn(&[u8], &mut RequestRecord) -> _| {
+        let mut rec = RequestRecord::default();
+        let output: Result<Option<Output>, (ErrorKind, String)> = scan(&event, &mut rec);
+        (output, rec.finish_reason, rec.usage, rec.timings)
+    };
+    let (fast, full) = (read(scan_event_fast), read(scan_event_full));
+    assert_eq!(
+        fast,
+        full,
+        "the fast and full event readers disagree on {}",
+        String::from_utf8_lossy(&event)
+    );
+}
+
+#[cfg(feature = "fuzz")]
+/// The chunk in `data` written as servers write one: compact JSON of the fields the wire
+/// model knows, one choice, no whole-answer `message`, `tool_calls` only as an array and a
+/// finish_reason only where it needs no escape.
+fn server_written(data: &[u8]) -> Option<Vec<u8>> {
+    let Ok(Lax::Typed(mut chunk)) = Answer::read(data) else {
+        return None;
+    };
+    chunk.object = None;
+    if let Some(Lax::Typed(choices)) = &mut chunk.choices {
+        choices.truncate(1);
+        if let Some(Lax::Typed(choice)) = choices.first_mut() {
+            choice.message = None;
+            let plain = |f: &str| !f.contains(['"', '\\']) && !f.contains(char::is_control);
+            if !choice.finish_reason.typed().is_none_or(|f| plain(f)) {
+                choice.finish_reason = None;
+            }
+            if let Some(Lax::Typed(delta)) = &mut choice.delta {
+                delta.tool_calls.take_if(|t| !t.is_array());
+            }
+        }
+    }
+    serde_json::to_vec(&chunk).ok()
 }
 
 /// Slow path: full (borrowed) parse of one chunk; keeps the text in collect mode.
