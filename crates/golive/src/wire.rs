@@ -7,7 +7,9 @@
 //! The fields are lax: a field of an unexpected type does not fail the parse but is kept as
 //! [`Lax::Other`] with its JSON, so that each reader decides what it means (the timing loop
 //! fails the request, the validator names the field, the assembler skips it). Only text that
-//! is not JSON fails ([`Answer::read`]).
+//! is not JSON, or an object with a known key written twice, fails [`Answer::read`]; the
+//! agent parses a [`Value`] first (where the last of such keys wins) and reads it with
+//! [`Answer::of`], which never fails.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -121,8 +123,9 @@ pub struct PromptDetails {
 }
 
 impl<'a> Answer<'a> {
-    /// Reads one event's payload or a whole body; fails only on text that is not JSON
-    /// (a JSON value other than an object comes back as [`Lax::Other`]).
+    /// Reads one event's payload or a whole body; fails only on text that is not JSON and
+    /// on a known key written twice in one object (a JSON value other than an object comes
+    /// back as [`Lax::Other`]).
     pub fn read(bytes: &'a [u8]) -> serde_json::Result<Lax<Answer<'a>>> {
         serde_json::from_slice(bytes)
     }

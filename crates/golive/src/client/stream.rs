@@ -609,7 +609,8 @@ mod tests {
     /// tool-call delta, the finish and usage chunks). Not a test: run it optimised with
     /// `cargo test -p golive --lib --config 'profile.dev.package.golive.opt-level=3'
     /// --config 'profile.dev.package.serde_json.opt-level=3' --config
-    /// 'profile.dev.package.memchr.opt-level=3' -- --ignored --nocapture scanner_speed`.
+    /// 'profile.dev.package.memchr.opt-level=3' --config 'profile.dev.package.serde.opt-level=3'
+    /// -- --ignored --nocapture scanner_speed`.
     #[test]
     #[ignore]
     fn scanner_speed() {
