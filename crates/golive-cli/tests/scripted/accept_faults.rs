@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use common::{check, report};
 use fault_server::{start, Fault};
-use golive::accept::capacity::TargetLoad;
+use golive::accept::TargetLoad;
 
 fn accept(url: &str, out: &Path, extra: &[&str]) -> Output {
     accept_command(url, out, extra).output().unwrap()
@@ -412,7 +412,7 @@ fn accept_known_replica(out: &Path, extra: &[&str]) -> Output {
 
 #[test]
 fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
-    use golive::accept::capacity::answer;
+    use golive::accept::capacity_answer;
     use golive::report::Objectives;
     let dir = tempfile::tempdir().unwrap();
     let out = accept_known_replica(dir.path(), &[]);
@@ -450,7 +450,7 @@ fn a_replica_of_known_capacity_gives_the_replica_count_for_three_targets() {
         ..Default::default()
     };
     for (target, replicas) in [(15.0, 1), (40.0, 3), (70.0, 5)] {
-        let a = answer(&steps, TargetLoad::Rate(target), &slo, 0.2, 1).unwrap();
+        let a = capacity_answer(&steps, TargetLoad::Rate(target), &slo, 0.2, 1).unwrap();
         assert_eq!(a.replicas, replicas, "target {target}: {}", a.line());
     }
     assert!(r["verdict_reason"]
@@ -612,7 +612,7 @@ pub(crate) fn short_requests_answer(
     r: &serde_json::Value,
     e2e_ms: f64,
     target: TargetLoad,
-) -> golive::accept::capacity::CapacityAnswer {
+) -> golive::accept::CapacityAnswer {
     let steps: Vec<golive::report::RampStep> =
         serde_json::from_value(r["measurements"]["ramp"].clone()).unwrap();
     let short: Vec<_> = steps
@@ -623,5 +623,5 @@ pub(crate) fn short_requests_answer(
         e2e_p95_ms: Some(e2e_ms),
         ..Default::default()
     };
-    golive::accept::capacity::answer(&short, target, &slo, 0.2, 1).unwrap()
+    golive::accept::capacity_answer(&short, target, &slo, 0.2, 1).unwrap()
 }

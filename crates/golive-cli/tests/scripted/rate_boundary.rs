@@ -19,7 +19,7 @@ use std::path::Path;
 
 use common::{check, report};
 use fault_server::{start, Fault};
-use golive::accept::capacity::TargetLoad;
+use golive::accept::TargetLoad;
 
 /// Service time of the scripted replica, and the E2E objective (1.4 of it: 60 ms for the
 /// noise of a busy machine, which a closed-loop step's p95 of 16 requests must stay within).

@@ -10,19 +10,19 @@
 //! capacity failures at the expected load -> expand; failures only beyond the expected
 //! load (limits), non-blocking failures or warnings -> observe; all pass -> release.
 
-pub mod access;
-pub mod agent_load;
-pub mod agreement;
-pub mod capacity;
+mod access;
+mod agent_load;
+mod agreement;
+mod capacity;
 mod contract;
-pub mod engine;
+mod engine;
 mod outputs;
 mod plan;
-pub mod prefix_cache;
-pub mod ramp;
-pub mod service;
-pub mod silence;
-pub mod soak;
+mod prefix_cache;
+mod ramp;
+mod service;
+mod silence;
+mod soak;
 mod stage;
 
 use std::path::PathBuf;
@@ -37,7 +37,14 @@ use engine::ServerInfo;
 use plan::{AcceptPlan, PLANNED};
 use stage::{StageCtx, StageResult, StageTracker};
 
+pub use capacity::{
+    answer as capacity_answer, Backtest, CapacityAnswer, Interval, Prediction, TargetLoad,
+    MAX_BACKTEST_ERROR,
+};
 pub use outputs::ReportFiles;
+pub(crate) use ramp::rate_text;
+pub use ramp::{BoundaryBy, BOUNDARY_WIDTH};
+pub use silence::{check as silence_check, GapRow};
 use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 
 /// Stages that can be left out.
@@ -121,7 +128,7 @@ pub struct AcceptOptions {
     pub data_parallel_size: u32,
     /// What production must carry (`--target-rate` / `--target-concurrency`): the
     /// capacity check answers how many replicas that needs.
-    pub target_load: Option<capacity::TargetLoad>,
+    pub target_load: Option<TargetLoad>,
     /// Spare capacity on top of the target, e.g. 0.2.
     pub headroom: f64,
     /// Time for the boundary search after a ramp step fails on load: the concurrency is
@@ -133,7 +140,7 @@ pub struct AcceptOptions {
     pub capacity_repeat: u32,
     /// What the boundary search bisects: the concurrency (then, one request apart and wider
     /// than 10%, the offered rate), or the offered rate straight away.
-    pub boundary_by: ramp::BoundaryBy,
+    pub boundary_by: BoundaryBy,
 }
 
 impl AcceptOptions {

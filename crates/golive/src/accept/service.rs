@@ -34,8 +34,6 @@ pub struct ServiceOutcome {
     pub unreachable: bool,
     /// What the stage learned about the server.
     pub info: ServerInfo,
-    /// The `/metrics` page as scraped; `None` when it did not answer or did not parse.
-    pub metrics: Option<MetricsSnapshot>,
 }
 
 /// The service stage on one node: `/health`, `/v1/models`, `/metrics`, then the engine, its
@@ -56,7 +54,6 @@ pub async fn service_stage(node: &Node, index: usize) -> ServiceOutcome {
         checks: vec![health, models, metrics_check, version, idle],
         unreachable: health_down && models_down,
         info,
-        metrics,
     }
 }
 

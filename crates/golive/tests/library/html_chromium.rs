@@ -93,14 +93,14 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
     );
     c.evidence = "line 1\n<script>alert('x')</script>".into();
     r.checks.push(c);
-    let gap_rows: Vec<golive::accept::silence::GapRow> = r
+    let gap_rows: Vec<golive::accept::GapRow> = r
         .measurements
         .ramp
         .iter()
-        .map(golive::accept::silence::GapRow::from_step)
+        .map(golive::accept::GapRow::from_step)
         .collect();
     let silence =
-        golive::accept::silence::check(&gap_rows, std::time::Duration::from_secs(10), "u")
+        golive::accept::silence_check(&gap_rows, std::time::Duration::from_secs(10), "u")
             .expect("rows give a check");
     assert_eq!(silence.status, Status::Fail, "{}", silence.measurement);
     r.checks.push(silence);

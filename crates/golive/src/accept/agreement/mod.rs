@@ -23,10 +23,10 @@ use crate::metrics::Engine;
 use crate::report::{Check, CheckId, Impact, Owner, Stage, Status};
 use crate::target::Target;
 
-pub mod compare;
+mod compare;
 
 pub use compare::{
-    compare, parse_completion, Comparison, Divergence, Generation, Token, LOGPROB_TOLERANCE,
+    compare, parse_completion, Comparison, Divergence, Generation, LOGPROB_TOLERANCE,
     TIE_MARGIN,
 };
 

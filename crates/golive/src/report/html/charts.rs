@@ -28,7 +28,7 @@ pub(super) fn charts(h: &mut String, report: &Report) {
         .enumerate()
         .map(|(i, s)| {
             let load = match s.rate {
-                Some(r) => format!("{}/s", crate::accept::ramp::rate_text(r)),
+                Some(r) => format!("{}/s", crate::accept::rate_text(r)),
                 None => format!("c{}", s.concurrency),
             };
             (
