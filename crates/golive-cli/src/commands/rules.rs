@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use golive::watch::dashboard;
-use golive::watch::lint::{self, Exported, LintOptions, LintReport};
-use golive::watch::rules::{self, RulesOptions};
+use golive::watch::{
+    dashboard_json, lint, rules_yaml, Exported, LintOptions, LintReport, RulesOptions,
+};
 
 use crate::args::OutputFormat;
 use crate::exit::{FOUND, OK};
@@ -77,9 +77,9 @@ pub fn run(args: RulesArgs) -> anyhow::Result<u8> {
     }
     let opts = RulesOptions::from(&args);
     let (text, left_out) = if args.grafana {
-        dashboard::dashboard_json(&opts)?
+        dashboard_json(&opts)?
     } else {
-        rules::rules_yaml(&opts)?
+        rules_yaml(&opts)?
     };
     match &args.output {
         Some(p) => {
@@ -108,7 +108,7 @@ fn run_lint(args: &RulesArgs) -> anyhow::Result<u8> {
         files: args.lint.clone(),
         exported,
     };
-    let report = crate::runtime::block_on(lint::lint(&opts))??;
+    let report = crate::runtime::block_on(lint(&opts))??;
     match args.format {
         OutputFormat::Json => out::json_pretty(&report)?,
         OutputFormat::Text => out::text(&lint_text(&report))?,

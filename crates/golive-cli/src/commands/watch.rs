@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use golive::events::{Event, Events, ReportError, Reporter, Tee};
-use golive::watch::fleet::FleetOptions;
-use golive::watch::triggers::Limits;
-use golive::watch::{self, WatchEnd, WatchOptions};
+use golive::watch::{self, FleetOptions, Limits, WatchEnd, WatchOptions};
 
 use crate::args::{OutputFormat, TargetArgs};
 use crate::{exit, out};
@@ -174,7 +172,7 @@ impl Terminal {
                 out::line(serde_json::to_string(ev)?)?
             }
             (Event::FleetEvaluated(ev), OutputFormat::Text) => {
-                out::text(&watch::fleet::render_text(ev))?
+                out::text(&watch::render_fleet_text(ev))?
             }
             (Event::CounterReset { t, what }, OutputFormat::Json) => {
                 out::line(serde_json::json!({"event": "counter_reset", "t": t, "what": what}))?
@@ -269,7 +267,7 @@ pub fn run(args: WatchArgs) -> anyhow::Result<u8> {
     if let Some(prometheus) = &args.prometheus {
         events = Events::new(Arc::new(terminal(prometheus)));
         let opts = fleet_options(&args, prometheus);
-        watch_run = Box::pin(async move { Ok(watch::fleet::run(&opts, &events).await?) });
+        watch_run = Box::pin(async move { Ok(watch::run_fleet(&opts, &events).await?) });
     } else {
         let opts = WatchOptions::try_from(&args)?;
         let mut reporters: Vec<Arc<dyn Reporter>> = vec![Arc::new(terminal(&opts.url))];

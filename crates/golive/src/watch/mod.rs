@@ -4,15 +4,15 @@
 //! and judges the runbook's rollback triggers over the last `--window` against the
 //! accepted run's baseline. Exit codes: 0 quiet, 1 a trigger fired, 3 unreachable.
 
-pub mod dashboard;
-pub mod fleet;
-pub mod lint;
-pub mod logscan;
-pub mod prometheus;
-pub mod rules;
-pub mod signals;
-pub mod stalled;
-pub mod triggers;
+mod dashboard;
+mod fleet;
+mod lint;
+mod logscan;
+mod prometheus;
+mod rules;
+mod signals;
+mod stalled;
+mod triggers;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -22,9 +22,16 @@ use crate::metrics::MetricsSnapshot;
 use crate::report::{Baseline, Report};
 
 use crate::events::watch::ProbeSample;
-use logscan::{LogFollower, LogHit};
-use signals::Reading;
-use triggers::{Evaluation, Limits, ROLLBACK_REMINDER};
+use logscan::LogFollower;
+use triggers::{Evaluation, ROLLBACK_REMINDER};
+
+pub use dashboard::dashboard_json;
+pub use fleet::{render_text as render_fleet_text, run as run_fleet, FleetOptions};
+pub use lint::{lint, Exported, Finding as LintFinding, LintOptions, LintReport};
+pub use logscan::LogHit;
+pub use rules::{rules_yaml, RulesOptions};
+pub use signals::{Counter, Reading};
+pub use triggers::{evaluate, Limits, Trigger};
 
 /// How a watch ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

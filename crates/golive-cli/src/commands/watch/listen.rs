@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use golive::events::{Event, ReportError, Reporter};
-use golive::watch::triggers::Trigger;
+use golive::watch::Trigger;
 
 /// What the events said so far.
 #[derive(Default)]
