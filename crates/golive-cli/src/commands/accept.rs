@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use golive::accept::TargetLoad;
 use golive::accept::BoundaryBy;
+use golive::accept::TargetLoad;
 use golive::accept::{self, AcceptEnd, AcceptOptions, SkippableStage};
 use golive::agent::AgentOptions;
 use golive::events::{Event, Events, ReportError, Reporter};

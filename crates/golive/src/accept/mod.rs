@@ -42,10 +42,10 @@ pub use capacity::{
     MAX_BACKTEST_ERROR,
 };
 pub use outputs::ReportFiles;
+use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 pub(crate) use ramp::rate_text;
 pub use ramp::{BoundaryBy, BOUNDARY_WIDTH};
 pub use silence::{check as silence_check, GapRow};
-use outputs::{any_server_failure, attach_triage, container_logs, Publisher};
 
 /// Stages that can be left out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

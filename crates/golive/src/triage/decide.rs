@@ -638,7 +638,10 @@ fn worker_id(fi: usize, f: &RawFinding, labels: &HashSet<String>) -> String {
 /// whose tensor-parallel index is N (vLLM's `Worker_TP2`, SGLang's `DP0 TP2`). Any other label,
 /// or a rank no single own label matches, is returned as it is.
 fn own_label<'a>(label: &'a str, labels: &'a HashSet<String>) -> &'a str {
-    let Some(n) = label.strip_prefix("rank").filter(|_| line::is_torch_rank(label)) else {
+    let Some(n) = label
+        .strip_prefix("rank")
+        .filter(|_| line::is_torch_rank(label))
+    else {
         return label;
     };
     let tp_index = |w: &str| w.rsplit_once("TP").map(|(_, i)| i.trim() == n);

@@ -99,9 +99,8 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
         .iter()
         .map(golive::accept::GapRow::from_step)
         .collect();
-    let silence =
-        golive::accept::silence_check(&gap_rows, std::time::Duration::from_secs(10), "u")
-            .expect("rows give a check");
+    let silence = golive::accept::silence_check(&gap_rows, std::time::Duration::from_secs(10), "u")
+        .expect("rows give a check");
     assert_eq!(silence.status, Status::Fail, "{}", silence.measurement);
     r.checks.push(silence);
     r.decide();

@@ -967,7 +967,9 @@ fn torchs_rank_label_and_the_engines_name_one_process_for_a_one_rank_oom() {
         for r in oom_ranks {
             s += &format!("[rank{r}]:[E1227 01:06:16.020753201 compiler_depend.ts:444] NPU out of memory. NPUWorkspaceAllocator tried to allocate 216.00 MiB(NPU {r}; 61.27 GiB total capacity; 159.89 MiB free).\n");
             s += &format!("[2025-12-27 01:06:16 TP{r}] Scheduler hit an exception: Traceback (most recent call last):\n");
-            s += &format!("[2025-12-27 01:06:16 TP{r}] RuntimeError: The Inner error is reported as above.\n");
+            s += &format!(
+                "[2025-12-27 01:06:16 TP{r}] RuntimeError: The Inner error is reported as above.\n"
+            );
         }
         s
     };
@@ -999,9 +1001,18 @@ AssertionError: tensor model parallel group is not initialized
         )
     };
     for (frame, class) in [
-        ("/env/site-packages/vllm/distributed/parallel_state.py", Class::Engine),
-        ("/x/sglang/python/sglang/srt/managers/tp_worker.py", Class::Engine),
-        ("/env/site-packages/flashinfer/prefill.py", Class::Dependency),
+        (
+            "/env/site-packages/vllm/distributed/parallel_state.py",
+            Class::Engine,
+        ),
+        (
+            "/x/sglang/python/sglang/srt/managers/tp_worker.py",
+            Class::Engine,
+        ),
+        (
+            "/env/site-packages/flashinfer/prefill.py",
+            Class::Dependency,
+        ),
     ] {
         let p = triage_text(&log(frame)).primary.expect(frame);
         assert_eq!((p.class, p.line), (class, 7), "{frame}: {p:?}");

@@ -26,8 +26,7 @@ use crate::target::Target;
 mod compare;
 
 pub use compare::{
-    compare, parse_completion, Comparison, Divergence, Generation, LOGPROB_TOLERANCE,
-    TIE_MARGIN,
+    compare, parse_completion, Comparison, Divergence, Generation, LOGPROB_TOLERANCE, TIE_MARGIN,
 };
 
 const PROMPTS: &str = include_str!("../../../agreement/prompts.toml");
