@@ -589,7 +589,7 @@ fn mark_topology(rules: &RuleSet, results: &mut [(String, FileResult)]) {
                 // line seen more than once among several workers (each rank's C++ `what():`).
                 let unlabelled_again = id.ends_with('/') && (f.count > 1 || oom_ids.contains(&id));
                 if f.text.contains("x across cluster]") || unlabelled_again {
-                    oom_ids.insert(format!("{id} (and the actors Ray folded in)"));
+                    oom_ids.insert(format!("{id} (and more ranks)"));
                 }
                 oom_ids.insert(id);
             } else if f.kind == RuleKind::Cause
@@ -613,9 +613,8 @@ fn mark_topology(rules: &RuleSet, results: &mut [(String, FileResult)]) {
         return;
     }
     for (fi, (_, r)) in results.iter_mut().enumerate() {
-        let labels = r.workers.clone();
         for f in r.findings.iter_mut() {
-            let id = worker_id(fi, f, &labels);
+            let id = worker_id(fi, f, &r.workers);
             if f.kind == RuleKind::Cause && f.class.is_oom() && id == oom_id {
                 f.class = Class::OomTopology;
             }
