@@ -1077,3 +1077,31 @@ slot 0 is processing [task id: 0]
     .unwrap();
     assert_eq!((p.class, p.line), (Class::OomStartup, 3), "{p:?}");
 }
+
+/// Apple's Metal spells a refused GPU allocation `Insufficient Memory
+/// (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)`; ggml's Metal sources end in `.m`, and
+/// their fatal error is an abort with its file and line like the C++ ones. A runner that served
+/// and then failed its first compute ran out of memory at run time.
+#[test]
+fn a_metal_out_of_memory_and_an_objective_c_fatal_error_are_found() {
+    let log = "time=2026-02-20T16:27:39.848-06:00 level=INFO source=server.go:1310 msg=\"llama runner started in 14.74 seconds\"
+[GIN] 2026/02/20 - 16:27:40 | 200 |    2.802459ms |       127.0.0.1 | POST     \"/api/generate\"
+ggml_metal_synchronize: error: command buffer 0 failed with status 5
+error: Insufficient Memory (00000008:kIOGPUCommandBufferCallbackErrorOutOfMemory)
+ggml-metal-context.m:246: fatal error
+SIGABRT: abort
+";
+    let p = triage_text(log)
+        .primary
+        .expect("a Metal out-of-memory abort");
+    assert_eq!(p.class, Class::OomRuntime, "{p:?}");
+    assert!((3..=4).contains(&p.line), "{p:?}");
+    let abort = "llama server listening at http://127.0.0.1:8080
+slot 0 is processing [task id: 0]
+ggml-metal.m:1876: fatal error
+";
+    let p = triage_text(abort)
+        .primary
+        .expect("an abort in a Metal source");
+    assert_eq!((p.class, p.line), (Class::Engine, 3), "{p:?}");
+}
