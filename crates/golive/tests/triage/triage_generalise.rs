@@ -1105,3 +1105,29 @@ ggml-metal.m:1876: fatal error
         .expect("an abort in a Metal source");
     assert_eq!((p.class, p.line), (Class::Engine, 3), "{p:?}");
 }
+
+/// PyTorch's caching allocator raises its NVML assert instead of the out-of-memory error where
+/// NVML cannot say who holds the memory: while the weights are allocated that is a startup
+/// out-of-memory. NVML failing to start at all is not one.
+#[test]
+fn the_caching_allocators_nvml_assert_is_the_out_of_memory_it_stands_for() {
+    let log = |error: &str| {
+        format!(
+            "INFO 07-14 12:14:10 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: model='Qwen/Qwen2.5-14B-Instruct'
+Traceback (most recent call last):
+  File \"/env/site-packages/vllm/model_executor/models/qwen2.py\", line 76, in __init__
+  File \"/env/site-packages/vllm/model_executor/layers/linear.py\", line 122, in create_weights
+  File \"/env/site-packages/torch/utils/_device.py\", line 106, in __torch_function__
+{error}
+"
+        )
+    };
+    let p = triage_text(&log("RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":995, please report a bug to PyTorch. "))
+        .primary
+        .unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 6), "{p:?}");
+    let p = triage_text(&log("RuntimeError: NVML_SUCCESS == DriverAPI::get()->nvmlInit_v2_() INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":813, please report a bug to PyTorch."))
+        .primary
+        .unwrap();
+    assert_ne!(p.class, Class::OomStartup, "{p:?}");
+}
