@@ -7,7 +7,7 @@ use std::io::{self, Read};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::lifecycle::Progress;
-use super::line;
+use super::line::{self, ParsedLine};
 use super::prefilter::{Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
@@ -311,6 +311,25 @@ fn cut(s: &str) -> String {
     format!("{}…", &s[..end])
 }
 
+/// What [`Scanner::traceback_part`] made of a line.
+enum TracebackPart {
+    /// A traceback's own line (header, frame, source line), taken.
+    Taken,
+    /// The exception line that ends the stream's open traceback.
+    Exception,
+    /// A line outside any traceback.
+    Outside,
+}
+
+/// Where a line sits in its buffer: the lines before it are read from there.
+#[derive(Clone, Copy)]
+struct LineAt<'b> {
+    buf: &'b [u8],
+    ls: usize,
+    line_no: u64,
+    at_start: bool,
+}
+
 impl Scanner<'_> {
     /// A line printed late shows no progress after the errors before it: Ray's deduplicated
     /// summary of older lines (`... [repeated 3x across cluster]`, often flushed at exit), or a
@@ -380,7 +399,9 @@ impl Scanner<'_> {
         !self.tracebacks.is_empty() || line_no <= self.force_slow_until
     }
 
-    /// Handles one line (`lits`: the literals the prefilter found on it).
+    /// Handles one line (`lits`: the literals the prefilter found on it): the notes every
+    /// line gets, then the one reading that claims it (a traceback's own line, the exception
+    /// that ends a traceback, an ordinary line).
     fn handle_line(
         &mut self,
         buf: &[u8],
@@ -392,242 +413,310 @@ impl Scanner<'_> {
     ) {
         // Source lines whose matching waits come first (see traceback::DeferredSource).
         self.resolve_deferred(buf, at_start, lits.filter);
-        let has_literal = lits.has_literal;
         let raw = &buf[ls..le.min(ls + MAX_LINE)];
         let pl = line::parse(raw);
+        let at = LineAt {
+            buf,
+            ls,
+            line_no,
+            at_start,
+        };
+        self.note_phase_evidence(pl.msg(), line_no);
+        self.note_worker_label(&pl);
+        self.close_stale_tracebacks(&pl, line_no);
+        match self.traceback_part(&pl, at, lits) {
+            TracebackPart::Taken => {}
+            TracebackPart::Exception => self.exception_line(&pl, at, lits),
+            TracebackPart::Outside => self.ordinary_line(&pl, at, lits),
+        }
+    }
+
+    /// Phase evidence for recent out-of-memory findings.
+    fn note_phase_evidence(&mut self, msg: &str, line_no: u64) {
+        if line_no > self.force_slow_until {
+            return;
+        }
+        let mut ev = None;
+        for &i in &self.unsettled {
+            let f = &mut self.res.findings[i];
+            if f.phase_open_until >= line_no && f.evidence_len < 16 << 10 {
+                let e = *ev.get_or_insert_with(|| self.phase_memo.of(msg));
+                f.evidence = f.evidence.or(e);
+                f.evidence_len += 1 + msg.len();
+            }
+        }
+    }
+
+    /// Worker labels, for the one-rank-OOM test.
+    fn note_worker_label(&mut self, pl: &ParsedLine) {
+        let Some(r) = pl.rank() else {
+            return;
+        };
+        // Consecutive lines mostly carry the same label: judge it once.
+        if r != self.last_rank {
+            self.last_rank.clear();
+            self.last_rank.push_str(r);
+            if is_worker_label(r) && !self.res.workers.contains(r) {
+                self.res.workers.insert(r.to_string());
+            }
+        }
+    }
+
+    /// Stale tracebacks of any other stream end here (cut off).
+    fn close_stale_tracebacks(&mut self, pl: &ParsedLine, line_no: u64) {
+        if self.tracebacks.is_empty() {
+            return;
+        }
+        let stale: Vec<String> = self
+            .tracebacks
+            .iter()
+            .filter(|(k, tb)| line_no > tb.last_line + TB_STALE && k.as_str() != pl.stream.as_str())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in stale {
+            self.close_traceback(&k);
+        }
+    }
+
+    /// A traceback's own lines: its header, its frames and their source lines, and a fragment
+    /// that starts at a `raise`. Says whether the line was taken, ends a traceback (its
+    /// exception), or stands outside one (a traceback it cut off is closed first).
+    fn traceback_part(
+        &mut self,
+        pl: &ParsedLine,
+        at: LineAt<'_>,
+        lits: &matching::LineLiterals,
+    ) -> TracebackPart {
         let msg = pl.msg();
-
-        // Phase evidence for recent out-of-memory findings.
-        if line_no <= self.force_slow_until {
-            let mut ev = None;
-            for &i in &self.unsettled {
-                let f = &mut self.res.findings[i];
-                if f.phase_open_until >= line_no && f.evidence_len < 16 << 10 {
-                    let e = *ev.get_or_insert_with(|| self.phase_memo.of(msg));
-                    f.evidence = f.evidence.or(e);
-                    f.evidence_len += 1 + msg.len();
-                }
-            }
-        }
-
-        // Worker labels, for the one-rank-OOM test.
-        if let Some(r) = pl.rank() {
-            // Consecutive lines mostly carry the same label: judge it once.
-            if r != self.last_rank {
-                self.last_rank.clear();
-                self.last_rank.push_str(r);
-                if is_worker_label(r) && !self.res.workers.contains(r) {
-                    self.res.workers.insert(r.to_string());
-                }
-            }
-        }
-
-        // Stale tracebacks of any stream end here (cut off).
-        if !self.tracebacks.is_empty() {
-            let stale: Vec<String> = self
-                .tracebacks
-                .iter()
-                .filter(|(k, tb)| {
-                    line_no > tb.last_line + TB_STALE && k.as_str() != pl.stream.as_str()
-                })
-                .map(|(k, _)| k.clone())
-                .collect();
-            for k in stale {
-                self.close_traceback(&k);
-            }
-        }
-
+        let line_no = at.line_no;
         if line::is_traceback_header(msg) {
             self.close_traceback(pl.stream.as_str());
-            self.open_traceback(&pl, line_no);
-            if let Some(sum) = self.summary_before(buf, ls, line_no, &pl, at_start) {
+            self.open_traceback(pl, line_no);
+            if let Some(sum) = self.summary_before(at.buf, at.ls, line_no, pl, at.at_start) {
                 if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
                     tb.summary = Some(sum);
                 }
             }
-            return;
+            return TracebackPart::Taken;
         }
         if line::is_frame(msg) {
-            if !self.tracebacks.contains_key(pl.stream.as_str())
-                && !self.adopt_traceback(&pl, line_no)
-            {
-                self.open_traceback(&pl, line_no);
-            }
-            let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
-            tb.last_line = line_no;
-            tb.after_frame = true;
-            // Only the innermost frame's source line (the `raise`) speaks for the exception.
-            tb.pending = None;
-            tb.push_frames_text(msg.trim());
-            return;
+            self.frame_line(pl, line_no);
+            return TracebackPart::Taken;
         }
         let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
         let indented = msg.starts_with(' ') || msg.starts_with('\t');
         let trimmed = msg.trim_start();
-        // Only a traceback ends with an exception line; an exception type without the usual
-        // suffix (`Exception: ..`, `_RemoteUnavailable: ..`) too, right after a frame's source
-        // line.
-        let is_exc = in_tb
-            && (line::is_exception_line(msg)
-                || (!indented
-                    && self
-                        .tracebacks
-                        .get(pl.stream.as_str())
-                        .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
-                    && super::line::ends_traceback(msg)));
-        if in_tb && !is_exc {
+        if in_tb && self.ends_traceback(pl, indented) {
+            return TracebackPart::Exception;
+        }
+        if in_tb {
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             let is_source =
                 indented || tb.after_frame || trimmed.starts_with('^') || trimmed.starts_with('~');
-            if is_source {
-                tb.after_frame = false;
-                tb.last_line = line_no;
-                tb.push_frames_text(trimmed);
-                let has_pending = tb.pending.is_some();
-                if !has_pending && has_literal {
-                    self.pend_source_cause(buf, ls, line_no, at_start, &pl, lits);
-                }
-                return;
+            if !is_source {
+                // Not part of the traceback: it was cut off.
+                self.close_traceback(pl.stream.as_str());
+                return TracebackPart::Outside;
             }
-            // Not part of the traceback: it was cut off.
-            self.close_traceback(pl.stream.as_str());
-        } else if !in_tb && indented && trimmed.starts_with("raise ") {
+            tb.after_frame = false;
+            tb.last_line = line_no;
+            tb.push_frames_text(trimmed);
+            if tb.pending.is_none() && lits.has_literal {
+                self.pend_source_cause(at.buf, at.ls, line_no, at.at_start, pl, lits);
+            }
+            return TracebackPart::Taken;
+        }
+        if indented && trimmed.starts_with("raise ") {
             // A fragment that starts inside a traceback: treat it as one.
-            self.open_traceback(&pl, line_no);
-            if !has_literal {
-                return;
+            self.open_traceback(pl, line_no);
+            if lits.has_literal {
+                self.pend_source_cause(at.buf, at.ls, line_no, at.at_start, pl, lits);
             }
-            self.pend_source_cause(buf, ls, line_no, at_start, &pl, lits);
+            return TracebackPart::Taken;
+        }
+        TracebackPart::Outside
+    }
+
+    /// A frame line (`File "...", line N, in f`): it joins its stream's traceback, or opens one.
+    fn frame_line(&mut self, pl: &ParsedLine, line_no: u64) {
+        if !self.tracebacks.contains_key(pl.stream.as_str()) && !self.adopt_traceback(pl, line_no) {
+            self.open_traceback(pl, line_no);
+        }
+        let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
+        tb.last_line = line_no;
+        tb.after_frame = true;
+        // Only the innermost frame's source line (the `raise`) speaks for the exception.
+        tb.pending = None;
+        tb.push_frames_text(pl.msg().trim());
+    }
+
+    /// Whether a line of an open traceback is its exception line. Only a traceback ends with
+    /// one; an exception type without the usual suffix (`Exception: ..`, `_RemoteUnavailable:
+    /// ..`) too, right after a frame's source line.
+    fn ends_traceback(&self, pl: &ParsedLine, indented: bool) -> bool {
+        let msg = pl.msg();
+        line::is_exception_line(msg)
+            || (!indented
+                && self
+                    .tracebacks
+                    .get(pl.stream.as_str())
+                    .is_some_and(|tb| !tb.after_frame && !tb.frames.is_empty())
+                && line::ends_traceback(msg))
+    }
+
+    /// The exception line that ends a traceback: its finding, from the rules, the frame map or
+    /// the cause its source line named, recorded with what the traceback tells of it.
+    fn exception_line(&mut self, pl: &ParsedLine, at: LineAt<'_>, lits: &matching::LineLiterals) {
+        let tb = self
+            .tracebacks
+            .remove(pl.stream.as_str())
+            .unwrap_or_default();
+        if tb.ignored {
             return;
         }
-
-        if in_tb && is_exc {
-            let tb = self
-                .tracebacks
-                .remove(pl.stream.as_str())
-                .unwrap_or_default();
-            if tb.ignored {
-                return;
-            }
-            let slot = self.frames_memo.lookup(&tb.frames);
-            let matched = self.match_rule(&pl, lits, Some((&tb.frames, slot)), false);
-            let level = pl.level.unwrap_or("");
-            let quiet_level = matches!(level, "INFO" | "DEBUG" | "WARNING" | "WARN");
-            let generic = matched.filter(|&ri| self.rules.rules[ri].generic);
-            let specific = matched.filter(|&ri| !self.rules.rules[ri].generic);
-            // The frame-path map names the class when the message alone does not.
-            let frame = if quiet_level {
-                None
-            } else {
-                self.frames_memo.frame_rule(slot, self.rules, &tb.frames)
-            };
-            // A fallback entry (the engine's own code) says less than any rule but a catch-all.
-            let frame = frame.filter(|&fr| {
-                !self.rules.rules[fr].fallback
-                    || generic.is_none_or(|g| self.rules.rules[g].catch_all)
-            });
-            // A code bug in the distributed layer's code is no failed transport, and one in the
-            // KV-cache code no prefix-cache setting: the engine's code is wrong there.
-            let yields = |fr: usize| {
-                generic.is_some_and(|g| self.rules.rules[fr].frames_yield_to(&self.rules.rules[g]))
-            };
-            let frame = match frame {
-                Some(fr) if !self.rules.rules[fr].fallback && yields(fr) => {
-                    self.rules.fallback_frame_rule(&tb.frames)
-                }
-                f => f,
-            };
-            let mut finding = match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
-                Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
-                    Some(self.new_finding(ri, &pl, line_no))
-                }
-                // A known harmless exception (e.g. a client's request was invalid).
-                Some((_, RuleKind::Benign)) => {
-                    self.quieted(line_no);
-                    None
-                }
-                _ => match (tb.pending, frame, generic) {
-                    (Some(mut p), _, _) => {
-                        // The exception line states the cause the source line pointed at.
-                        p.line = line_no;
-                        p.last_line = line_no;
-                        p.msg_hash = msg_hash(pl.msg());
-                        p.text = cut(&pl.text);
-                        p.ts = pl.ts.or(p.ts);
-                        p.last_ts = p.ts;
-                        Some(p)
-                    }
-                    (None, Some(ri), _) | (None, None, Some(ri)) => {
-                        Some(self.new_finding(ri, &pl, line_no))
-                    }
-                    (None, None, None) if !self.shutdown && !quiet_level => {
-                        // An exception no rule knows: a cause of class unknown.
-                        let mut f = self.new_finding(usize::MAX, &pl, line_no);
-                        f.kind = RuleKind::Cause;
-                        f.class = Class::Unknown;
-                        Some(f)
-                    }
-                    (None, None, None) => None,
-                },
-            };
-            if let Some(f) = finding.as_mut() {
-                // The exception that ends a traceback; raised in a request's task, it failed
-                // that request only.
-                f.exception = true;
-                f.request |=
-                    request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
-                // A refusal rule's exception raised while the engine ran requests is its bug.
-                if self
-                    .rules
-                    .rules
-                    .get(f.rule)
-                    .is_some_and(|r| r.startup_refusal)
-                    && self.frames_memo.phase(slot, &tb.frames).in_request_path()
-                {
-                    f.class = Class::Engine;
-                }
-                // The exception line of a raw traceback has no prefix; its header's rank holds.
-                if f.rank.is_none() {
-                    f.rank.clone_from(&tb.rank);
-                }
-            }
-            if let (Some(f), Some((sl, stext, smsg))) = (finding.as_mut(), tb.summary.as_ref()) {
-                // The ERROR line a request handler logged before its caught traceback ("Error
-                // in preprocessing prompt inputs") failed that request too.
-                if f.request {
-                    self.mark_request(*sl);
-                }
-                // vLLM V0 (and others) log the exception's message once before its traceback:
-                // that first line is the cause line.
-                if summary_states(smsg, msg) {
-                    f.line = *sl;
-                    f.text = cut(stext);
-                }
-            }
-            if let Some(f) = &finding {
-                if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
-                    self.mark_failed(tb.rank.as_deref());
-                }
-            }
-            if let Some(mut f) = finding {
-                // The lines before the exception line.
-                self.attach_context(&mut f, buf, ls, at_start);
-                if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
-                    f.evidence = self.frames_memo.phase(slot, &tb.frames);
-                    f.evidence_len = tb.frames.len();
-                }
-                self.join_chain(pl.stream.as_str(), &mut f);
-                if self.last_exc.len() < MAX_STREAMS
-                    || self.last_exc.contains_key(pl.stream.as_str())
-                {
-                    self.last_exc
-                        .insert(pl.stream.as_str().to_string(), (line_no, f.line));
-                }
-                self.record(f, line_no);
-            }
+        let slot = self.frames_memo.lookup(&tb.frames);
+        let Some(mut f) = self.exception_finding(pl, &tb, slot, at.line_no, lits) else {
             return;
+        };
+        self.mark_exception(&mut f, pl, &tb, slot);
+        if f.kind == RuleKind::Cause && f.class.explains() && f.class != Class::Nccl {
+            self.mark_failed(tb.rank.as_deref());
         }
+        // The lines before the exception line.
+        self.attach_context(&mut f, at.buf, at.ls, at.at_start);
+        if f.rule != usize::MAX && self.rules.rules[f.rule].phase {
+            f.evidence = self.frames_memo.phase(slot, &tb.frames);
+            f.evidence_len = tb.frames.len();
+        }
+        self.join_chain(pl.stream.as_str(), &mut f);
+        if self.last_exc.len() < MAX_STREAMS || self.last_exc.contains_key(pl.stream.as_str()) {
+            self.last_exc
+                .insert(pl.stream.as_str().to_string(), (at.line_no, f.line));
+        }
+        self.record(f, at.line_no);
+    }
 
+    /// The finding an exception line makes: a specific rule on it; else the cause its source
+    /// line named; else the frame map or a generic rule; else, outside a stop and above INFO,
+    /// a cause of class unknown. None for a known harmless exception.
+    fn exception_finding(
+        &mut self,
+        pl: &ParsedLine,
+        tb: &traceback::Traceback,
+        slot: usize,
+        line_no: u64,
+        lits: &matching::LineLiterals,
+    ) -> Option<RawFinding> {
+        let matched = self.match_rule(pl, lits, Some((&tb.frames, slot)), false);
+        let quiet_level = matches!(
+            pl.level.unwrap_or(""),
+            "INFO" | "DEBUG" | "WARNING" | "WARN"
+        );
+        let generic = matched.filter(|&ri| self.rules.rules[ri].generic);
+        let specific = matched.filter(|&ri| !self.rules.rules[ri].generic);
+        match specific.map(|ri| (ri, self.rules.rules[ri].kind)) {
+            Some((ri, RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint)) => {
+                return Some(self.new_finding(ri, pl, line_no));
+            }
+            // A known harmless exception (e.g. a client's request was invalid).
+            Some((_, RuleKind::Benign)) => {
+                self.quieted(line_no);
+                return None;
+            }
+            _ => {}
+        }
+        if let Some(mut p) = tb.pending.clone() {
+            // The exception line states the cause the source line pointed at.
+            p.line = line_no;
+            p.last_line = line_no;
+            p.msg_hash = msg_hash(pl.msg());
+            p.text = cut(&pl.text);
+            p.ts = pl.ts.or(p.ts);
+            p.last_ts = p.ts;
+            return Some(p);
+        }
+        let frame = if quiet_level {
+            None
+        } else {
+            self.exception_frame_rule(tb, slot, generic)
+        };
+        match frame.or(generic) {
+            Some(ri) => Some(self.new_finding(ri, pl, line_no)),
+            None if !self.shutdown && !quiet_level => {
+                // An exception no rule knows: a cause of class unknown.
+                let mut f = self.new_finding(usize::MAX, pl, line_no);
+                f.kind = RuleKind::Cause;
+                f.class = Class::Unknown;
+                Some(f)
+            }
+            None => None,
+        }
+    }
+
+    /// The frame-path map's entry for a traceback, where it names the class and the message
+    /// alone does not: a fallback entry (the engine's own code) says less than any rule but a
+    /// catch-all; a code bug in the distributed layer's code is no failed transport, and one in
+    /// the KV-cache code no prefix-cache setting: the engine's code is wrong there.
+    fn exception_frame_rule(
+        &mut self,
+        tb: &traceback::Traceback,
+        slot: usize,
+        generic: Option<usize>,
+    ) -> Option<usize> {
+        let rules = &self.rules.rules;
+        let frame = self
+            .frames_memo
+            .frame_rule(slot, self.rules, &tb.frames)
+            .filter(|&fr| !rules[fr].fallback || generic.is_none_or(|g| rules[g].catch_all));
+        let yields = |fr: usize| generic.is_some_and(|g| rules[fr].frames_yield_to(&rules[g]));
+        match frame {
+            Some(fr) if !rules[fr].fallback && yields(fr) => {
+                self.rules.fallback_frame_rule(&tb.frames)
+            }
+            f => f,
+        }
+    }
+
+    /// What the traceback tells of its exception's finding: raised in a request's task, it
+    /// failed that request only; a refusal rule's exception raised while the engine ran
+    /// requests is its bug; a raw traceback's exception line takes its header's rank; the
+    /// ERROR line a request handler logged before it failed that request too, and that line
+    /// is the cause line where it states the exception's message first (vLLM V0 and others).
+    fn mark_exception(
+        &mut self,
+        f: &mut RawFinding,
+        pl: &ParsedLine,
+        tb: &traceback::Traceback,
+        slot: usize,
+    ) {
+        f.exception = true;
+        f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
+        let refusal = self
+            .rules
+            .rules
+            .get(f.rule)
+            .is_some_and(|r| r.startup_refusal);
+        if refusal && self.frames_memo.phase(slot, &tb.frames).in_request_path() {
+            f.class = Class::Engine;
+        }
+        if f.rank.is_none() {
+            f.rank.clone_from(&tb.rank);
+        }
+        if let Some((sl, stext, smsg)) = tb.summary.as_ref() {
+            if f.request {
+                self.mark_request(*sl);
+            }
+            if summary_states(smsg, pl.msg()) {
+                f.line = *sl;
+                f.text = cut(stext);
+            }
+        }
+    }
+
+    /// A line outside any traceback: a lifecycle marker, a benign line, a fact, or a finding.
+    fn ordinary_line(&mut self, pl: &ParsedLine, at: LineAt<'_>, lits: &matching::LineLiterals) {
+        let msg = pl.msg();
+        let line_no = at.line_no;
         // Python prints tracebacks it ignores (e.g. in __del__ at exit): not failures.
         if msg.starts_with("Exception ignored in") {
             self.ignore_next_tb.insert(pl.stream.as_str().to_string());
@@ -635,7 +724,7 @@ impl Scanner<'_> {
         }
 
         // An ordinary line.
-        let Some(ri) = self.match_rule(&pl, lits, None, false) else {
+        let Some(ri) = self.match_rule(pl, lits, None, false) else {
             return;
         };
         let kind = self.rules.rules[ri].kind;
@@ -690,8 +779,8 @@ impl Scanner<'_> {
                 }
             }
             RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint => {
-                let mut f = self.new_finding(ri, &pl, line_no);
-                self.attach_context(&mut f, buf, ls, at_start);
+                let mut f = self.new_finding(ri, pl, line_no);
+                self.attach_context(&mut f, at.buf, at.ls, at.at_start);
                 self.record(f, line_no);
             }
         }
