@@ -205,52 +205,160 @@ async fn watch_loop(
     metrics_url: &str,
     prober: &Prober,
 ) -> anyhow::Result<WatchEnd> {
-    let limits = Limits {
-        oom_min: args.oom_min.max(1),
-        queue_min_growth: args.queue_min_growth,
-        tolerance: args.tolerance,
-        stall_after_s: args.stall_after.as_secs_f64(),
-    };
-    let start = Instant::now();
-    let window_s = args.window.as_secs_f64();
-    let mut state = State {
-        readings: Vec::new(),
-        hits: Vec::new(),
-        probes: Vec::new(),
-        window_s,
-    };
-    let mut last_probe: Option<f64> = None;
-    if let Some(p) = &args.log {
-        if !p.exists() {
-            events.notice(format!(
-                "{} does not exist yet; following it once it appears",
-                p.display()
-            ));
+    let mut run = Watch::open(args, events, baseline, rollback_owner)?;
+    let timeout = scrape_timeout(args.interval, args.target.request_timeout);
+    let mut stop = StopSignals::listen()?;
+    let mut next_tick = run.start;
+    loop {
+        let t = run.start.elapsed().as_secs_f64();
+        // Ctrl-C / SIGTERM are honoured during a scrape too: a server that is going down may
+        // hold the request open (llama-server on SIGTERM answers nothing until it is killed).
+        let sample = Watch::sample(t, run.last_probe, client, metrics_url, prober, timeout);
+        let Some((scraped, probed)) = stop.unless_stopped(sample).await else {
+            return Ok(run.finish(run.last_ok.is_some()));
+        };
+        run.note_probe(t, probed);
+        if let Some(end) = run.note_scrape(t, scraped) {
+            return Ok(end);
+        }
+        run.read_logs(t)?;
+        if let Some(end) = run.judge_window(t) {
+            return Ok(end);
+        }
+        // A reporter that could not report (stdout on a full disk) ends the watch.
+        events.check()?;
+        if args.duration.is_some_and(|d| run.start.elapsed() >= d) {
+            return Ok(run.finish(true));
+        }
+        if stop.pause_until_next(&mut next_tick, args.interval).await {
+            return Ok(run.finish(run.last_ok.is_some()));
         }
     }
-    let mut log = args
-        .log
-        .as_ref()
-        .map(|p| LogFollower::open(p, args.log_from_start));
-    let mut log_cmd = match &args.log_cmd {
-        Some(c) => Some(logscan::CommandFollower::spawn(c)?),
-        None => None,
-    };
-    let down_grace_s = args.down_grace.unwrap_or(args.window).as_secs_f64();
-    let timeout = scrape_timeout(args.interval, args.target.request_timeout);
-    let mut last_ok: Option<f64> = None;
-    // When the target refused connections since the last good scrape: (first, last) t.
-    let mut refused: Option<(f64, f64)> = None;
-    let mut last_status = f64::NEG_INFINITY;
-    let mut next_tick = start;
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    loop {
-        let t = start.elapsed().as_secs_f64();
-        // Ctrl-C / SIGTERM are honoured during a scrape too: a server that is going
-        // down may hold the request open (llama-server on SIGTERM answers nothing
-        // until it is killed).
+}
+
+/// Ctrl-C and SIGTERM, which end a watch quietly at any wait.
+struct StopSignals {
+    interrupt: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    fn listen() -> anyhow::Result<StopSignals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(StopSignals {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// The work's result, or none when a stop signal came first.
+    async fn unless_stopped<T>(&mut self, work: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            r = work => Some(r),
+            _ = self.interrupt.recv() => None,
+            _ = self.terminate.recv() => None,
+        }
+    }
+
+    /// Waits for the next tick (`interval` after the last; at once when late); true when a
+    /// stop signal came first.
+    async fn pause_until_next(&mut self, next_tick: &mut Instant, interval: Duration) -> bool {
+        *next_tick += interval;
+        let now = Instant::now();
+        let pause = if *next_tick > now {
+            *next_tick - now
+        } else {
+            *next_tick = now;
+            Duration::ZERO
+        };
+        self.unless_stopped(tokio::time::sleep(pause))
+            .await
+            .is_none()
+    }
+}
+
+/// One watch under way: what it read within the window, its log followers, and when the
+/// target last answered.
+struct Watch<'a> {
+    args: &'a WatchOptions,
+    events: &'a Events,
+    baseline: &'a Baseline,
+    rollback_owner: Option<&'a str>,
+    limits: Limits,
+    state: State,
+    start: Instant,
+    log: Option<LogFollower>,
+    log_cmd: Option<logscan::CommandFollower>,
+    down_grace_s: f64,
+    last_probe: Option<f64>,
+    last_ok: Option<f64>,
+    /// When the target refused connections since the last good scrape: (first, last) t.
+    refused: Option<(f64, f64)>,
+    last_status: f64,
+}
+
+impl<'a> Watch<'a> {
+    fn open(
+        args: &'a WatchOptions,
+        events: &'a Events,
+        baseline: &'a Baseline,
+        rollback_owner: Option<&'a str>,
+    ) -> anyhow::Result<Watch<'a>> {
+        let start = Instant::now();
+        if let Some(p) = &args.log {
+            if !p.exists() {
+                events.notice(format!(
+                    "{} does not exist yet; following it once it appears",
+                    p.display()
+                ));
+            }
+        }
+        let log_cmd = match &args.log_cmd {
+            Some(c) => Some(logscan::CommandFollower::spawn(c)?),
+            None => None,
+        };
+        Ok(Watch {
+            args,
+            events,
+            baseline,
+            rollback_owner,
+            limits: Limits {
+                oom_min: args.oom_min.max(1),
+                queue_min_growth: args.queue_min_growth,
+                tolerance: args.tolerance,
+                stall_after_s: args.stall_after.as_secs_f64(),
+            },
+            state: State {
+                readings: Vec::new(),
+                hits: Vec::new(),
+                probes: Vec::new(),
+                window_s: args.window.as_secs_f64(),
+            },
+            start,
+            log: args
+                .log
+                .as_ref()
+                .map(|p| LogFollower::open(p, args.log_from_start)),
+            log_cmd,
+            down_grace_s: args.down_grace.unwrap_or(args.window).as_secs_f64(),
+            last_probe: None,
+            last_ok: None,
+            refused: None,
+            last_status: f64::NEG_INFINITY,
+        })
+    }
+
+    /// One scrape of `/metrics` (bounded by `timeout`) and, when one is due after
+    /// `last_probe`, a probe, at once. (No `&self`: the watch's log followers are not `Sync`,
+    /// and the future crosses threads.)
+    async fn sample(
+        t: f64,
+        last_probe: Option<f64>,
+        client: &reqwest::Client,
+        metrics_url: &str,
+        prober: &Prober,
+        timeout: Duration,
+    ) -> (anyhow::Result<MetricsSnapshot>, Option<ProbeSample>) {
         let probe_due = prober.due(t, last_probe);
         let scrape = async {
             tokio::time::timeout(timeout, MetricsSnapshot::scrape(client, metrics_url))
@@ -269,110 +377,123 @@ async fn watch_loop(
                 None
             }
         };
-        let scraped = tokio::select! {
-            r = async { tokio::join!(scrape, probing) } => Some(r),
-            _ = interrupt.recv() => None,
-            _ = terminate.recv() => None,
-        };
-        let Some((scraped, probed)) = scraped else {
-            return Ok(finish(events, &state, baseline, &limits, last_ok.is_some()));
-        };
+        tokio::join!(scrape, probing)
+    }
+
+    fn note_probe(&mut self, t: f64, probed: Option<ProbeSample>) {
         if let Some(p) = probed {
-            last_probe = Some(t);
-            state.probes.push(p);
+            self.last_probe = Some(t);
+            self.state.probes.push(p);
         }
+    }
+
+    /// A scrape's reading joins the window; a failed one is reported, and ends the watch
+    /// (exit 3) when the target was never reached or stayed down past the grace.
+    fn note_scrape(
+        &mut self,
+        t: f64,
+        scraped: anyhow::Result<MetricsSnapshot>,
+    ) -> Option<WatchEnd> {
         match scraped {
             Ok(m) => {
-                let mut reading = Reading::from_snapshot(&m, t, &args.tool_error_counters);
-                if let Some((from, to)) = refused.take() {
-                    reading.restart_hint = Some(format!(
-                        "the target refused connections between {from:.1} s and {to:.1} s (nothing listened: a new process)"
-                    ));
-                }
-                if let Some(prev) = state.readings.last() {
-                    if let Some(what) = signals::restarted(prev, &reading) {
-                        events.emit(Event::CounterReset { t, what });
-                    }
-                }
-                state.readings.push(reading);
-                last_ok = Some(t);
-                events.emit(Event::Scraped { t });
+                self.note_reading(t, &m);
+                None
             }
-            Err(e) => {
-                // Unreachable from the start, or for longer than the grace: exit 3.
-                let down_for = t - last_ok.unwrap_or(0.0);
-                if (last_ok.is_none() || down_for >= down_grace_s) && !state.alive_but_stalled() {
-                    let hint = if format!("{e:#}").contains("404") {
-                        " (llama.cpp serves /metrics only when started with --metrics)"
-                    } else {
-                        ""
-                    };
-                    events.emit(Event::Unreachable(format!(
-                        "target unreachable: {e:#}{hint}"
-                    )));
-                    return Ok(WatchEnd::Unreachable);
-                }
-                if connection_refused(&e) {
-                    refused = Some((refused.map_or(t, |r| r.0), t));
-                }
-                events.emit(Event::ScrapeFailed {
-                    t,
-                    error: format!("{e:#}"),
-                });
+            Err(e) => self.note_failed_scrape(t, &e),
+        }
+    }
+
+    fn note_reading(&mut self, t: f64, m: &MetricsSnapshot) {
+        let mut reading = Reading::from_snapshot(m, t, &self.args.tool_error_counters);
+        if let Some((from, to)) = self.refused.take() {
+            reading.restart_hint = Some(format!(
+                "the target refused connections between {from:.1} s and {to:.1} s (nothing listened: a new process)"
+            ));
+        }
+        if let Some(prev) = self.state.readings.last() {
+            if let Some(what) = signals::restarted(prev, &reading) {
+                self.events.emit(Event::CounterReset { t, what });
             }
         }
-        if let Some(f) = log.as_mut() {
-            // The window ends now: judge the lines written until now (a one-shot window
-            // may wait for a whole log read from its start).
-            f.catch_up(if args.once {
+        self.state.readings.push(reading);
+        self.last_ok = Some(t);
+        self.events.emit(Event::Scraped { t });
+    }
+
+    fn note_failed_scrape(&mut self, t: f64, e: &anyhow::Error) -> Option<WatchEnd> {
+        // Unreachable from the start, or for longer than the grace: exit 3.
+        let down_for = t - self.last_ok.unwrap_or(0.0);
+        let gone = self.last_ok.is_none() || down_for >= self.down_grace_s;
+        if gone && !self.state.alive_but_stalled() {
+            let hint = if format!("{e:#}").contains("404") {
+                " (llama.cpp serves /metrics only when started with --metrics)"
+            } else {
+                ""
+            };
+            self.events.emit(Event::Unreachable(format!(
+                "target unreachable: {e:#}{hint}"
+            )));
+            return Some(WatchEnd::Unreachable);
+        }
+        if connection_refused(e) {
+            self.refused = Some((self.refused.map_or(t, |r| r.0), t));
+        }
+        self.events.emit(Event::ScrapeFailed {
+            t,
+            error: format!("{e:#}"),
+        });
+        None
+    }
+
+    /// The log lines written until now join the window (a one-shot window may wait for a
+    /// whole log read from its start); readings, lines and probes older than it leave.
+    fn read_logs(&mut self, t: f64) -> anyhow::Result<()> {
+        if let Some(f) = self.log.as_mut() {
+            f.catch_up(if self.args.once {
                 Duration::from_secs(120)
             } else {
-                args.interval / 2
+                self.args.interval / 2
             });
-            state.hits.extend(f.poll_hits(t)?);
+            self.state.hits.extend(f.poll_hits(t)?);
         }
-        if let Some(c) = log_cmd.as_mut() {
-            state.hits.extend(c.poll_hits(t));
+        if let Some(c) = self.log_cmd.as_mut() {
+            self.state.hits.extend(c.poll_hits(t));
         }
-        state.trim(t);
-        let window_full = t + 1e-6 >= window_s;
-        if window_full {
-            let mut ev = state.evaluate(baseline, &limits);
-            ev.rollback_owner = rollback_owner.map(str::to_string);
-            if !ev.firing.is_empty() {
-                events.emit(Event::Evaluated(Box::new(ev)));
-                return Ok(WatchEnd::Fired);
-            }
-            if args.once {
-                events.emit(Event::Evaluated(Box::new(ev)));
-                return Ok(WatchEnd::Quiet);
-            }
-            if t - last_status >= window_s {
-                events.emit(Event::Evaluated(Box::new(ev)));
-                last_status = t;
-            }
+        self.state.trim(t);
+        Ok(())
+    }
+
+    /// Once the window is full: a firing trigger ends the watch, as does `--once`; otherwise
+    /// the status is reported once a window.
+    fn judge_window(&mut self, t: f64) -> Option<WatchEnd> {
+        let window_s = self.state.window_s;
+        if t + 1e-6 < window_s {
+            return None;
         }
-        // A reporter that could not report (stdout on a full disk) ends the watch.
-        events.check()?;
-        if args.duration.is_some_and(|d| start.elapsed() >= d) {
-            return Ok(finish(events, &state, baseline, &limits, true));
-        }
-        next_tick += args.interval;
-        let now = Instant::now();
-        let pause = if next_tick > now {
-            next_tick - now
+        let mut ev = self.state.evaluate(self.baseline, &self.limits);
+        ev.rollback_owner = self.rollback_owner.map(str::to_string);
+        let end = if !ev.firing.is_empty() {
+            Some(WatchEnd::Fired)
+        } else if self.args.once {
+            Some(WatchEnd::Quiet)
         } else {
-            next_tick = now;
-            Duration::ZERO
+            None
         };
-        let interrupted = tokio::select! {
-            _ = tokio::time::sleep(pause) => false,
-            _ = interrupt.recv() => true,
-            _ = terminate.recv() => true,
-        };
-        if interrupted {
-            return Ok(finish(events, &state, baseline, &limits, last_ok.is_some()));
+        if end.is_some() || t - self.last_status >= window_s {
+            self.events.emit(Event::Evaluated(Box::new(ev)));
+            self.last_status = t;
         }
+        end
+    }
+
+    fn finish(&self, reached: bool) -> WatchEnd {
+        finish(
+            self.events,
+            &self.state,
+            self.baseline,
+            &self.limits,
+            reached,
+        )
     }
 }
 
