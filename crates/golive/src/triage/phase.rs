@@ -19,6 +19,9 @@ fn runtime_by_meaning() -> &'static Regex {
             // loops and decode forward; TGI: `Request failed during generation`.
             r"(?i:decode out of memory)|Request failed during generation|during generation|",
             r"forward_decode|event_loop_normal|event_loop_overlap|run_batch\b|",
+            // SGLang's worker running a scheduled batch (the overlap thread, the TP worker):
+            // only requests run there; graph capture calls the model directly.
+            r"forward_thread_func|forward_batch_generation|",
             // vLLM V0's async engine loop and its step.
             r"run_engine_loop|engine_step|step_async|",
             // vLLM V1's busy loop running requests.
@@ -98,6 +101,14 @@ mod tests {
 
     fn oom_class(evidence: &str, served: bool) -> Class {
         Evidence::of(evidence).class(served)
+    }
+
+    #[test]
+    fn sglangs_batch_worker_is_the_request_path() {
+        let overlap = "File \"/sgl/srt/managers/tp_worker_overlap_thread.py\", line 148, in forward_thread_func_\nFile \"/sgl/srt/managers/tp_worker.py\", line 206, in forward_batch_generation\nFile \"/sgl/srt/model_executor/model_runner.py\", line 1056, in forward_extend\ntorch.OutOfMemoryError: CUDA out of memory.";
+        assert_eq!(oom_class(overlap, false), Class::OomRuntime);
+        let capture = "File \"/sgl/srt/model_executor/cuda_graph_runner.py\", line 300, in capture_one_batch_size\ntorch.OutOfMemoryError: CUDA out of memory.";
+        assert_eq!(oom_class(capture, false), Class::OomStartup);
     }
 
     #[test]
