@@ -92,6 +92,18 @@ pub fn parse_reference(raw: &[u8]) -> ParsedLine<'_> {
     parse_with(raw, false)
 }
 
+/// The length of a CRI log record's stream and tag after its time (`stdout F `, `stderr P `),
+/// else 0. A partial record (`P`) is read as a line of its own.
+fn cri_tag(rest: &[u8]) -> usize {
+    let stream = rest.starts_with(b"stdout ") || rest.starts_with(b"stderr ");
+    let tag = matches!(rest.get(7..9), Some(b"F ") | Some(b"P "));
+    if stream && tag {
+        9
+    } else {
+        0
+    }
+}
+
 fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
     let text = clean(raw);
     let p = patterns();
@@ -113,6 +125,9 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
             if let Some(m) = read(hand, || iso_ts_hand(rest.as_bytes()), || iso_ts_regex(rest)) {
                 ts = Some(m.ts);
                 pos += m.end;
+                // Kubernetes' node log files (CRI: `/var/log/pods/..`, `/var/log/containers/..`):
+                // the stream and a full/partial tag follow the time.
+                pos += cri_tag(&text.as_bytes()[pos..]);
                 // journald's ISO format: the host and the writer follow the time.
                 if let Some((end, ident)) = syslog_ident(&text[pos..]) {
                     stream.push(ident);

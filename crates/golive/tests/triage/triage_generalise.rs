@@ -1131,3 +1131,32 @@ Traceback (most recent call last):
         .unwrap();
     assert_ne!(p.class, Class::OomStartup, "{p:?}");
 }
+
+/// Kubernetes' node log files (`/var/log/pods/..`, CRI format) put the time, the stream and a
+/// full/partial tag in front of every line: the same log read there gives the same outcome,
+/// cause and line as read from `kubectl logs`.
+#[test]
+fn a_kubernetes_node_log_file_reads_as_the_plain_log() {
+    let plain = "(APIServer pid=1) INFO 08-03 21:48:40 [api_server.py:1820] vLLM API server version 0.11.0
+(EngineCore pid=7) INFO 08-03 21:49:23 [gpu_worker.py:538] Available KV cache memory: 8.72 GiB
+(EngineCore pid=7) ERROR 08-03 21:49:23 [core.py:1231] EngineCore failed to start.
+(EngineCore pid=7) ERROR 08-03 21:49:23 [core.py:1231] Traceback (most recent call last):
+(EngineCore pid=7) ERROR 08-03 21:49:23 [core.py:1231]   File \"/v/vllm/v1/core/kv_cache_utils.py\", line 760, in _check_enough_kv_cache_memory
+(EngineCore pid=7) ERROR 08-03 21:49:23 [core.py:1231]     raise ValueError(
+(EngineCore pid=7) ERROR 08-03 21:49:23 [core.py:1231] ValueError: To serve at least one request with the model's max seq len (262144), (18.35 GiB KV cache is needed, which is larger than the available KV cache memory (8.72 GiB).
+(APIServer pid=1) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+";
+    let cri: String = plain
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let stream = if i % 2 == 0 { "stdout" } else { "stderr" };
+            format!("2025-08-03T21:49:{:02}.123456789Z {stream} F {l}\n", 10 + i)
+        })
+        .collect();
+    let (a, b) = (triage_text(plain), triage_text(&cri));
+    let (pa, pb) = (a.primary.unwrap(), b.primary.unwrap());
+    assert_eq!((pa.class, pa.line), (Class::OomStartup, 7), "{pa:?}");
+    assert_eq!((pb.class, pb.line), (pa.class, pa.line), "{pb:?}");
+    assert_eq!(pb.rank, pa.rank);
+}
