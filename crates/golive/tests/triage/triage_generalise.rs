@@ -1160,3 +1160,26 @@ fn a_kubernetes_node_log_file_reads_as_the_plain_log() {
     assert_eq!((pb.class, pb.line), (pa.class, pa.line), "{pb:?}");
     assert_eq!(pb.rank, pa.rank);
 }
+
+/// A caller's assertion that an NVSHMEM call succeeded names the transport that failed; a
+/// check of the free device memory against a reserve, in words no engine rule knew, is a
+/// startup out-of-memory.
+#[test]
+fn a_failed_nvshmem_call_and_free_memory_below_a_reserve_name_their_layers() {
+    let deepep = "[2025-04-02 15:25:19 TP2] Load weight end. type=DeepseekV3ForCausalLM, avail mem=30.10 GB
+[2025-04-02 15:25:20 TP2] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/usr/local/lib64/python3.11/site-packages/deep_ep/buffer.py\", line 89, in __init__
+    self.runtime.sync(device_ids, ipc_handles, root_unique_id)
+RuntimeError: Failed: Assertion error /src/DeepEP/csrc/kernels/runtime.cu:56 'nvshmem_team_split_strided(NVSHMEM_TEAM_WORLD, rank % NUM_MAX_NVL_PEERS, NUM_MAX_NVL_PEERS, num_ranks / NUM_MAX_NVL_PEERS, &cfg, 0, &team) == 0'
+";
+    let p = triage_text(deepep).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 5), "{p:?}");
+    let reserve = "(Worker_TP2 pid=35) INFO 07-25 13:47:20 [gpu_model_runner.py:4100] Graph capturing finished in 12 secs
+(Worker_TP2 pid=35) ERROR 07-25 13:47:27 [multiproc_executor.py:1007] WorkerProc hit an exception.
+(Worker_TP2 pid=35) ERROR 07-25 13:47:27 [multiproc_executor.py:1007] Traceback (most recent call last):
+(Worker_TP2 pid=35) ERROR 07-25 13:47:27 [multiproc_executor.py:1007]   File \"/v/vllm/v1/worker/gpu_worker.py\", line 500, in compile_or_warm_up_model
+(Worker_TP2 pid=35) ERROR 07-25 13:47:27 [multiproc_executor.py:1007] RuntimeError: Tiered MoE observed free HBM is below the runtime reserve: 13330546688 bytes available, 15000000000 required. Replan more experts into Grace memory.
+";
+    let p = triage_text(reserve).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 5), "{p:?}");
+}
