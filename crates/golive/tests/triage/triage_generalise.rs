@@ -66,10 +66,10 @@ fn new_rules_find_class_line_and_rule() {
             "tool-extract",
         ),
         // A bare RuntimeError raised inside the structured-output backend took the engine
-        // down: the engine failed to contain a request (a refused schema's 400 is tool_parser).
+        // down: the structured-output layer explains the end, as a refused schema's 400 does.
         (
             "structured_output_crash.log",
-            Class::Engine,
+            Class::ToolParser,
             9,
             "tool-structured-output-frames",
         ),
@@ -1182,4 +1182,31 @@ RuntimeError: Failed: Assertion error /src/DeepEP/csrc/kernels/runtime.cu:56 'nv
 ";
     let p = triage_text(reserve).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::OomStartup, 5), "{p:?}");
+}
+
+/// llama.cpp renders chat templates with its own engine: a template it cannot run aborts the
+/// server at load (`this custom template is not supported`), and a template that raises while
+/// rendering fails each request with its `While executing ... in source` error, which the
+/// server survives but the chat interface does not.
+#[test]
+fn llama_cpps_own_template_engine_failures_are_the_chat_templates() {
+    let abort = "main: model loaded
+main: The chat template that comes with this model is not yet supported, falling back to chatml. This may cause the model to output suboptimal responses
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  this custom template is not supported
+Aborted (core dumped)
+";
+    let p = triage_text(abort).primary.unwrap();
+    assert_eq!(p.class, Class::ToolParser, "{p:?}");
+    assert!((3..=4).contains(&p.line), "{p:?}");
+    let request = "main: server is listening on http://127.0.0.1:8080 - starting the main loop
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+srv    operator(): got exception: {\"error\":{\"code\":500,\"message\":\"\\n------------\\nWhile executing CallExpression at line 328, column 32 in source:\\n... raise_exception(\\\"Message has tool role\\\")\",\"type\":\"server_error\"}}
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 500
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+";
+    let p = triage_text(request)
+        .primary
+        .expect("a chat template that fails requests");
+    assert_eq!((p.class, p.line), (Class::ToolParser, 3), "{p:?}");
 }
