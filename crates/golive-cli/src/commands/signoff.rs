@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use golive::report::html::Integrity;
+use golive::report::Integrity;
 use golive::report::{report_path, Report, Verdict};
 use golive::signoff::{self, SignOptions, SignatureState};
 
@@ -72,9 +72,9 @@ pub fn run(args: SignoffArgs) -> anyhow::Result<u8> {
                 },
                 html.display()
             ))?;
-            let entries = golive::report::worksheet::current(&report);
+            let entries = golive::report::current_worksheet(&report);
             if !entries.is_empty() {
-                let [proven, failed, person, accepted] = golive::report::worksheet::tally(&entries);
+                let [proven, failed, person, accepted] = golive::report::worksheet_tally(&entries);
                 out::line(format!(
                     "worksheet: {proven} proven, {failed} failed, {person} need a person, {accepted} accepted open"
                 ))?;

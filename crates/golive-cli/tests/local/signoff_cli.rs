@@ -395,7 +395,7 @@ fn report_with_worksheet(dir: &Path) {
     report_dir(dir);
     let mut r = golive::report::Report::load(dir).unwrap();
     let items = golive::profile::Profile::generic().worksheet_items();
-    r.worksheet = golive::report::worksheet::evaluate(&items, &r);
+    r.worksheet = golive::report::evaluate_worksheet(&items, &r);
     r.save_json(dir).unwrap();
 }
 
@@ -482,12 +482,12 @@ fn signoff_refuses_open_worksheet_items_until_each_is_accepted_by_name() {
     assert_eq!(s.rollback_owner.as_deref(), Some("oncall-llm"));
     assert_eq!(s.accepted_open.len(), open.len());
     assert!(s.accepted_open["recipe_checked"].contains("OPS-12"));
-    let now = golive::report::worksheet::current(&signed);
+    let now = golive::report::current_worksheet(&signed);
     let state = |id: &str| now.iter().find(|e| e.id == id).unwrap().state;
-    use golive::report::worksheet::ItemState;
-    assert_eq!(state("second_person"), ItemState::Proven);
-    assert_eq!(state("rollback_named"), ItemState::Proven);
-    assert_eq!(state("recipe_checked"), ItemState::Accepted);
+    use golive::report::WorksheetState;
+    assert_eq!(state("second_person"), WorksheetState::Proven);
+    assert_eq!(state("rollback_named"), WorksheetState::Proven);
+    assert_eq!(state("recipe_checked"), WorksheetState::Accepted);
     let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
     assert!(html.contains("id=\"worksheet\""), "no worksheet section");
     assert!(

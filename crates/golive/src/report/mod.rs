@@ -1,17 +1,23 @@
 //! The acceptance report: shared data types written as `report.json`, and its
-//! renderings (Markdown, JUnit XML, self-contained HTML), each a file [`exporters`]
-//! writes. Checks produce [`Check`] values; reporters only read them.
+//! renderings (Markdown, JUnit XML, self-contained HTML), each a file that an
+//! exporter writes. Checks produce [`Check`] values; reporters only read them.
 
 mod check_id;
-pub mod exporters;
-pub mod html;
-pub mod junit;
-pub mod markdown;
-pub mod worksheet;
+pub(crate) mod exporters;
+pub(crate) mod html;
+pub(crate) mod junit;
+pub(crate) mod markdown;
+pub(crate) mod worksheet;
 
 /// Output files are written by [`crate::outfile`]; re-exported where they always were.
 pub use crate::outfile::{write_atomic, WriteFailed};
 pub use check_id::CheckId;
+pub use html::{render as render_html, Integrity};
+pub use worksheet::{
+    current as current_worksheet, evaluate as evaluate_worksheet, tally as worksheet_tally,
+    Entry as WorksheetEntry, ItemSpec as WorksheetItem, ItemState as WorksheetState,
+    Proof as WorksheetProof,
+};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -649,7 +655,7 @@ pub struct Report {
     /// What the run accepted, for `golive watch` and `golive rules`.
     #[serde(default)]
     pub baseline: Baseline,
-    /// The runbook's worksheet as the run judged it ([`worksheet::current`] adds what
+    /// The runbook's worksheet as the run judged it ([`current_worksheet`] adds what
     /// the sign-offs say); empty in reports older than the worksheet.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub worksheet: Vec<worksheet::Entry>,

@@ -106,8 +106,8 @@ fn constructed_report_with_every_chart_and_hostile_text_renders() {
     r.decide();
     r.complete = true;
     let items = golive::profile::Profile::generic().worksheet_items();
-    r.worksheet = golive::report::worksheet::evaluate(&items, &r);
-    let html = golive::report::html::render(&r);
+    r.worksheet = golive::report::evaluate_worksheet(&items, &r);
+    let html = golive::report::render_html(&r);
     // The worksheet: every item a row, the failed tool item linked to its check.
     let ws = html
         .split("<section id=\"worksheet\">")

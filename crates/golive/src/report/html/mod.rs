@@ -5,8 +5,6 @@
 mod charts;
 mod svg;
 
-pub use charts::COLORS;
-
 use charts::charts;
 
 use std::fmt::Write;
