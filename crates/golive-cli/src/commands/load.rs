@@ -214,7 +214,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         load::write_csv(path, &result.records)?;
     }
     if opts.shard.is_some() {
-        let doc = load::shard::ShardOutput::new(&opts, &summary, &result)?;
+        let doc = load::ShardOutput::new(&opts, &summary, &result)?;
         if let Some(dir) = &args.out {
             golive::outfile::create_dirs(dir)?;
             golive::report::write_atomic(
@@ -253,7 +253,7 @@ fn load_exit(summary: &load::LoadSummary) -> u8 {
 
 /// `golive load merge`: exit 0 when no shard had errors, 1 otherwise.
 fn merge(args: &MergeArgs) -> anyhow::Result<u8> {
-    let merged = load::shard::merge(&args.paths)?;
+    let merged = load::merge_shards(&args.paths)?;
     if let Some(path) = &args.json {
         golive::report::write_atomic(path, &serde_json::to_vec_pretty(&merged)?)?;
     }
@@ -301,7 +301,7 @@ fn k8s_job(args: &LoadArgs, shards: u32) -> anyhow::Result<u8> {
     {
         anyhow::bail!("--concurrency is split across the {shards} shards: give at least {shards}");
     }
-    let yaml = load::k8s::job_yaml(&load::k8s::JobOptions {
+    let yaml = load::k8s_job_yaml(&load::K8sJobOptions {
         name: args.job_name.clone(),
         namespace: args.job_namespace.clone(),
         image: args.image.clone().unwrap_or_default(),

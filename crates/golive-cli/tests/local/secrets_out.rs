@@ -125,12 +125,8 @@ fn k8s_job_takes_the_key_from_a_secret() {
         let env = &container["env"][0];
         assert_eq!(env["name"], "GOLIVE_API_KEY");
         let secret = &env["valueFrom"]["secretKeyRef"];
-        assert_eq!(secret["name"], golive::load::k8s::API_KEY_SECRET, "{env}");
-        assert_eq!(
-            secret["key"],
-            golive::load::k8s::API_KEY_SECRET_KEY,
-            "{env}"
-        );
+        assert_eq!(secret["name"], golive::load::API_KEY_SECRET, "{env}");
+        assert_eq!(secret["key"], golive::load::API_KEY_SECRET_KEY, "{env}");
         assert_eq!(
             secret["optional"], false,
             "a key was given: the Secret must exist"

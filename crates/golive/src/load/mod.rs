@@ -9,13 +9,20 @@ use std::time::{Duration, Instant};
 use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
 use crate::target::Target;
 
-pub mod arrival;
-pub mod k8s;
-pub mod saturation;
-pub mod shard;
+mod arrival;
+mod k8s;
+pub(crate) mod saturation;
+pub(crate) mod shard;
 
 pub use arrival::{Arrival, RateRamp, Schedule};
-pub use shard::Shard;
+pub use k8s::{
+    job_yaml as k8s_job_yaml, JobOptions as K8sJobOptions, API_KEY_SECRET, API_KEY_SECRET_KEY,
+};
+pub use saturation::Saturation;
+pub use shard::{
+    merge as merge_shards, EncodedHistograms, MergedLoad, MergedShard, Shard, ShardOutput,
+    ShardPlan,
+};
 
 mod summary;
 pub use summary::{client_limited, write_csv, LoadSummary};

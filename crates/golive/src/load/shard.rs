@@ -189,7 +189,7 @@ impl EncodedHistograms {
 /// What `golive load --shard I/N` writes: its share's summary and raw histograms.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShardOutput {
-    /// [`SHARD_FORMAT`]: what `load merge` checks before reading the rest.
+    /// `SHARD_FORMAT`: what `load merge` checks before reading the rest.
     pub format: String,
     /// Which share of the plan it ran.
     pub shard: Shard,
