@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use golive::contract::run::{self, ContractOptions};
+use golive::contract::{self, ContractOptions};
 use golive::profile::Profile;
 use golive::report::Status;
 
@@ -68,7 +68,7 @@ pub fn run(args: ContractArgs) -> anyhow::Result<u8> {
         http: None,
     };
     let started = Instant::now();
-    let result = crate::runtime::block_on(run::run(&opts))??;
+    let result = crate::runtime::block_on(contract::run(&opts))??;
     let (checks, requests) = (&result.checks, result.requests);
     let failed = checks.iter().any(|c| c.verdict.status == Status::Fail);
     match args.format {
@@ -101,7 +101,10 @@ pub fn run(args: ContractArgs) -> anyhow::Result<u8> {
 }
 
 /// The trigger comparison's side, cases and sample size, read before the first request.
-fn reference(args: &ContractArgs, profile: &Profile) -> anyhow::Result<Option<run::Reference>> {
+fn reference(
+    args: &ContractArgs,
+    profile: &Profile,
+) -> anyhow::Result<Option<contract::Reference>> {
     let Some(url) = &args.reference_url else {
         return Ok(None);
     };
@@ -109,17 +112,17 @@ fn reference(args: &ContractArgs, profile: &Profile) -> anyhow::Result<Option<ru
         Some(path) => {
             let text = golive::input::read_text(path)
                 .with_context(|| format!("cannot read {}", path.display()))?;
-            golive::contract::cases::parse(&text)
+            golive::contract::parse_cases(&text)
                 .with_context(|| format!("{} is not a case file", path.display()))?
         }
-        None => golive::contract::trigger::builtin_cases(),
+        None => golive::contract::builtin_cases(),
     };
     let requests = args
         .contract_requests
         .map(|n| n as usize)
         .or(profile.contract.requests)
         .unwrap_or(50);
-    Ok(Some(run::Reference {
+    Ok(Some(contract::Reference {
         url: url
             .trim_end_matches('/')
             .trim_end_matches("/v1")

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use golive::contract::run::{run, ContractOptions};
+use golive::contract::{run, ContractOptions};
 use golive::contract::{ContractReq, ImmutableParam};
 use golive::report::{Owner, Status};
 use serde_json::{json, Value};
@@ -87,7 +87,7 @@ fn options(url: String, dp_size: usize) -> ContractOptions {
 #[tokio::test]
 async fn a_server_that_accepts_a_wrong_temperature_fails_owner_server() {
     let lax = serve(|_, _| (200, completion("Paris is the capital of France."))).await;
-    let golive::contract::run::ContractRun {
+    let golive::contract::ContractRun {
         checks, requests, ..
     } = run(&options(lax, 1)).await.unwrap();
     let params = checks.iter().find(|c| c.item == "params").unwrap();
@@ -122,7 +122,7 @@ async fn gibberish_on_one_rank_only_is_named() {
         }
     })
     .await;
-    let golive::contract::run::ContractRun {
+    let golive::contract::ContractRun {
         checks, requests, ..
     } = run(&options(url.clone(), 3)).await.unwrap();
     assert_eq!(requests, 1 + 3);
@@ -304,11 +304,11 @@ async fn f1_and_schema_accuracy_of_two_disagreeing_servers_are_exact() {
     opts.spec.params.clear();
     opts.spec.f1_min_non_thinking = Some(0.8);
     opts.spec.schema_accuracy_min = Some(0.95);
-    opts.reference = Some(golive::contract::run::Reference {
+    opts.reference = Some(golive::contract::Reference {
         url: reference,
         model: None,
         api_key: None,
-        cases: golive::contract::trigger::builtin_cases(),
+        cases: golive::contract::builtin_cases(),
         requests: 16,
     });
     let result = run(&opts).await.unwrap();
