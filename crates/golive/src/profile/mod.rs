@@ -3,12 +3,12 @@
 //! Built-in profiles are TOML files embedded at build time (`profiles/*.toml`);
 //! `--profile FILE` reads another TOML file of the same shape, and `--recipe FILE`
 //! reads a recipe YAML in the format of `vllm-project/recipes` (`models/<org>/<model>.yaml`,
-//! [`recipe`]). Hardware and engine facts (GPU families, fabrics, the driver/CUDA table)
-//! are profile data too ([`facts`]): the generic `vllm` profile carries them and every
+//! [`Profile::from_recipe`]). Hardware and engine facts (GPU families, fabrics, the
+//! driver/CUDA table) are profile data too ([`HardwareFacts`] and its neighbours): the generic `vllm` profile carries them and every
 //! other profile falls back to its values ([`Profile::inherit`]).
 
-pub mod facts;
-pub mod recipe;
+mod facts;
+pub(crate) mod recipe;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,8 @@ use std::sync::LazyLock;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
-pub use facts::{CudaFacts, Fabric, FabricTable, HardwareFacts, Strategy};
+pub use facts::{CudaFacts, Fabric, FabricFacts, FabricTable, GpuFamily, HardwareFacts, Strategy};
+pub use recipe::{ProseFact, ProsePattern, PROSE as RECIPE_PROSE};
 
 const BUILTIN: &[(&str, &str)] = &[
     ("kimi-k3", include_str!("../../profiles/kimi-k3.toml")),

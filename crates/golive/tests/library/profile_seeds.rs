@@ -6,8 +6,8 @@
 
 use crate::common;
 
-use golive::profile::recipe::{ProseFact, PROSE};
 use golive::profile::Profile;
+use golive::profile::{ProseFact, RECIPE_PROSE};
 use regex::Regex;
 
 struct Seeds {
@@ -36,7 +36,7 @@ fn seeds() -> Option<Seeds> {
 
 /// The first capture of the prose pattern for `fact` in `text`.
 fn prose(fact: ProseFact, text: &str) -> Option<String> {
-    let row = PROSE.iter().find(|p| p.fact == fact).unwrap();
+    let row = RECIPE_PROSE.iter().find(|p| p.fact == fact).unwrap();
     let re = Regex::new(row.regex).unwrap();
     let c = re.captures(text)?;
     Some(
