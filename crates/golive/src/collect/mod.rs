@@ -3,7 +3,7 @@
 //! A bundle is `DIR/<host>-<UTC timestamp>/` with `manifest.json` (tool version,
 //! host, time, every probe's command, exit status, duration, availability) and the
 //! raw outputs under `raw/` with the contract names `check` and `diff` read
-//! (see [`crate::envparse::bundle::names`]). Every probe is optional, has a
+//! (see [`crate::bundle_format::names`]). Every probe is optional, has a
 //! timeout and never stops the collection. Secret values never reach a file.
 //!
 //! `--ssh HOST,...` copies this very binary to the remote host with `scp` (to a

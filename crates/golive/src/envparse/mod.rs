@@ -5,13 +5,13 @@
 //! indentation, truncated copies) and returns what it could read; none fails.
 //! Missing facts are `None`/empty, never guessed.
 
-pub mod bundle;
-pub mod config_file;
+pub(crate) mod bundle;
+mod config_file;
 mod docker;
 mod env;
 mod ibv_devinfo;
 mod ip_link;
-pub mod launch;
+pub(crate) mod launch;
 mod lsmod;
 mod nvidia_smi;
 mod packages;
@@ -27,7 +27,7 @@ pub use packages::*;
 pub use probes::*;
 
 pub use bundle::Bundle;
-pub use launch::{Launch, LaunchArg};
+pub use launch::{launch_from_argv, parse_launch, Launch, LaunchArg};
 
 /// Normalises line endings and strips a leading BOM.
 pub fn normalize(text: &str) -> String {

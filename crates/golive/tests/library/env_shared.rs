@@ -7,7 +7,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use golive::envparse::{self, launch};
+use golive::envparse;
 
 /// `../shared/env` beside the repository (see [`common::shared_dir`]).
 fn env_dir() -> Option<PathBuf> {
@@ -67,7 +67,7 @@ fn every_file_is_indexed_and_parsed() {
                 let _ = envparse::parse_docker_inspect(&text);
             }
             "vllm-cmdline" => assert!(
-                launch::parse_launch(&text).is_some(),
+                envparse::parse_launch(&text).is_some(),
                 "{name}: no vLLM launch found"
             ),
             "lsmod" => assert!(!envparse::parse_modules(&text).listed.is_empty(), "{name}"),
@@ -327,7 +327,7 @@ fn docker_inspects_match_index() {
         .starts_with("sha256:05775a19"));
     let mut argv = vec![c.path.clone().unwrap()];
     argv.extend(c.args.clone());
-    let l = launch::launch_from_argv(&argv).unwrap();
+    let l = envparse::launch_from_argv(&argv).unwrap();
     assert_eq!(l.tensor_parallel(), 2);
     assert_eq!(
         l.model.as_deref(),
@@ -369,7 +369,7 @@ fn docker_inspects_match_index() {
 #[test]
 fn launch_commands_match_index() {
     let Some(dir) = env_dir() else { return };
-    let l = |f: &str| launch::parse_launch(&read(&dir, f)).unwrap_or_else(|| panic!("{f}"));
+    let l = |f: &str| envparse::parse_launch(&read(&dir, f)).unwrap_or_else(|| panic!("{f}"));
 
     let a = l("vllm-cmdline_api-server_tp16_ray_2node-h100_dsr1.sh");
     assert!(a.program.contains("vllm.entrypoints.openai.api_server"));
