@@ -23,8 +23,6 @@ pub struct Sent {
     pub outcome: Outcome,
     /// From sending to the end of the answer, ms.
     pub duration_ms: u64,
-    /// The raw non-streamed body (kept for evidence; never written with `--no-content`).
-    pub body: Option<Value>,
     /// The first send failed at once on a reused connection and was sent again.
     pub retried_connection: bool,
 }
@@ -113,7 +111,9 @@ pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Dura
         }
     };
     // The client's own timeout covers the body too; this outer one is a safety net.
-    let (outcome, body) = match tokio::time::timeout(deadline + Duration::from_secs(1), fut).await {
+    // (The parsed body beside the outcome is no longer kept: nothing read it.)
+    let (outcome, _body) = match tokio::time::timeout(deadline + Duration::from_secs(1), fut).await
+    {
         Ok(r) => r,
         Err(_) => (
             Outcome::Timeout {
@@ -125,7 +125,6 @@ pub async fn send(client: &OpenAiClient, url: &str, body: &Value, deadline: Dura
     Sent {
         outcome,
         duration_ms: ms(started),
-        body,
         retried_connection: retried,
     }
 }

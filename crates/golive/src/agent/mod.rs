@@ -1,21 +1,21 @@
 //! Agent interface conformance: tool calls, structured output, streaming, fallbacks.
 //!
 //! Each case is sent `--repeat` times (a correct tool call once proves no stable agent
-//! function) and reported as a rate. Every exchange is judged by [`validate::judge`]
+//! function) and reported as a rate. Every exchange is judged by [`judge`]
 //! (envelope, tool-call ids/names/arguments against the tool's JSON Schema,
 //! finish_reason, reasoning and usage fields) and each problem is attributed to the
 //! server, its parser, the model, the gateway or the client. Failing requests are saved
-//! as replayable files under `DIR/regressions/` ([`regress`]); `golive replay` sends
-//! one again ([`replay`]).
+//! as replayable files under `DIR/regressions/`; `golive replay` sends one again
+//! ([`replay()`]).
 
-pub mod cases;
-pub mod http;
-pub mod mix;
-pub mod regress;
-pub mod replay;
-pub mod stream;
+pub(crate) mod cases;
+mod http;
+pub(crate) mod mix;
+pub(crate) mod regress;
+mod replay;
+pub(crate) mod stream;
 mod summary;
-pub mod validate;
+pub(crate) mod validate;
 
 use summary::{owner_name, summarize};
 
@@ -30,9 +30,16 @@ use crate::report::{Check, Impact, Owner, Stage, Status};
 use crate::target::Target;
 use cases::{Budget, Case};
 use http::{send, LogWatch, Sent};
-use validate::{judge, quote, shape, Answer, Outcome, Problem, ProblemCode, Severity, Shape};
+use validate::quote;
 
+pub use http::http_error;
+pub use mix::AgentMix;
 pub use replay::{replay, ReplayOptions, ReplayResult};
+pub use stream::assemble_bytes;
+pub use validate::{
+    judge, parse_completion, shape, Answer, Outcome, Problem, ProblemCode, Reply, Severity, Shape,
+    ToolCall,
+};
 
 /// Options of the agent stage (flattened into `golive accept`).
 #[derive(Debug, Clone)]

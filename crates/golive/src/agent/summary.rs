@@ -209,7 +209,6 @@ mod tests {
             sent: Sent {
                 outcome: Outcome::Timeout { after_ms: 1 },
                 duration_ms: 5,
-                body: None,
                 retried_connection: false,
             },
             problems,

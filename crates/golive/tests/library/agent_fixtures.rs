@@ -5,9 +5,9 @@
 
 use std::path::PathBuf;
 
-use golive::agent::http::http_error;
-use golive::agent::stream::assemble_bytes;
-use golive::agent::validate::{judge, parse_completion, Answer, Outcome, Severity};
+use golive::agent::assemble_bytes;
+use golive::agent::http_error;
+use golive::agent::{judge, parse_completion, Answer, Outcome, Severity};
 use serde_json::Value;
 
 fn fixtures() -> Vec<(String, Value)> {
@@ -141,7 +141,7 @@ fn validator_finds_exactly_the_reported_problems() {
 #[test]
 fn streamed_and_non_streamed_shapes_agree_on_the_same_call() {
     // The cut-off call of #53269 once more, complete this time, both ways.
-    use golive::agent::validate::shape;
+    use golive::agent::shape;
     let body = serde_json::json!({"object": "chat.completion", "choices": [{"index": 0, "finish_reason": "tool_calls",
         "message": {"role": "assistant", "content": null, "tool_calls": [{"id": "t1", "type": "function",
             "function": {"name": "web_search", "arguments": "{\"query\": \"rain\", \"max_results\": 3}"}}]}}],

@@ -4,8 +4,8 @@
 //! expected lines were taken from the readers over `serde_json::Value` before both moved to
 //! the one wire model (`golive::wire`), so they pin that the move changed nothing.
 
-use golive::agent::stream::assemble_bytes;
-use golive::agent::validate::{parse_completion, Problem, Reply};
+use golive::agent::assemble_bytes;
+use golive::agent::{parse_completion, Problem, Reply};
 use serde_json::Value;
 
 fn render(reply: &Reply, problems: &[Problem]) -> String {
