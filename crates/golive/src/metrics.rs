@@ -1,17 +1,17 @@
 //! Prometheus `/metrics` scraping with family-aware lookups; the page is read by
-//! [`exposition`], golive's own reader of the text format.
+//! [`Reader`], golive's own reader of the text format.
 //!
 //! Counters appear as `x_total` (plus `x_created`) in newer clients and as `x` in
 //! older ones; lookups match the family, so callers name `vllm:prefix_cache_hits`
-//! and get the `_total` sample too. Metric names of the engines live in [`names`],
-//! not in the callers.
+//! and get the `_total` sample too. Metric names of the engines live in one table
+//! (`metrics/names.rs`), not in the callers.
 
-pub mod exposition;
-pub mod names;
+mod exposition;
+pub(crate) mod names;
 
 use anyhow::Context;
 
-pub use exposition::{Labels, MetricType, ParseError, Sample};
+pub use exposition::{Labels, MetricType, ParseError, Reader, Record, Sample};
 
 /// The largest `/metrics` page read (vLLM's is about 60 KB).
 pub const MAX_PAGE_BYTES: usize = 64 << 20;

@@ -4,8 +4,8 @@
 
 use crate::common;
 
-use golive::metrics::exposition::{MetricType, ParseError, Reader, Record, Sample};
 use golive::metrics::{Engine, MetricsSnapshot};
+use golive::metrics::{MetricType, ParseError, Reader, Record, Sample};
 
 fn read(page: &[u8]) -> (Vec<Record>, Vec<ParseError>) {
     let mut records = Vec::new();
