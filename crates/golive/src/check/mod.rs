@@ -89,7 +89,7 @@ pub struct CheckOptions {
     pub bundles: Vec<PathBuf>,
     /// Built-in profile name (`kimi-k3`, `vllm`) or a profile file.
     pub profile: Option<String>,
-    /// A recipe YAML in the format of vllm-project/recipes (models/<org>/<model>.yaml).
+    /// A recipe YAML in the format of vllm-project/recipes (`models/<org>/<model>.yaml`).
     pub recipe: Option<PathBuf>,
 }
 

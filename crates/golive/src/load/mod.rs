@@ -150,7 +150,7 @@ pub struct LoadPlan {
     /// Open loop: the seed of a random arrival (the same for every shard of a run).
     pub seed: u64,
     /// Open loop: stop early when the requests in flight and the TTFT both rise
-    /// significantly over this window ([`saturation`]); none: never.
+    /// significantly over this window ([`Saturation`]); none: never.
     pub saturation_window: Option<Duration>,
     /// Open loop: the rate moves along this ramp (`rate` is then its mean).
     pub rate_ramp: Option<RateRamp>,

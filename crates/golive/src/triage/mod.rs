@@ -1,6 +1,6 @@
 //! `golive triage`: the first root-cause line of a failed deployment, from logs.
 //!
-//! Every input (file, directory, stdin, `.gz`) is scanned once by [`scan`]; rules are data
+//! Every input (file, directory, stdin, `.gz`) is scanned once by `scan`; rules are data
 //! ([`rules`], `rules.toml`). The first cause is chosen across files by the runbook order
 //! (image/driver -> dependencies -> config -> memory -> prefix cache -> multi-node -> API
 //! server), then by time (timestamps across files) and line order.

@@ -1,5 +1,5 @@
 //! Triage rules as data: the embedded default TOML plus user files, compiled into one
-//! literal prefilter ([`super::prefilter`]) and per-rule regexes that run only on candidate
+//! literal prefilter (`prefilter`) and per-rule regexes that run only on candidate
 //! lines.
 
 use std::path::Path;
