@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-pub mod watch;
+pub(crate) mod watch;
 
 use crate::client::RequestRecord;
 use crate::load::OnRecord;

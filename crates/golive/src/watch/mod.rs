@@ -21,10 +21,13 @@ use crate::events::{Event, Events};
 use crate::metrics::MetricsSnapshot;
 use crate::report::{Baseline, Report};
 
-use crate::events::watch::ProbeSample;
 use logscan::LogFollower;
-use triggers::{Evaluation, ROLLBACK_REMINDER};
+use triggers::ROLLBACK_REMINDER;
 
+// The payloads of watch's events (crate::events::Event), defined beside the event stream.
+pub use crate::events::watch::{
+    Evaluation, Firing, FleetEvaluation, FleetFiring, ProbeSample, ReplicaWindow, Reset, Summary,
+};
 pub use dashboard::dashboard_json;
 pub use fleet::{render_text as render_fleet_text, run as run_fleet, FleetOptions};
 pub use lint::{lint, Exported, Finding as LintFinding, LintOptions, LintReport};
