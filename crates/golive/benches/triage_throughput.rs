@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use golive::triage::{analyze_paths, rules::RuleSet, TriageOptions};
+use golive::triage::{analyze_paths, RuleSet, TriageOptions};
 
 const LINES: &[&str] = &[
     "(APIServer pid=23283) INFO:     127.0.0.1:51530 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
@@ -74,7 +74,7 @@ fn main() {
     let rules = RuleSet::load(&[] as &[&str]).unwrap();
     let mut all = rules.literals.clone();
     all.extend(
-        golive::triage::rules::STRUCTURAL_ANCHORS
+        golive::triage::STRUCTURAL_ANCHORS
             .iter()
             .map(|s| s.to_string()),
     );
@@ -83,7 +83,7 @@ fn main() {
     let serving: Vec<String> = rules
         .rules
         .iter()
-        .filter(|r| r.kind == golive::triage::rules::RuleKind::Serving)
+        .filter(|r| r.kind == golive::triage::RuleKind::Serving)
         .flat_map(|r| rules.literals_of(r))
         .collect();
     let without: Vec<String> = all

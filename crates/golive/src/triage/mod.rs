@@ -1,7 +1,7 @@
 //! `golive triage`: the first root-cause line of a failed deployment, from logs.
 //!
 //! Every input (file, directory, stdin, `.gz`) is scanned once by `scan`; rules are data
-//! ([`rules`], `rules.toml`). The first cause is chosen across files by the runbook order
+//! ([`RuleSet`], `rules.toml`). The first cause is chosen across files by the runbook order
 //! (image/driver -> dependencies -> config -> memory -> prefix cache -> multi-node -> API
 //! server), then by time (timestamps across files) and line order.
 
@@ -11,13 +11,13 @@ mod clean;
 mod decide;
 #[cfg(feature = "fuzz")]
 mod fuzzing;
-pub mod lifecycle;
+mod lifecycle;
 mod line;
 mod output;
 mod phase;
 mod prefilter;
 mod prefix;
-pub mod rules;
+pub(crate) mod rules;
 mod scan;
 
 use std::io::{self, Read};
@@ -29,10 +29,11 @@ use serde::{Deserialize, Serialize};
 use decide::decide;
 #[cfg(feature = "fuzz")]
 pub use fuzzing::{fuzz_lines, fuzz_scan};
-use rules::RuleSet;
 use scan::FileResult;
 
+pub use lifecycle::{Ended, Outcome as ProcessOutcome, Reached};
 pub use output::write_text;
+pub use rules::{Rule, RuleKind, RuleSet, STRUCTURAL_ANCHORS};
 pub use scan::MAX_LINE;
 
 /// Failure classes (fixed vocabulary, used in JSON), in no particular order;
@@ -173,7 +174,7 @@ pub struct TriageReport {
     pub schema_version: u32,
     /// How far each process got and how it ended, per input (outcome first).
     #[serde(default)]
-    pub outcome: Vec<lifecycle::Outcome>,
+    pub outcome: Vec<ProcessOutcome>,
     /// The first error that explains a bad end; none when every process came up and served,
     /// then stopped in order or still runs (whatever errors it survived).
     pub primary: Option<Finding>,

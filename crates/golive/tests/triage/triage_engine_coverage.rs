@@ -14,7 +14,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use golive::triage::rules::RuleSet;
+use golive::triage::RuleSet;
 use golive::triage::{analyze_text, Class};
 
 #[derive(serde::Deserialize)]

@@ -25,7 +25,7 @@ fn triage(name: &str) -> TriageReport {
 
 /// Triage of a log given as text, with the built-in rules.
 fn triage_text(log: &str) -> TriageReport {
-    let rules = golive::triage::rules::RuleSet::load(&[] as &[&str]).unwrap();
+    let rules = golive::triage::RuleSet::load(&[] as &[&str]).unwrap();
     golive::triage::analyze_text(&rules, "t.log", log)
 }
 

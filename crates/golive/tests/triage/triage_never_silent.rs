@@ -3,8 +3,8 @@
 //! formats of the engine named (vLLM V1/V0, SGLang, Ray, NCCL, DeepEP, mistral.rs, TGI) with
 //! the engines' real message texts.
 
-use golive::triage::rules::{RuleKind, RuleSet};
 use golive::triage::{analyze_paths, Class, TriageOptions, TriageReport};
+use golive::triage::{RuleKind, RuleSet};
 
 fn triage_text(text: &str) -> TriageReport {
     let dir = tempfile::tempdir().unwrap();

@@ -8,9 +8,9 @@
 //! - Every rule that can quiet a line (benign, serving, progress, shutdown, startup): each of
 //!   its literals beside a real fatal error, which is still found.
 
-use golive::triage::lifecycle::{Ended, Reached};
-use golive::triage::rules::{RuleKind, RuleSet};
 use golive::triage::{analyze_text, Class, TriageReport};
+use golive::triage::{Ended, Reached};
+use golive::triage::{RuleKind, RuleSet};
 
 fn triage(text: &str) -> TriageReport {
     analyze_text(RuleSet::builtin(), "log", text)

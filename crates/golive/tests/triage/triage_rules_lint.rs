@@ -2,7 +2,7 @@
 //! rule always takes its lines, no duplicate patterns, no regex that matches a bare number
 //! (a pid, a timestamp, a port).
 
-use golive::triage::rules::{Rule, RuleKind, RuleSet};
+use golive::triage::{Rule, RuleKind, RuleSet};
 
 fn set() -> RuleSet {
     RuleSet::load(&[] as &[&str]).unwrap()
