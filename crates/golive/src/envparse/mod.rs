@@ -17,14 +17,19 @@ mod nvidia_smi;
 mod packages;
 mod probes;
 
-pub use docker::*;
-pub use env::*;
-pub use ibv_devinfo::*;
-pub use ip_link::*;
-pub use lsmod::*;
-pub use nvidia_smi::*;
-pub use packages::*;
-pub use probes::*;
+pub use docker::{parse_docker_inspect, DockerInfo};
+pub use ibv_devinfo::{parse_ibv_devinfo, Hca, IbPort};
+pub use ip_link::NetLink;
+pub use lsmod::{parse_modules, Modules};
+pub use nvidia_smi::{
+    parse_nvidia_smi, parse_query_csv, parse_topology, QueryGpu, SmiGpu, SmiTable, Topology,
+};
+pub use probes::{parse_container_cuda_errors, ContainerCudaError};
+
+pub(crate) use env::{is_relevant_env, parse_env};
+pub(crate) use ip_link::parse_ip_link;
+pub(crate) use packages::{find_package, parse_python_packages, KEY_PACKAGES};
+pub(crate) use probes::{parse_nvcc, parse_proc_driver_version, parse_vllm_version};
 
 pub use bundle::Bundle;
 pub use launch::{launch_from_argv, parse_launch, Launch, LaunchArg};
