@@ -11,10 +11,12 @@ mod request;
 mod stats;
 mod stream;
 
-pub use request::{error_chain, OpenAiClient};
-pub use stats::{new_histogram, percentiles, LatencyStats, Slo};
+pub(crate) use request::error_chain;
+pub use request::OpenAiClient;
+pub(crate) use stats::new_histogram;
+pub use stats::{percentiles, LatencyStats, Slo};
 #[cfg(feature = "fuzz")]
-pub use stream::fuzz_scan_event;
+pub(crate) use stream::fuzz_scan_event;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};

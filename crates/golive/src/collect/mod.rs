@@ -29,8 +29,8 @@ mod process;
 mod remote;
 mod runner;
 
-pub use process::{find_vllm_process, is_vllm_server_argv};
-pub use remote::{check_host, collect_remote};
+use process::find_vllm_process;
+use remote::collect_remote;
 
 use process::{env_text, hostname, read_cmdline, read_environ};
 use runner::{Collector, Keep};

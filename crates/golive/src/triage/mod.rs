@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use decide::decide;
 #[cfg(feature = "fuzz")]
-pub use fuzzing::{fuzz_lines, fuzz_scan};
+pub(crate) use fuzzing::{fuzz_lines, fuzz_scan};
 use scan::FileResult;
 
 pub use lifecycle::{Ended, Outcome as ProcessOutcome, Reached};
