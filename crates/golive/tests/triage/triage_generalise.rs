@@ -1210,3 +1210,18 @@ srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
         .expect("a chat template that fails requests");
     assert_eq!((p.class, p.line), (Class::ToolParser, 3), "{p:?}");
 }
+
+/// cuDNN finding no kernel for a call (`GET was unable to find an engine to execute this
+/// computation`) is the installed cuDNN and torch not matching, whatever code called it.
+#[test]
+fn cudnn_finding_no_engine_is_the_build() {
+    let log = "INFO 06-01 10:00:00 llm_engine.py:100] Initializing an LLM engine (v0.5.3) with config: model='llava-hf/llava-1.5-7b-hf'
+[rank0]: Traceback (most recent call last):
+[rank0]:   File \"/env/vllm/worker/model_runner.py\", line 1300, in profile_run
+[rank0]:   File \"/env/vllm/model_executor/models/clip.py\", line 130, in forward
+[rank0]:   File \"/env/torch/nn/modules/conv.py\", line 456, in _conv_forward
+[rank0]: RuntimeError: GET was unable to find an engine to execute this computation
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
+}
