@@ -1,6 +1,6 @@
 //! Markdown rendering of a report: verdict, checks, measurements, baseline, sign-offs.
 use super::worksheet::{self, ItemState};
-use super::{Percentiles, Report, Status};
+use super::{Measurements, Percentiles, Report, Status};
 
 fn cell(s: &str) -> String {
     // One table row per check: no newlines or pipes inside a cell.
@@ -32,6 +32,24 @@ fn pct(p: &Percentiles) -> String {
 
 /// The report as Markdown (`report.md`).
 pub fn render(report: &Report) -> String {
+    let m = &report.measurements;
+    [
+        header_section(report),
+        worksheet_section(report),
+        checks_section(report),
+        problems_section(report),
+        prefix_cache_section(m),
+        ramp_section(m),
+        agent_section(m),
+        soak_section(m),
+        baseline_section(report),
+        signoffs_section(report),
+    ]
+    .concat()
+}
+
+/// The title, the verdict and the run's facts (servers, model, times, operator, golive).
+fn header_section(report: &Report) -> String {
     let mut md = String::new();
     md.push_str("# golive acceptance report\n\n");
     let verdict = report
@@ -81,8 +99,12 @@ pub fn render(report: &Report) -> String {
         or_unknown(&report.tool_commit),
         report.schema_version
     ));
+    md
+}
 
-    md.push_str(&worksheet_section(report));
+/// Every check in a table, with the count per status.
+fn checks_section(report: &Report) -> String {
+    let mut md = String::new();
     let count = |s: Status| report.checks.iter().filter(|c| c.status == s).count();
     md.push_str(&format!(
         "## Checks\n\n{} pass, {} warn, {} fail, {} skip, {} unknown\n\n",
@@ -103,6 +125,12 @@ pub fn render(report: &Report) -> String {
             cell(&c.measurement)
         ));
     }
+    md
+}
+
+/// Each failed or warned check with its test, measurement, owner, next step and evidence.
+fn problems_section(report: &Report) -> String {
+    let mut md = String::new();
     let problems: Vec<_> = report
         .checks
         .iter()
@@ -134,8 +162,12 @@ pub fn render(report: &Report) -> String {
             }
         }
     }
+    md
+}
 
-    let m = &report.measurements;
+/// The prefix-cache proof's requests.
+fn prefix_cache_section(m: &Measurements) -> String {
+    let mut md = String::new();
     if !m.prefix_cache.is_empty() {
         md.push_str("\n## Prefix cache\n\n| Request | Prompt tokens | Cached tokens | Hits (metrics) | Prefill ms | TTFT ms |\n|---|---|---|---|---|---|\n");
         for s in &m.prefix_cache {
@@ -150,6 +182,12 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    md
+}
+
+/// The ramp's steps.
+fn ramp_section(m: &Measurements) -> String {
+    let mut md = String::new();
     if !m.ramp.is_empty() {
         md.push_str("\n## Ramp\n\n| Step | Conc. | Prompt | Requests | Errors | TTFT p50/p95 ms | ITL p50/p95 ms | E2E p50/p95 ms | KV max | Waiting max | Preemptions | GPU MiB | Status |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for s in &m.ramp {
@@ -172,6 +210,12 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    md
+}
+
+/// Agent conformance per ramp step, where the ramp sent agent requests.
+fn agent_section(m: &Measurements) -> String {
+    let mut md = String::new();
     if m.ramp.iter().any(|s| s.agent.is_some()) {
         md.push_str("\n## Agent conformance under load\n\n| Step | Conc. | Agent requests | Conformant | Model's failures | Failing problems (all owners) |\n|---|---|---|---|---|---|\n");
         for s in &m.ramp {
@@ -187,6 +231,12 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    md
+}
+
+/// The soak's samples.
+fn soak_section(m: &Measurements) -> String {
+    let mut md = String::new();
     if !m.soak.is_empty() {
         md.push_str("\n## Soak\n\n| t s | Done | Errors | Running | Waiting | KV | Cache hit ratio | TTFT p95 ms |\n|---|---|---|---|---|---|---|---|\n");
         for s in &m.soak {
@@ -205,6 +255,12 @@ pub fn render(report: &Report) -> String {
             ));
         }
     }
+    md
+}
+
+/// The baseline `golive watch` judges against.
+fn baseline_section(report: &Report) -> String {
+    let mut md = String::new();
     md.push_str("\n## Baseline (for `golive watch`)\n\n| Metric | Value |\n|---|---|\n");
     for (label, value) in report.baseline.rows() {
         md.push_str(&format!(
@@ -212,7 +268,12 @@ pub fn render(report: &Report) -> String {
             value.as_deref().unwrap_or("–")
         ));
     }
+    md
+}
 
+/// The reviewers' sign-offs.
+fn signoffs_section(report: &Report) -> String {
+    let mut md = String::new();
     if !report.signoffs.is_empty() {
         md.push_str("\n## Sign-offs\n\n| Reviewer | Decision | At | Note |\n|---|---|---|---|\n");
         for s in &report.signoffs {
