@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::logs::errno524_line;
 use super::{item, CheckItem, Ctx, ItemId};
+use crate::envparse::Launch;
 use crate::profile::recipe::is_strategy;
-use crate::profile::{Fabric, Strategy};
+use crate::profile::{Fabric, FabricTable, Strategy};
 use crate::report::Status;
 
 fn strategy(launch: &crate::envparse::Launch, multi: bool) -> Strategy {
@@ -144,144 +145,285 @@ pub(super) fn check_parallelism(c: &Ctx) -> CheckItem {
 }
 
 pub(super) fn check_transport(c: &Ctx) -> CheckItem {
-    let mut ev = Vec::new();
-    let mut fails = Vec::new();
-    let mut next = Vec::new();
-    let launch = c.bundles.iter().find_map(|b| b.launch.as_ref());
-    let backend = launch.and_then(|l| l.all2all_backend());
-    let multi = c.multi || launch.and_then(|l| l.multi_node_hint()).is_some();
-    let fabrics = &c.profile.fabrics;
-    let gpus: Vec<String> = c.bundles.iter().flat_map(|b| b.host_gpus()).collect();
-    let mnnvl = gpus.iter().any(|g| fabrics.multi_node_nvlink(g));
-    let rdma: Vec<String> = c
-        .bundles
-        .iter()
-        .filter_map(|b| b.rdma_evidence().map(|e| c.tag(b, e)))
-        .collect();
-    let no_rdma: Vec<String> = c
-        .bundles
-        .iter()
-        .filter_map(|b| b.rdma_absent_evidence().map(|e| c.tag(b, e)))
-        .collect();
-    let nvlink = c
-        .bundles
-        .iter()
-        .any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink()));
-    let env: BTreeMap<String, String> = c.bundles.iter().flat_map(|b| b.relevant_env()).collect();
-    let rdma_vars: Vec<&String> = env
-        .keys()
-        .filter(|k| fabrics.is_env_of(Fabric::Rdma, k))
-        .collect();
-    let nvlink_vars: Vec<&String> = env
-        .keys()
-        .filter(|k| fabrics.is_env_of(Fabric::Nvlink, k))
-        .collect();
-    ev.push(format!(
-        "all2all backend: {}; {}; fabric: RDMA {}, NVLink {}",
-        backend.clone().unwrap_or_else(|| "not set".into()),
-        if multi { "multi-node" } else { "single node" },
-        if !rdma.is_empty() {
-            rdma.join("; ")
-        } else if !no_rdma.is_empty() {
-            format!("none ({})", no_rdma.join("; "))
-        } else {
-            "unknown".into()
-        },
-        if nvlink { "yes (topology)" } else { "not seen" }
-    ));
-    let kind = backend.as_deref().map(|b| fabrics.of_backend(b));
-    let p = &c.profile.transport;
-    if kind == Some(Fabric::Rdma) && rdma.is_empty() && !no_rdma.is_empty() {
-        fails.push(format!(
-            "RDMA backend {} on a host without RDMA ({})",
-            backend.clone().unwrap_or_default(),
-            no_rdma.join("; ")
-        ));
-        next.push(if p.nvlink_all2all.is_empty() {
-            "use the NVLink all-to-all backend on an NVLink-only fabric".to_string()
-        } else {
-            format!("use --all2all-backend {} on NVLink", p.nvlink_all2all)
-        });
+    let t = Transport::read(c);
+    let mut f = Problems::default();
+    t.backend_against_fabric(c, &mut f);
+    t.stray_variables(&mut f);
+    t.profile_backend(c, &mut f);
+    t.rdma_variables(c, &mut f);
+    t.megamoe_over_rdma(c, &mut f);
+    dmabuf_registration(c, &mut f);
+    t.item(f)
+}
+
+/// What the bundles and the launch command say of the all-to-all path.
+struct Transport<'a> {
+    launch: Option<&'a Launch>,
+    backend: Option<String>,
+    /// The fabric the backend needs.
+    kind: Option<Fabric>,
+    multi: bool,
+    gpus: Vec<String>,
+    /// The GPUs have multi-node NVLink.
+    mnnvl: bool,
+    /// RDMA found, and RDMA looked for and not found (tagged per node).
+    rdma: Vec<String>,
+    no_rdma: Vec<String>,
+    /// NVLink in the topology.
+    nvlink: bool,
+    env: BTreeMap<String, String>,
+    fabrics: &'a FabricTable,
+}
+
+/// Failures found, and the repair of each.
+#[derive(Default)]
+struct Problems {
+    fails: Vec<String>,
+    next: Vec<String>,
+}
+
+impl Problems {
+    fn add(&mut self, fail: String, next: String) {
+        self.fails.push(fail);
+        self.next.push(next);
     }
-    if kind == Some(Fabric::Nvlink) && multi && !mnnvl {
-        fails.push(format!(
-            "NVLink backend {} across nodes without multi-node NVLink (GPUs: {})",
-            backend.clone().unwrap_or_default(),
-            gpus.first().cloned().unwrap_or_else(|| "unknown".into())
-        ));
-        next.push(if p.rdma_all2all.is_empty() {
-            "use an RDMA backend across nodes".into()
-        } else {
-            format!("use --all2all-backend {} over RDMA", p.rdma_all2all)
-        });
-    }
-    if kind == Some(Fabric::Nvlink) && !rdma_vars.is_empty() {
-        fails.push(format!(
-            "RDMA variables on an NVLink backend: {}",
-            rdma_vars
+}
+
+impl<'a> Transport<'a> {
+    fn read(c: &Ctx<'a>) -> Transport<'a> {
+        let launch = c.bundles.iter().find_map(|b| b.launch.as_ref());
+        let backend = launch.and_then(|l| l.all2all_backend());
+        let fabrics = &c.profile.fabrics;
+        let gpus: Vec<String> = c.bundles.iter().flat_map(|b| b.host_gpus()).collect();
+        Transport {
+            launch,
+            kind: backend.as_deref().map(|b| fabrics.of_backend(b)),
+            backend,
+            multi: c.multi || launch.and_then(|l| l.multi_node_hint()).is_some(),
+            mnnvl: gpus.iter().any(|g| fabrics.multi_node_nvlink(g)),
+            gpus,
+            rdma: c
+                .bundles
                 .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        next.push("remove the RDMA variables from the NVLink deployment".into());
-    }
-    if kind == Some(Fabric::Rdma) && !nvlink_vars.is_empty() {
-        fails.push(format!(
-            "NVLink variables on an RDMA backend: {}",
-            nvlink_vars
+                .filter_map(|b| b.rdma_evidence().map(|e| c.tag(b, e)))
+                .collect(),
+            no_rdma: c
+                .bundles
                 .iter()
-                .map(|s| s.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-        next.push("remove the MNNVL variables from the RDMA deployment".into());
+                .filter_map(|b| b.rdma_absent_evidence().map(|e| c.tag(b, e)))
+                .collect(),
+            nvlink: c
+                .bundles
+                .iter()
+                .any(|b| b.topo.as_ref().is_some_and(|t| t.has_nvlink())),
+            env: c.bundles.iter().flat_map(|b| b.relevant_env()).collect(),
+            fabrics,
+        }
     }
-    if let (Some(b), Some(k)) = (&backend, kind) {
+
+    fn backend_name(&self) -> String {
+        self.backend.clone().unwrap_or_default()
+    }
+
+    /// The backend needs a fabric the hosts lack: RDMA on a host without it, NVLink across
+    /// nodes without multi-node NVLink.
+    fn backend_against_fabric(&self, c: &Ctx, f: &mut Problems) {
+        let p = &c.profile.transport;
+        if self.kind == Some(Fabric::Rdma) && self.rdma.is_empty() && !self.no_rdma.is_empty() {
+            f.add(
+                format!(
+                    "RDMA backend {} on a host without RDMA ({})",
+                    self.backend_name(),
+                    self.no_rdma.join("; ")
+                ),
+                if p.nvlink_all2all.is_empty() {
+                    "use the NVLink all-to-all backend on an NVLink-only fabric".to_string()
+                } else {
+                    format!("use --all2all-backend {} on NVLink", p.nvlink_all2all)
+                },
+            );
+        }
+        if self.kind == Some(Fabric::Nvlink) && self.multi && !self.mnnvl {
+            f.add(
+                format!(
+                    "NVLink backend {} across nodes without multi-node NVLink (GPUs: {})",
+                    self.backend_name(),
+                    self.gpus
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| "unknown".into())
+                ),
+                if p.rdma_all2all.is_empty() {
+                    "use an RDMA backend across nodes".into()
+                } else {
+                    format!("use --all2all-backend {} over RDMA", p.rdma_all2all)
+                },
+            );
+        }
+    }
+
+    /// The environment variables of the other fabric than the backend's.
+    fn stray_variables(&self, f: &mut Problems) {
+        let vars_of = |fabric: Fabric| -> Vec<&str> {
+            self.env
+                .keys()
+                .filter(|k| self.fabrics.is_env_of(fabric, k))
+                .map(String::as_str)
+                .collect()
+        };
+        let rdma_vars = vars_of(Fabric::Rdma);
+        if self.kind == Some(Fabric::Nvlink) && !rdma_vars.is_empty() {
+            f.add(
+                format!(
+                    "RDMA variables on an NVLink backend: {}",
+                    rdma_vars.join(", ")
+                ),
+                "remove the RDMA variables from the NVLink deployment".into(),
+            );
+        }
+        let nvlink_vars = vars_of(Fabric::Nvlink);
+        if self.kind == Some(Fabric::Rdma) && !nvlink_vars.is_empty() {
+            f.add(
+                format!(
+                    "NVLink variables on an RDMA backend: {}",
+                    nvlink_vars.join(", ")
+                ),
+                "remove the MNNVL variables from the RDMA deployment".into(),
+            );
+        }
+    }
+
+    /// The profile names the backend for this fabric across nodes, and the command uses another.
+    fn profile_backend(&self, c: &Ctx, f: &mut Problems) {
+        let (Some(b), Some(k)) = (&self.backend, self.kind) else {
+            return;
+        };
+        let p = &c.profile.transport;
         let want = match k {
             Fabric::Rdma => &p.rdma_all2all,
             Fabric::Nvlink => &p.nvlink_all2all,
             Fabric::Generic => &String::new(),
         };
-        if multi && !want.is_empty() && want != b {
-            fails.push(format!(
-                "{} uses --all2all-backend {want} for {}, the command uses {b}",
-                c.profile.name,
-                k.as_str().to_uppercase()
-            ));
-            next.push(format!("use --all2all-backend {want}"));
+        if self.multi && !want.is_empty() && want != b {
+            f.add(
+                format!(
+                    "{} uses --all2all-backend {want} for {}, the command uses {b}",
+                    c.profile.name,
+                    k.as_str().to_uppercase()
+                ),
+                format!("use --all2all-backend {want}"),
+            );
         }
     }
-    let kv_transfer = launch.is_some_and(|l| l.has("--kv-transfer-config"));
-    if kind == Some(Fabric::Rdma) || (kv_transfer && !rdma.is_empty()) {
-        for (k, want) in &p.rdma_env {
-            match env.get(k) {
+
+    /// The variables RDMA needs (the profile's), set to other values, or missing where the KV
+    /// cache moves over RDMA.
+    fn rdma_variables(&self, c: &Ctx, f: &mut Problems) {
+        let kv_transfer = self.launch.is_some_and(|l| l.has("--kv-transfer-config"));
+        if !(self.kind == Some(Fabric::Rdma) || (kv_transfer && !self.rdma.is_empty())) {
+            return;
+        }
+        for (k, want) in &c.profile.transport.rdma_env {
+            match self.env.get(k) {
                 Some(v) if v != want => {
-                    fails.push(format!("{k}={v}, RDMA needs {k}={want}"));
-                    next.push(format!("set {k}={want}"));
+                    f.add(
+                        format!("{k}={v}, RDMA needs {k}={want}"),
+                        format!("set {k}={want}"),
+                    );
                 }
-                None if kv_transfer => {
-                    fails.push(format!(
-                        "{k} not set; KV transfer over RDMA needs {k}={want}"
-                    ));
-                    next.push(format!("set {k}={want}"));
-                }
+                None if kv_transfer => f.add(
+                    format!("{k} not set; KV transfer over RDMA needs {k}={want}"),
+                    format!("set {k}={want}"),
+                ),
                 _ => {}
             }
         }
     }
-    if let (true, Some(mega)) = (p.megamoe_forbidden_with_rdma, &p.megamoe_backend) {
-        if launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str())
-            && multi
-            && (kind == Some(Fabric::Rdma) || (!mnnvl && !rdma.is_empty()))
+
+    /// DeepGEMM MegaMoE across nodes over RDMA, which it does not support.
+    fn megamoe_over_rdma(&self, c: &Ctx, f: &mut Problems) {
+        let p = &c.profile.transport;
+        let (true, Some(mega)) = (p.megamoe_forbidden_with_rdma, &p.megamoe_backend) else {
+            return;
+        };
+        let over_rdma = self.kind == Some(Fabric::Rdma) || (!self.mnnvl && !self.rdma.is_empty());
+        if self.launch.and_then(|l| l.value("--moe-backend")) == Some(mega.as_str())
+            && self.multi
+            && over_rdma
         {
-            fails.push(format!("--moe-backend {mega} with cross-node RDMA (DeepGEMM MegaMoE is not compatible with cross-node RDMA)"));
-            next.push(format!(
-                "leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink ({})",
-                fabrics.nvlink.multi_node_gpus.join("/")
-            ));
+            f.add(
+                format!("--moe-backend {mega} with cross-node RDMA (DeepGEMM MegaMoE is not compatible with cross-node RDMA)"),
+                format!(
+                    "leave --moe-backend unset (automatic) on RDMA; MegaMoE only with cross-node NVLink ({})",
+                    c.profile.fabrics.nvlink.multi_node_gpus.join("/")
+                ),
+            );
         }
     }
+
+    /// The checklist item: failed with the problems found, unknown where the command or the
+    /// fabric is not recorded, else passed.
+    fn item(&self, f: Problems) -> CheckItem {
+        let mut ev = vec![self.summary()];
+        let status = if !f.fails.is_empty() {
+            Status::Fail
+        } else if self.launch.is_none() {
+            ev.push("no launch command: backend and node layout unknown".into());
+            Status::Unknown
+        } else if self.multi
+            && (self.backend.is_none() || (self.rdma.is_empty() && !self.nvlink && !self.mnnvl))
+        {
+            ev.push("multi-node, but the backend or the fabric is not recorded".into());
+            Status::Unknown
+        } else {
+            Status::Pass
+        };
+        ev.extend(f.fails);
+        let next = if f.next.is_empty() {
+            "Record the all-to-all backend and the fabric (ibv_devinfo, lsmod, topology) of every node."
+                .to_string()
+        } else {
+            f.next.join("; ")
+        };
+        item(
+            ItemId::CommunicationPath,
+            "One communication path; backend matches the fabric",
+            status,
+            ev,
+            &next,
+        )
+    }
+
+    /// The first evidence line: backend, layout and the fabric found.
+    fn summary(&self) -> String {
+        format!(
+            "all2all backend: {}; {}; fabric: RDMA {}, NVLink {}",
+            self.backend.clone().unwrap_or_else(|| "not set".into()),
+            if self.multi {
+                "multi-node"
+            } else {
+                "single node"
+            },
+            if !self.rdma.is_empty() {
+                self.rdma.join("; ")
+            } else if !self.no_rdma.is_empty() {
+                format!("none ({})", self.no_rdma.join("; "))
+            } else {
+                "unknown".into()
+            },
+            if self.nvlink {
+                "yes (topology)"
+            } else {
+                "not seen"
+            }
+        )
+    }
+}
+
+/// mlx5 refusing a DMA-BUF registration (errno 524) in a node's startup log, and the repair
+/// that node's modules and environment call for.
+fn dmabuf_registration(c: &Ctx, f: &mut Problems) {
+    let p = &c.profile.transport;
     for b in c.bundles {
         let Some((n, line)) = b.startup_log_text.as_deref().and_then(errno524_line) else {
             continue;
@@ -290,39 +432,13 @@ pub(super) fn check_transport(c: &Ctx) -> CheckItem {
         let fallback = p.dmabuf_fallback_env.clone().unwrap_or_default();
         let peermem = b.modules.as_ref().map(|m| m.is_loaded("nvidia_peermem"));
         let set = b.relevant_env().get(&fallback).cloned();
-        fails.push(c.tag(b, format!("startup.log line {n}: {line}")));
-        next.push(match (peermem, set.as_deref()) {
+        f.add(c.tag(b, format!("startup.log line {n}: {line}")), match (peermem, set.as_deref()) {
             (Some(true), Some("0")) => format!("{fallback}=0 is set and nvidia_peermem is loaded: inspect the earliest failing rank and the NIC path"),
             (Some(true), _) => format!("mlx5 dmabuf registration is unsupported here: set {fallback}=0 to fall back to nvidia_peermem (loaded on {}), still GPUDirect RDMA", b.host),
             (Some(false), _) => format!("nvidia_peermem is NOT loaded on {}: load it (modprobe nvidia_peermem) on every node, then set {fallback}=0", b.host),
             (None, _) => format!("check `lsmod | grep nvidia_peermem` on {} (no raw/lsmod.txt), load it, then set {fallback}=0", b.host),
         });
     }
-    let status = if !fails.is_empty() {
-        Status::Fail
-    } else if launch.is_none() {
-        ev.push("no launch command: backend and node layout unknown".into());
-        Status::Unknown
-    } else if multi && (backend.is_none() || (rdma.is_empty() && !nvlink && !mnnvl)) {
-        ev.push("multi-node, but the backend or the fabric is not recorded".into());
-        Status::Unknown
-    } else {
-        Status::Pass
-    };
-    ev.extend(fails);
-    let next = if next.is_empty() {
-        "Record the all-to-all backend and the fabric (ibv_devinfo, lsmod, topology) of every node."
-            .to_string()
-    } else {
-        next.join("; ")
-    };
-    item(
-        ItemId::CommunicationPath,
-        "One communication path; backend matches the fabric",
-        status,
-        ev,
-        &next,
-    )
 }
 
 /// Names that legitimately differ per node.
