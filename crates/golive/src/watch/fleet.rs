@@ -9,7 +9,7 @@
 //! - **absent**: a replica whose `up` is 0 or whose series stopped, or a family the
 //!   replica's engine always exports that is missing: reported, never read as quiet.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -194,7 +194,54 @@ pub fn judge(
         firing: Vec::new(),
         notes: Vec::new(),
     };
-    // replica -> t -> exposition lines.
+    let (pages, unlabelled) = pages_by_replica(series, label);
+    if unlabelled > 0 {
+        ev.notes.push(format!(
+            "{unlabelled} series have no `{label}` label and are not counted (set --replica-label)"
+        ));
+    }
+    let up_last = latest_up(up, label);
+    if up_last.is_empty() && pages.is_empty() {
+        ev.firing.push(FleetFiring {
+            kind: "absent".into(),
+            replica: "(all)".into(),
+            title: "no replica matches the selector".into(),
+            evidence: vec![format!(
+                "neither up{} nor engine series over the last {:.0} s: wrong --selector, or every replica is gone",
+                if opts.selector.is_empty() { "" } else { &opts.selector },
+                end - start
+            )],
+        });
+        return ev;
+    }
+    let window = Window {
+        start,
+        end,
+        fresh: end - 2.0 * step_s - 1.0,
+    };
+    let replicas: BTreeSet<&String> = up_last.keys().chain(pages.keys()).collect();
+    for replica in replicas {
+        let page = pages.get(replica);
+        let up = up_last.get(replica).copied();
+        judge_replica(&mut ev, opts, baseline, replica, page, up, &window);
+    }
+    judge_imbalance(&mut ev, opts.imbalance_factor);
+    ev
+}
+
+/// The window's bounds (seconds), and the time after which a series still counts as current.
+struct Window {
+    start: f64,
+    end: f64,
+    fresh: f64,
+}
+
+/// One replica's page at each step: replica -> step (ms) -> exposition lines, and the number of
+/// series without the replica label.
+fn pages_by_replica(
+    series: &[Series],
+    label: &str,
+) -> (BTreeMap<String, BTreeMap<i64, String>>, usize) {
     let mut pages: BTreeMap<String, BTreeMap<i64, String>> = BTreeMap::new();
     let mut unlabelled = 0;
     for s in series {
@@ -210,11 +257,11 @@ pub fn judge(
             line.push_str(&format!("{name} {v}\n"));
         }
     }
-    if unlabelled > 0 {
-        ev.notes.push(format!(
-            "{unlabelled} series have no `{label}` label and are not counted (set --replica-label)"
-        ));
-    }
+    (pages, unlabelled)
+}
+
+/// Each replica's latest `up` sample: (t, value).
+fn latest_up(up: &[Series], label: &str) -> BTreeMap<String, (f64, f64)> {
     let mut up_last: BTreeMap<String, (f64, f64)> = BTreeMap::new();
     for s in up {
         if let (Some(r), Some(&(t, v))) = (s.labels.get(label), s.points.last()) {
@@ -224,116 +271,122 @@ pub fn judge(
             }
         }
     }
-    if up_last.is_empty() && pages.is_empty() {
+    up_last
+}
+
+/// One replica over the window: its triggers, whether it is absent (and why), the families its
+/// engine always exports that are missing, and its window's row.
+fn judge_replica(
+    ev: &mut FleetEvaluation,
+    opts: &FleetOptions,
+    baseline: &Baseline,
+    replica: &str,
+    page: Option<&BTreeMap<i64, String>>,
+    up: Option<(f64, f64)>,
+    w: &Window,
+) {
+    let readings: Vec<Reading> = page
+        .into_iter()
+        .flatten()
+        .filter_map(|(t_ms, text)| {
+            let m = MetricsSnapshot::parse(text).ok()?;
+            let t = *t_ms as f64 / 1000.0 - w.start;
+            Some(Reading::from_snapshot(&m, t, &opts.tool_error_counters))
+        })
+        .collect();
+    let evaluation = triggers::evaluate(&readings, &[], baseline, &opts.limits);
+    let last_t = page
+        .and_then(|p| p.keys().next_back())
+        .map(|t| *t as f64 / 1000.0);
+    let absent = absence(up, last_t, w, &opts.selector);
+    if absent.is_empty() {
+        missing_families(ev, replica, &readings, page);
+    }
+    let is_absent = !absent.is_empty();
+    if is_absent {
         ev.firing.push(FleetFiring {
             kind: "absent".into(),
-            replica: "(all)".into(),
-            title: "no replica matches the selector".into(),
-            evidence: vec![format!(
-                "neither up{} nor engine series over the last {:.0} s: wrong --selector, or every replica is gone",
-                if opts.selector.is_empty() { "" } else { &opts.selector },
-                end - start
-            )],
+            replica: replica.to_string(),
+            title: "replica absent".into(),
+            evidence: absent,
         });
-        return ev;
     }
-    let fresh = end - 2.0 * step_s - 1.0;
-    let replicas: Vec<String> = up_last
-        .keys()
-        .chain(pages.keys())
-        .cloned()
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    for replica in replicas {
-        let page = pages.get(&replica);
-        let readings: Vec<Reading> = page
-            .into_iter()
-            .flatten()
-            .filter_map(|(t_ms, text)| {
-                let m = MetricsSnapshot::parse(text).ok()?;
-                let t = *t_ms as f64 / 1000.0 - start;
-                Some(Reading::from_snapshot(&m, t, &opts.tool_error_counters))
-            })
-            .collect();
-        let evaluation = triggers::evaluate(&readings, &[], baseline, &opts.limits);
-        let up = up_last.get(&replica).copied();
-        let last_t = page
-            .and_then(|p| p.keys().next_back())
-            .map(|t| *t as f64 / 1000.0);
-        let mut absent = Vec::new();
-        match up {
-            Some((t, v)) if v < 1.0 => absent.push(format!(
-                "up == {v} in the latest scrape ({} s before the end of the window): Prometheus cannot scrape it",
-                fmt_ago(end - t)
-            )),
-            Some((t, _)) if t < fresh => absent.push(format!(
-                "its up series ended {} s before the end of the window (gone from the targets)",
-                fmt_ago(end - t)
-            )),
-            None => absent.push(format!("no up series for it (selector {})", opts.selector)),
-            _ => {}
-        }
-        match last_t {
-            None => absent.push("it exports no engine series in the window".into()),
-            Some(t) if t < fresh && absent.is_empty() => absent.push(format!(
-                "its engine series stopped {} s before the end of the window",
-                fmt_ago(end - t)
-            )),
-            _ => {}
-        }
-        // Families its engine always exports, missing from the latest reading.
-        if absent.is_empty() {
-            if let (Some(engine), Some(text)) = (
-                readings.iter().rev().find_map(|r| r.engine),
-                page.and_then(|p| p.values().next_back()),
-            ) {
-                if let Ok(m) = MetricsSnapshot::parse(text) {
-                    for name in names::required(engine) {
-                        let alternatives = names::role_of(name).map(|r| r.1).unwrap_or(&[]);
-                        if !alternatives.iter().any(|n| m.has(n)) {
-                            ev.firing.push(FleetFiring {
-                                kind: "absent".into(),
-                                replica: replica.clone(),
-                                title: format!("{name} is missing"),
-                                evidence: vec![format!(
-                                    "{} exports it whenever it serves; a missing family reads as absent, not as quiet (renamed? see `golive rules --lint`)",
-                                    engine.as_str()
-                                )],
-                            });
-                        }
-                    }
-                }
-            }
-        }
-        let is_absent = !absent.is_empty();
-        if is_absent {
+    for f in &evaluation.firing {
+        ev.firing.push(FleetFiring {
+            kind: f.trigger.id().to_string(),
+            replica: replica.to_string(),
+            title: f.title.to_string(),
+            evidence: f.evidence.clone(),
+        });
+    }
+    let waits: Vec<f64> = readings.iter().filter_map(|r| r.waiting).collect();
+    ev.replicas.push(ReplicaWindow {
+        replica: replica.to_string(),
+        up: up.map(|u| u.1),
+        absent: is_absent,
+        queue_mean: (!waits.is_empty()).then(|| waits.iter().sum::<f64>() / waits.len() as f64),
+        evaluation,
+    });
+}
+
+/// Why a replica counts as absent: Prometheus cannot scrape it, its `up` or engine series
+/// ended before the window did, or it has none. Empty: present.
+fn absence(up: Option<(f64, f64)>, last_t: Option<f64>, w: &Window, selector: &str) -> Vec<String> {
+    let mut absent = Vec::new();
+    match up {
+        Some((t, v)) if v < 1.0 => absent.push(format!(
+            "up == {v} in the latest scrape ({} s before the end of the window): Prometheus cannot scrape it",
+            fmt_ago(w.end - t)
+        )),
+        Some((t, _)) if t < w.fresh => absent.push(format!(
+            "its up series ended {} s before the end of the window (gone from the targets)",
+            fmt_ago(w.end - t)
+        )),
+        None => absent.push(format!("no up series for it (selector {selector})")),
+        _ => {}
+    }
+    match last_t {
+        None => absent.push("it exports no engine series in the window".into()),
+        Some(t) if t < w.fresh && absent.is_empty() => absent.push(format!(
+            "its engine series stopped {} s before the end of the window",
+            fmt_ago(w.end - t)
+        )),
+        _ => {}
+    }
+    absent
+}
+
+/// Families its engine always exports, missing from a present replica's latest reading: a
+/// missing family reads as absent, not as quiet.
+fn missing_families(
+    ev: &mut FleetEvaluation,
+    replica: &str,
+    readings: &[Reading],
+    page: Option<&BTreeMap<i64, String>>,
+) {
+    let (Some(engine), Some(text)) = (
+        readings.iter().rev().find_map(|r| r.engine),
+        page.and_then(|p| p.values().next_back()),
+    ) else {
+        return;
+    };
+    let Ok(m) = MetricsSnapshot::parse(text) else {
+        return;
+    };
+    for name in names::required(engine) {
+        let alternatives = names::role_of(name).map(|r| r.1).unwrap_or(&[]);
+        if !alternatives.iter().any(|n| m.has(n)) {
             ev.firing.push(FleetFiring {
                 kind: "absent".into(),
-                replica: replica.clone(),
-                title: "replica absent".into(),
-                evidence: absent,
+                replica: replica.to_string(),
+                title: format!("{name} is missing"),
+                evidence: vec![format!(
+                    "{} exports it whenever it serves; a missing family reads as absent, not as quiet (renamed? see `golive rules --lint`)",
+                    engine.as_str()
+                )],
             });
         }
-        for f in &evaluation.firing {
-            ev.firing.push(FleetFiring {
-                kind: f.trigger.id().to_string(),
-                replica: replica.clone(),
-                title: f.title.to_string(),
-                evidence: f.evidence.clone(),
-            });
-        }
-        let waits: Vec<f64> = readings.iter().filter_map(|r| r.waiting).collect();
-        ev.replicas.push(ReplicaWindow {
-            replica,
-            up: up.map(|u| u.1),
-            absent: is_absent,
-            queue_mean: (!waits.is_empty()).then(|| waits.iter().sum::<f64>() / waits.len() as f64),
-            evaluation,
-        });
     }
-    judge_imbalance(&mut ev, opts.imbalance_factor);
-    ev
 }
 
 fn fmt_ago(s: f64) -> String {
