@@ -293,13 +293,7 @@ impl Recipe {
 impl Profile {
     /// Reads a recipe YAML (see the module documentation).
     pub fn from_recipe(text: &str) -> anyhow::Result<Profile> {
-        // The messages of the untyped reader stay: invalid YAML, then no `model:`.
-        crate::text::check_yaml_depth(text).context("invalid YAML")?;
-        let value: serde_norway::Value = serde_norway::from_str(text).context("invalid YAML")?;
-        if value.get("model").is_none() {
-            anyhow::bail!("no `model:` section");
-        }
-        let doc: Recipe = serde_norway::from_value(value).context("not a recipe YAML")?;
+        let doc = parse_recipe(text)?;
         let model = doc.model.as_ref().context("no `model:` section")?;
         let generic = Profile::generic();
         let notes: String = model
@@ -327,7 +321,19 @@ impl Profile {
             p.packages.insert("vllm".into(), format!(">={v}"));
         }
         p.cache.max_context = model.context_length;
+        p.read_image(model, guide, &notes);
+        p.read_gpus(&doc, guide);
+        let base = texts(&model.base_args);
+        p.read_flags(&doc, &base);
+        p.read_transport(&doc, guide, &base, generic);
+        p.inherit(generic);
+        Ok(p)
+    }
 
+    /// The official image (per CUDA build where the recipe lists them, else the guide's), the
+    /// CUDA major and the driver branch the install notes name.
+    fn read_image(&mut self, model: &Model, guide: &str, notes: &str) {
+        let p = self;
         match &model.docker_image {
             Some(DockerImage::One(img)) => p.image.official.push(img.clone()),
             Some(DockerImage::ByVendor(v)) => match v.get("nvidia") {
@@ -354,15 +360,19 @@ impl Profile {
                 p.image.official.push(c[1].to_string());
             }
         }
-        if let Some(c) = prose(ProseFact::CudaMajor).captures(&notes) {
+        if let Some(c) = prose(ProseFact::CudaMajor).captures(notes) {
             p.image.cuda_major.get_or_insert(c[1].parse().unwrap_or(0));
         }
-        if let Some(c) = prose(ProseFact::DriverBranch).captures(&notes) {
+        if let Some(c) = prose(ProseFact::DriverBranch).captures(notes) {
             p.driver.min = Some(c[1].to_string());
             p.driver.branch = Some(format!("R{}", &c[1]));
         }
+    }
 
-        // Minimum GPUs: keys that name a strategy, else a GPU class (`h100: 32`).
+    /// Minimum GPUs (keys that name a strategy, else a GPU class: `h100: 32`) and the GPU
+    /// classes (the hardware the recipe marks verified, else the guide's "At least 8x GB300").
+    fn read_gpus(&mut self, doc: &Recipe, guide: &str) {
+        let p = self;
         for (k, v) in &doc.strategy_min_gpus {
             p.gpus.min_by_strategy.insert(k.clone(), *v);
         }
@@ -373,8 +383,6 @@ impl Profile {
                 .unwrap_or_else(|| Strategy::SingleNodeTp.as_str().into());
             p.gpus.min_count = p.gpus.min_by_strategy.get(&default).copied();
         }
-        // GPU classes: the hardware the recipe marks verified, else the guide's
-        // "At least 8x GB300".
         for (hw, state) in &doc.meta.hardware {
             if let (Some(hw), Some("verified")) = (hw.as_str(), state.as_str()) {
                 p.gpus.classes.push(hw.to_ascii_uppercase());
@@ -386,12 +394,16 @@ impl Profile {
                 p.gpus.classes.push(c[2].to_string());
             }
         }
+    }
 
-        let base = texts(&model.base_args);
-        p.flags.required = switches(&base);
+    /// The switches the base arguments and each hardware's overrides require, the values the
+    /// recipe fixes for the cache flags, and the tool-call and reasoning parsers.
+    fn read_flags(&mut self, doc: &Recipe, base: &[String]) {
+        let p = self;
+        p.flags.required = switches(base);
         // The recipe-era cache flags carry a value the recipe fixes.
         for flag in super::RECIPE_VALUE_FLAGS {
-            if let Some(v) = value_after(&base, flag) {
+            if let Some(v) = value_after(base, flag) {
                 p.flags.values.insert(flag.to_string(), v);
             }
         }
@@ -408,9 +420,13 @@ impl Profile {
         };
         p.flags.tool_call_parser = feature_value("tool_calling", "--tool-call-parser");
         p.flags.reasoning_parser = feature_value("reasoning", "--reasoning-parser");
+    }
 
-        // --all2all-backend: the guide's "X for RDMA/NVLink" first; else the one backend
-        // per fabric the structured arguments use.
+    /// The all-to-all backend per fabric (the guide's "X for RDMA/NVLink" first, else the one
+    /// backend per fabric the structured arguments use), the RDMA environment (what the
+    /// strategy overrides set, else the guide's UCX_TLS), and the guide's transport caveats.
+    fn read_transport(&mut self, doc: &Recipe, guide: &str, base: &[String], generic: &Profile) {
+        let p = self;
         for c in prose(ProseFact::All2allBackend).captures_iter(guide) {
             if &c[2] == "RDMA" {
                 p.transport.rdma_all2all = c[1].to_string();
@@ -420,7 +436,7 @@ impl Profile {
         }
         let (strategy_args, strategy_env) = doc.strategy_parts();
         let mut by_fabric: BTreeMap<Fabric, Vec<String>> = BTreeMap::new();
-        let lists = std::iter::once(base.clone())
+        let lists = std::iter::once(base.to_vec())
             .chain(
                 doc.hardware_overrides
                     .values()
@@ -442,7 +458,6 @@ impl Profile {
                 *slot = one.clone();
             }
         }
-        // RDMA environment: what the strategy overrides set, else the guide's UCX_TLS.
         for (k, v) in strategy_env {
             if generic.fabrics.is_env_of(Fabric::Rdma, &k) {
                 p.transport.rdma_env.insert(k, v);
@@ -461,9 +476,18 @@ impl Profile {
         if prose(ProseFact::DmabufFallback).is_match(guide) {
             p.transport.dmabuf_fallback_env = Some("NCCL_DMABUF_ENABLE".into());
         }
-        p.inherit(generic);
-        Ok(p)
     }
+}
+
+/// A recipe file read: invalid YAML, then no `model:`, are refused with the untyped reader's
+/// messages.
+fn parse_recipe(text: &str) -> anyhow::Result<Recipe> {
+    crate::text::check_yaml_depth(text).context("invalid YAML")?;
+    let value: serde_norway::Value = serde_norway::from_str(text).context("invalid YAML")?;
+    if value.get("model").is_none() {
+        anyhow::bail!("no `model:` section");
+    }
+    serde_norway::from_value(value).context("not a recipe YAML")
 }
 
 /// True when `key` of `strategy_min_gpus` names a strategy (else a GPU class).
