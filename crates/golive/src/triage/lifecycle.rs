@@ -39,6 +39,13 @@ pub struct Lifecycle {
     pub last_loading: u64,
     /// The first orderly stop since the last start.
     pub stopped: Option<u64>,
+    /// The signal an orderly stop since the last start names (`SIGTERM`, `SIGINT`).
+    pub stop_signal: Option<&'static str>,
+    /// Requests answered 2xx since the last start, per process label (as `went_on`).
+    pub requests: BTreeMap<String, u64>,
+    /// The label of the process that logged the last serving line read (pid stripped): the
+    /// access lines passed over unread once the server serves are its.
+    pub serving_label: String,
 }
 
 /// What a serving or progress line shows ([`progress_of`]).
@@ -66,6 +73,10 @@ impl Lifecycle {
     /// A serving marker at `line`.
     pub fn served(&mut self, rank: Option<&str>, line: u64, progress: Progress) {
         self.first_served.get_or_insert(line);
+        let label = strip_pid(rank.unwrap_or(""));
+        if self.serving_label != label {
+            self.serving_label = label.to_string();
+        }
         self.went_on(rank, line, progress);
     }
 
@@ -79,6 +90,9 @@ impl Lifecycle {
                     self.last_loading = self.last_loading.max(line);
                 }
                 let label = strip_pid(rank.unwrap_or(""));
+                if progress == Progress::Request {
+                    self.count_request(label);
+                }
                 if let Some(l) = self.went_on.get_mut(label) {
                     *l = (*l).max(line);
                 } else if self.went_on.len() < MAX_LABELS {
@@ -88,9 +102,30 @@ impl Lifecycle {
         }
     }
 
-    /// An orderly stop at `line`; only the first since the last start counts.
-    pub fn stopped(&mut self, line: u64) {
+    /// An access line of a request answered, passed over unread (its process is the one that
+    /// logged the last serving line read).
+    pub fn answered_unread(&mut self) {
+        let label = std::mem::take(&mut self.serving_label);
+        self.count_request(&label);
+        self.serving_label = label;
+    }
+
+    /// A request answered by the process labelled `label`.
+    fn count_request(&mut self, label: &str) {
+        if let Some(n) = self.requests.get_mut(label) {
+            *n += 1;
+        } else if self.requests.len() < MAX_LABELS {
+            self.requests.insert(label.to_string(), 1);
+        }
+    }
+
+    /// An orderly stop at `line`, its line saying `msg`; only the first since the last start
+    /// counts, and the first signal a stop line names.
+    pub fn stopped(&mut self, line: u64, msg: &str) {
         self.stopped.get_or_insert(line);
+        if self.stop_signal.is_none() {
+            self.stop_signal = signal_named(msg);
+        }
     }
 
     /// A (re)start: serving and stopping describe the run before it. Progress stays: an error
@@ -99,6 +134,8 @@ impl Lifecycle {
         self.started = Some(line);
         self.first_served = None;
         self.stopped = None;
+        self.stop_signal = None;
+        self.requests.clear();
     }
 
     /// Whether the process labelled `rank` went on after `line`: the whole server worked
@@ -120,9 +157,26 @@ impl Lifecycle {
     }
 }
 
+/// The signal a stop line names: `signal=SIGTERM`, `Received SIGTERM`, `SIGINT`, Python's
+/// `KeyboardInterrupt`, `signal 15`.
+fn signal_named(msg: &str) -> Option<&'static str> {
+    const SIGNALS: [(&str, &str); 5] = [
+        ("SIGTERM", "SIGTERM"),
+        ("signal 15", "SIGTERM"),
+        ("SIGINT", "SIGINT"),
+        ("KeyboardInterrupt", "SIGINT"),
+        ("SIGQUIT", "SIGQUIT"),
+    ];
+    SIGNALS
+        .iter()
+        .find(|(word, _)| msg.contains(word))
+        .map(|&(_, name)| name)
+}
+
 /// Control calls an API server answers without its engine doing work (waking a sleeping
-/// engine, metrics, the model list).
-const CONTROL_PATHS: [&str; 8] = [
+/// engine, metrics, the model list, health checks and server facts, llama.cpp's web page and
+/// slots).
+const CONTROL_PATHS: [&str; 20] = [
     "/sleep",
     "/wake_up",
     "/is_sleeping",
@@ -131,7 +185,26 @@ const CONTROL_PATHS: [&str; 8] = [
     "/ping",
     "/version",
     "/reset_prefix_cache",
+    "/health",
+    "/health_generate",
+    "/server_info",
+    "/get_server_info",
+    "/get_model_info",
+    "/model_info",
+    "/flush_cache",
+    "/load",
+    "/",
+    "/slots",
+    "/props",
+    "/models",
 ];
+
+/// Whether an access line's request (`GET /metrics HTTP/1.1`) is a control call.
+pub fn is_control_call(request: &[u8]) -> bool {
+    let path = request.split(|&c| c == b' ').nth(1).unwrap_or(b"");
+    let path = path.split(|&c| c == b'?').next().unwrap_or(b"");
+    CONTROL_PATHS.iter().any(|p| p.as_bytes() == path)
+}
 
 /// What a serving line shows: a request answered 2xx is progress of the process that logged
 /// it (an engine that died does not stop its API server answering); vLLM's periodic
@@ -198,11 +271,14 @@ pub fn states_failure(msg: &str) -> bool {
 /// `https://huggingface.co:443 "HEAD /config.json HTTP/1.1" 200 0`), where a server's access
 /// log names the client's address (`127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK`).
 pub fn is_outgoing_request(msg: &str) -> bool {
-    msg.find(" \"").is_some_and(|q| {
-        let before = &msg[..q];
-        let url = before.rsplit(' ').next().unwrap_or(before);
-        url.starts_with("https://") || url.starts_with("http://")
-    })
+    msg.find(" \"")
+        .is_some_and(|q| names_url_last(&msg.as_bytes()[..q]))
+}
+
+/// Whether the last word of `before` (the words before a request's opening quote) is a URL.
+pub fn names_url_last(before: &[u8]) -> bool {
+    let url = before.rsplit(|&c| c == b' ').next().unwrap_or(before);
+    url.starts_with(b"https://") || url.starts_with(b"http://")
 }
 
 /// How far a process got.
@@ -249,6 +325,16 @@ pub struct Outcome {
     /// Where it ended (the first error it did not get past, the stop); none while running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// Requests it answered 2xx (access lines seen) in its last run.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub requests: u64,
+    /// The signal that stopped it in order, where its stop line names one (`SIGTERM`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Whether a finding is a failure that ends a process: a cause or a consequence outside an
@@ -296,12 +382,12 @@ pub fn outcomes(
         first_fail.entry(label).or_insert(f);
     }
     let mut labels: Vec<String> = first_fail.keys().cloned().collect();
-    labels.extend(
-        life.went_on
-            .keys()
-            .filter(|l| !first_fail.contains_key(*l))
-            .cloned(),
-    );
+    // Then the processes that answered requests (the API servers), then the others.
+    for label in life.requests.keys().chain(life.went_on.keys()) {
+        if !first_fail.contains_key(label) && !labels.contains(label) {
+            labels.push(label.clone());
+        }
+    }
     if labels.is_empty() {
         labels.push(String::new());
     }
@@ -322,6 +408,7 @@ pub fn outcomes(
                     None => (Ended::Running, None),
                 },
             };
+            let requests = life.requests.get(&label).copied().unwrap_or(0);
             Outcome {
                 file: file.to_string(),
                 process: if label.is_empty() {
@@ -333,6 +420,11 @@ pub fn outcomes(
                 reached_line,
                 ended,
                 line,
+                requests,
+                stopped_by: match ended {
+                    Ended::Orderly => life.stop_signal.map(str::to_string),
+                    _ => None,
+                },
             }
         })
         .collect()
@@ -346,14 +438,22 @@ pub fn describe(o: &Outcome) -> String {
         (Reached::Started, Some(l)) => format!("started at line {l}, never loaded or served"),
         (r, _) => format!("{r:?}").to_lowercase(),
     };
+    let requests = match o.requests {
+        0 => String::new(),
+        1 => ", 1 request OK".to_string(),
+        n => format!(", {n} requests OK"),
+    };
     let ended = match (o.ended, o.line) {
         (Ended::Crash, Some(l)) => format!("crashed at line {l}"),
         (Ended::Killed, Some(l)) => format!("killed at line {l}"),
-        (Ended::Orderly, Some(l)) => format!("stopped in order at line {l}"),
+        (Ended::Orderly, Some(l)) => match &o.stopped_by {
+            Some(sig) => format!("stopped by {sig} at line {l}"),
+            None => format!("stopped in order at line {l}"),
+        },
         (Ended::Running, _) => "still running at the end of the log".to_string(),
         (e, _) => format!("{e:?}").to_lowercase(),
     };
-    format!("{}: {}, {}", o.process, reached, ended)
+    format!("{}: {}{}, {}", o.process, reached, requests, ended)
 }
 
 #[cfg(test)]

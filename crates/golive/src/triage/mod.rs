@@ -9,6 +9,7 @@ mod body;
 mod classify;
 mod clean;
 mod decide;
+mod docker;
 #[cfg(feature = "fuzz")]
 mod fuzzing;
 mod lifecycle;
@@ -318,8 +319,14 @@ fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Sour
 }
 
 /// The input of one source; the scanner reads it on its own thread (the kernel's copy or the
-/// decompression runs beside the scanning).
+/// decompression runs beside the scanning). Docker `json-file` records are decoded.
 fn open(src: &Source) -> anyhow::Result<Box<dyn Read + Send>> {
+    let raw = open_raw(src)?;
+    docker::decoded(raw).with_context(|| format!("cannot read {}", src.name()))
+}
+
+/// The bytes of one source (a `.gz` decompressed).
+fn open_raw(src: &Source) -> anyhow::Result<Box<dyn Read + Send>> {
     match src {
         Source::Stdin => Ok(Box::new(io::stdin())),
         Source::File(p) => {

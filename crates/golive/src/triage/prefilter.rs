@@ -58,7 +58,27 @@ pub struct Needles {
     patterns: Vec<Vec<u8>>,
     pattern_serving: Vec<bool>,
     anchored: Vec<Vec<(u32, u32)>>,
+    /// Per needle, the answered request it marks (serving needles of [`ANSWERS`] only).
+    answer: Vec<Option<Answer>>,
 }
+
+/// How an access line that a serving needle marks names its request and its status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// `127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200 OK`: the needle is the answer
+    /// with 200, the request is quoted before it.
+    Quoted,
+    /// llama.cpp's `log_server_r: request: POST /completion 127.0.0.1 200`: the request follows
+    /// the needle, the status ends the line.
+    Following,
+}
+
+/// The serving needles that mark an answered request.
+pub const ANSWERS: [(&[u8], Answer); 3] = [
+    (b"\" 200", Answer::Quoted),
+    (b"log_server_r: request:", Answer::Following),
+    (b"log_server_r: done request:", Answer::Following),
+];
 
 #[derive(Debug)]
 enum ShortSearcher {
@@ -184,7 +204,14 @@ impl Needles {
                 .expect("every pattern holds a needle of its group");
             anchored[n].push((pi as u32, off as u32));
         }
+        let answer = (0..bytes.len())
+            .map(|n| {
+                let a = ANSWERS.iter().find(|(b, _)| *b == bytes[n].as_slice());
+                a.filter(|_| serving_only[n]).map(|&(_, kind)| kind)
+            })
+            .collect();
         Needles {
+            answer,
             patterns: patterns.iter().map(|p| p.bytes.to_vec()).collect(),
             pattern_serving: patterns.iter().map(|p| p.serving).collect(),
             bytes,
@@ -197,6 +224,11 @@ impl Needles {
 
     pub fn serving_only(&self, needle: usize) -> bool {
         self.serving_only[needle]
+    }
+
+    /// The answered request the needle marks, if it is one of [`ANSWERS`].
+    pub fn answer(&self, needle: usize) -> Option<Answer> {
+        self.answer[needle]
     }
 
     /// Whether pattern `pi` is a serving marker.

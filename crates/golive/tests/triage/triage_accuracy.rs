@@ -305,3 +305,53 @@ fn generic_nccl_error_quotes_nccls_first_warning() {
     assert_eq!((p.class, p.line), (Class::Nccl, 88));
     assert!(p.why.contains("Network is unreachable"), "{}", p.why);
 }
+
+/// A log read from Docker's `json-file` driver (`<id>-json.log`: one JSON record a line, the
+/// text escaped) is triaged as the text the container wrote: on every real log in `../shared`
+/// (corpus and long), the same primary (class, rule, line) and the same outcome per process.
+#[test]
+fn docker_json_file_logs_triage_as_the_text_they_hold() {
+    let Some(shared) = common::shared_dir() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut compared = 0;
+    for sub in ["corpus", "long"] {
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(shared.join(sub))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .collect();
+        logs.sort();
+        for log in logs {
+            let text = String::from_utf8_lossy(&std::fs::read(&log).unwrap()).into_owned();
+            let plain = dir.path().join("plain.log");
+            std::fs::write(&plain, &text).unwrap();
+            let docker = dir.path().join("docker-json.log");
+            let records: String = text
+                .split_inclusive('\n')
+                .map(|l| {
+                    let rec = serde_json::json!({"log": l, "stream": "stderr", "time": "2025-12-01T10:00:00.000000000Z"});
+                    format!("{rec}\n")
+                })
+                .collect();
+            std::fs::write(&docker, records).unwrap();
+            let (a, b) = (triage(&[plain]), triage(&[docker]));
+            let key = |r: &TriageReport| {
+                r.primary
+                    .as_ref()
+                    .map(|p| (class_name(p.class), p.rule.clone(), p.line))
+            };
+            assert_eq!(key(&a), key(&b), "{}", log.display());
+            let outcome = |r: &TriageReport| -> Vec<String> {
+                r.outcome
+                    .iter()
+                    .map(|o| format!("{} {:?} {:?} {:?}", o.process, o.reached, o.ended, o.line))
+                    .collect()
+            };
+            assert_eq!(outcome(&a), outcome(&b), "{}", log.display());
+            compared += 1;
+        }
+    }
+    assert!(compared > 40, "only {compared} logs compared");
+}

@@ -596,3 +596,84 @@ fn eof_on_a_dead_childs_pipe_points_back_at_the_childs_crash() {
     let p = triage(&text).primary.expect("the child's crash");
     assert_eq!((p.class, p.line), (Class::Engine, 2), "{p:?}");
 }
+
+/// The outcome counts the requests each process answered and names the signal that stopped
+/// it: "APIServer: serving since line 3, 37 requests OK, stopped by SIGTERM at line N". Control
+/// calls (`/metrics`) and requests received but not answered are not counted.
+#[test]
+fn the_outcome_counts_answered_requests_and_names_the_stopping_signal() {
+    let mut lines = vec![
+        "(EngineCore_DP0 pid=2) INFO 12-01 10:00:10 [gpu_model_runner.py:2000] Model loading took 15.2 GiB and 4.5 seconds".to_string(),
+        "(APIServer pid=1) INFO:     Application startup complete.".to_string(),
+        "(APIServer pid=1) INFO:     127.0.0.1:40000 - \"GET /metrics HTTP/1.1\" 200 OK".to_string(),
+    ];
+    for i in 0..37 {
+        lines.push(format!(
+            "(APIServer pid=1) INFO:     127.0.0.1:{} - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+            40000 + i
+        ));
+    }
+    lines.push(
+        "(APIServer pid=1) INFO 12-01 10:05:00 [launcher.py:100] Received SIGTERM, shutting down"
+            .to_string(),
+    );
+    lines.push("(APIServer pid=1) INFO:     Shutting down".to_string());
+    let text = lines.join("\n") + "\n";
+    let rep = triage(&text);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    let api = rep
+        .outcome
+        .iter()
+        .find(|o| o.process == "APIServer")
+        .unwrap_or_else(|| panic!("{:?}", rep.outcome));
+    assert_eq!(api.requests, 37, "{api:?}");
+    assert_eq!(api.ended, Ended::Orderly, "{api:?}");
+    assert_eq!(api.stopped_by.as_deref(), Some("SIGTERM"), "{api:?}");
+    let mut out = Vec::new();
+    golive::triage::write_text(&mut out, &rep).unwrap();
+    let said = String::from_utf8(out).unwrap();
+    assert!(
+        said.contains("37 requests OK, stopped by SIGTERM at line 41"),
+        "{said}"
+    );
+    // The same server crashing instead: no signal is named, the requests still counted.
+    let served = lines[..lines.len() - 2].join("\n");
+    let crashed = format!(
+        "{served}\n(EngineCore_DP0 pid=2) ERROR 12-01 10:05:00 [core.py:700] RuntimeError: {FATAL}\n"
+    );
+    let rep = triage(&crashed);
+    assert!(rep.primary.is_some());
+    assert!(
+        rep.outcome.iter().all(|o| o.stopped_by.is_none()),
+        "{:?}",
+        rep.outcome
+    );
+}
+
+/// llama.cpp's access lines (`log_server_r: request: POST /completion 127.0.0.1 200`) count as
+/// requests answered when 2xx and not a control call (its web page `/`, `/health`, `/slots`);
+/// a client's own request (`https://huggingface.co:443 "HEAD /x HTTP/1.1" 200`) never does.
+#[test]
+fn answered_requests_are_counted_for_llama_cpp_and_not_for_control_calls_or_a_clients_requests() {
+    let mut lines = vec![
+        "[2026-02-09 14:38:13] https://huggingface.co:443 \"HEAD /org/model/resolve/main/config.json HTTP/1.1\" 200 0".to_string(),
+        "llama_model_loader: loaded meta data with 30 key-value pairs and 291 tensors from model.gguf".to_string(),
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop".to_string(),
+        "srv  update_slots: all slots are idle".to_string(),
+        "[2026-02-09 14:39:13] https://huggingface.co:443 \"HEAD /org/model/resolve/main/tokenizer.json HTTP/1.1\" 200 0".to_string(),
+    ];
+    for path in ["/", "/health", "/slots", "/v1/models"] {
+        lines.push(format!(
+            "srv  log_server_r: request: GET {path} 127.0.0.1 200"
+        ));
+    }
+    for _ in 0..5 {
+        lines.push("srv  log_server_r: request: POST /completion 127.0.0.1 200".to_string());
+    }
+    lines.push("srv  log_server_r: request: POST /completion 127.0.0.1 500".to_string());
+    let text = lines.join("\n") + "\n";
+    let rep = triage(&text);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    let total: u64 = rep.outcome.iter().map(|o| o.requests).sum();
+    assert_eq!(total, 5, "{:?}", rep.outcome);
+}

@@ -269,12 +269,15 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// run time, a failed NVSHMEM call, free memory below a reserve, cuDNN finding no engine: tune
 /// 168/181 class, 170/181 line, 1 none, 155/159 quiet; held 124/180, 155/180, 5, 156/159; all
 /// 292/361, 325/361, 6, 311/318 (three held healthy rows became failures with no primary: the
-/// held floors follow). Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
+/// held floors follow). llama.cpp's `error loading model: <reason>` read as the model file's
+/// (`config`, label rule 3; found on tune row 512, the rule's other rows held): tune 169/181,
+/// held 131/180, all 300/361 class; the rest unchanged.
+/// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.5, 93.5, 97.0, 1),
-    ("held", 68.5, 85.8, 97.7, 5),
-    ("all", 80.7, 89.9, 97.6, 6),
+    ("tune", 93.0, 93.5, 97.0, 1),
+    ("held", 72.5, 85.8, 97.7, 5),
+    ("all", 82.8, 89.9, 97.6, 6),
 ];
 
 #[test]

@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::lifecycle::Progress;
 use super::line::{self, ParsedLine};
-use super::prefilter::{Prefilter, SAMPLE};
+use super::prefilter::{Answer, Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
 
@@ -390,6 +390,19 @@ impl Scanner<'_> {
         self.want_progress = !self.pending.is_empty();
     }
 
+    /// An access line passed over once the server serves (its needle at `at`, the region
+    /// ending at `end`): a request answered 2xx, unless it is a control call or a request the
+    /// process made itself.
+    fn answered_unread(&mut self, buf: &[u8], at: usize, end: usize, answer: Answer) {
+        let answered = match answer {
+            Answer::Quoted => quoted_answer(buf, at),
+            Answer::Following => following_answer(&buf[at..end.min(at + 512)]),
+        };
+        if answered {
+            self.res.life.answered_unread();
+        }
+    }
+
     /// Serving markers are passed over: the server serves and no error waits for progress.
     fn skip_serving(&self) -> bool {
         self.res.serving_line.is_some() && !self.want_progress
@@ -752,9 +765,7 @@ impl Scanner<'_> {
             }
             RuleKind::Progress => {}
             RuleKind::Shutdown => {
-                if !self.shutdown {
-                    self.res.life.stopped(line_no);
-                }
+                self.res.life.stopped(line_no, msg);
                 self.shutdown = true;
             }
             RuleKind::Startup => {
@@ -866,6 +877,31 @@ impl Scanner<'_> {
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
+}
+
+/// `127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200` (`at`: the answer's quote): the
+/// request quoted before it is no control call, and no URL precedes it (a client's log).
+fn quoted_answer(buf: &[u8], at: usize) -> bool {
+    let from = at.saturating_sub(512);
+    let Some(q) = memchr::memrchr2(b'"', b'\n', &buf[from..at]).map(|q| from + q) else {
+        return false;
+    };
+    buf[q] == b'"'
+        && !super::lifecycle::is_control_call(&buf[q + 1..at])
+        && !super::lifecycle::names_url_last(&buf[from..q.saturating_sub(1).max(from)])
+}
+
+/// `log_server_r: request: POST /completion 127.0.0.1 200` (from the needle on): the request
+/// after `request: ` is no control call and the status that ends the line is 2xx.
+fn following_answer(rest: &[u8]) -> bool {
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let Some(r) = memchr::memmem::find(line, b"request: ") else {
+        return false;
+    };
+    let request = &line[r + b"request: ".len()..];
+    let status = request.rsplit(|&c| c == b' ').next().unwrap_or(b"");
+    status.len() == 3 && status[0] == b'2' && !super::lifecycle::is_control_call(request)
 }
 
 /// A traceback that an OpenAI serving handler logged itself (`[serving_chat.py:251]`) and whose

@@ -112,6 +112,9 @@ impl Scanner<'_> {
             // of blocks not searched yet may come before the last ones held).
             loop {
                 while view.settled(k) && serving && needles.serving_only(occ_parts(view.occ[k]).1) {
+                    if let Some(answer) = needles.answer(occ_parts(view.occ[k]).1) {
+                        self.answered_unread(buf, view.at(k), b, answer);
+                    }
                     k += 1;
                 }
                 if view.settled(k) || view.complete() {
