@@ -199,6 +199,13 @@ const CONTROL_PATHS: [&str; 20] = [
     "/models",
 ];
 
+/// Whether ollama's access line (or its request field) is a poll of its lists or a `HEAD`.
+pub fn is_ollama_poll(gin: &str) -> bool {
+    ["\"/api/tags\"", "\"/api/version\"", "\"/api/ps\"", "HEAD "]
+        .iter()
+        .any(|p| gin.contains(p))
+}
+
 /// Whether an access line's request (`GET /metrics HTTP/1.1`) is a control call.
 pub fn is_control_call(request: &[u8]) -> bool {
     let path = request.split(|&c| c == b' ').nth(1).unwrap_or(b"");
@@ -227,10 +234,7 @@ pub fn progress_of(msg: &str) -> Progress {
     }
     if let Some(gin) = msg.strip_prefix("[GIN] ") {
         // Ollama's access log: a model call answered, or a poll of its lists (nothing).
-        let poll = ["\"/api/tags\"", "\"/api/version\"", "\"/api/ps\"", "HEAD "]
-            .iter()
-            .any(|p| gin.contains(p));
-        return if poll {
+        return if is_ollama_poll(gin) {
             Progress::None
         } else {
             Progress::Request

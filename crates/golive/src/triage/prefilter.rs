@@ -71,13 +71,17 @@ pub enum Answer {
     /// llama.cpp's `log_server_r: request: POST /completion 127.0.0.1 200`: the request follows
     /// the needle, the status ends the line.
     Following,
+    /// ollama's `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`: the
+    /// status is the second field, the request the last.
+    Gin,
 }
 
 /// The serving needles that mark an answered request.
-pub const ANSWERS: [(&[u8], Answer); 3] = [
+pub const ANSWERS: [(&[u8], Answer); 4] = [
     (b"\" 200", Answer::Quoted),
     (b"log_server_r: request:", Answer::Following),
     (b"log_server_r: done request:", Answer::Following),
+    (b"[GIN] ", Answer::Gin),
 ];
 
 #[derive(Debug)]

@@ -650,11 +650,13 @@ fn the_outcome_counts_answered_requests_and_names_the_stopping_signal() {
     );
 }
 
-/// llama.cpp's access lines (`log_server_r: request: POST /completion 127.0.0.1 200`) count as
+/// llama.cpp's access lines (`log_server_r: request: POST /completion 127.0.0.1 200`) and
+/// ollama's (`[GIN] ... | 200 | ... | POST "/api/chat"`) count as
 /// requests answered when 2xx and not a control call (its web page `/`, `/health`, `/slots`);
 /// a client's own request (`https://huggingface.co:443 "HEAD /x HTTP/1.1" 200`) never does.
 #[test]
-fn answered_requests_are_counted_for_llama_cpp_and_not_for_control_calls_or_a_clients_requests() {
+fn answered_requests_are_counted_for_llama_cpp_and_ollama_and_not_for_control_calls_or_a_clients_requests(
+) {
     let mut lines = vec![
         "[2026-02-09 14:38:13] https://huggingface.co:443 \"HEAD /org/model/resolve/main/config.json HTTP/1.1\" 200 0".to_string(),
         "llama_model_loader: loaded meta data with 30 key-value pairs and 291 tensors from model.gguf".to_string(),
@@ -676,4 +678,24 @@ fn answered_requests_are_counted_for_llama_cpp_and_not_for_control_calls_or_a_cl
     assert!(rep.primary.is_none(), "{:?}", rep.primary);
     let total: u64 = rep.outcome.iter().map(|o| o.requests).sum();
     assert_eq!(total, 5, "{:?}", rep.outcome);
+
+    // ollama's access lines: model calls answered 2xx count, polls of its lists do not.
+    let mut lines = vec![
+        "time=2026-05-01T00:15:00.000Z level=INFO source=routes.go:1200 msg=\"Listening on 127.0.0.1:11434 (version 0.6.0)\"".to_string(),
+    ];
+    for (status, request) in [
+        (200, "GET      \"/api/tags\""),
+        (200, "POST     \"/api/chat\""),
+        (200, "GET      \"/api/version\""),
+        (200, "POST     \"/api/generate\""),
+        (500, "POST     \"/api/chat\""),
+        (200, "POST     \"/api/chat\""),
+    ] {
+        lines.push(format!(
+            "[GIN] 2026/05/01 - 00:15:05 | {status} |    1.794252ms |       127.0.0.1 | {request}"
+        ));
+    }
+    let rep = triage(&(lines.join("\n") + "\n"));
+    let total: u64 = rep.outcome.iter().map(|o| o.requests).sum();
+    assert_eq!(total, 3, "{:?}", rep.outcome);
 }

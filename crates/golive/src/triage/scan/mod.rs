@@ -397,6 +397,7 @@ impl Scanner<'_> {
         let answered = match answer {
             Answer::Quoted => quoted_answer(buf, at),
             Answer::Following => following_answer(&buf[at..end.min(at + 512)]),
+            Answer::Gin => gin_answer(&buf[at..end.min(at + 512)]),
         };
         if answered {
             self.res.life.answered_unread();
@@ -902,6 +903,19 @@ fn following_answer(rest: &[u8]) -> bool {
     let request = &line[r + b"request: ".len()..];
     let status = request.rsplit(|&c| c == b' ').next().unwrap_or(b"");
     status.len() == 3 && status[0] == b'2' && !super::lifecycle::is_control_call(request)
+}
+
+/// `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"` (from the
+/// needle on): a 2xx answer to a model call, not a poll of ollama's lists
+/// ([`super::lifecycle::is_ollama_poll`]).
+fn gin_answer(rest: &[u8]) -> bool {
+    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
+    let mut fields = line.split(|&c| c == b'|');
+    let status = fields.nth(1).unwrap_or(b"").trim_ascii();
+    let request = fields.next_back().unwrap_or(b"");
+    status.len() == 3
+        && status[0] == b'2'
+        && !super::lifecycle::is_ollama_poll(&String::from_utf8_lossy(request))
 }
 
 /// A traceback that an OpenAI serving handler logged itself (`[serving_chat.py:251]`) and whose
