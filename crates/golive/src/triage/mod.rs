@@ -20,6 +20,7 @@ mod prefilter;
 mod prefix;
 pub(crate) mod rules;
 mod scan;
+mod utf16;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -319,10 +320,13 @@ fn expand(paths: &[PathBuf], notes: &mut Vec<String>) -> anyhow::Result<Vec<Sour
 }
 
 /// The input of one source; the scanner reads it on its own thread (the kernel's copy or the
-/// decompression runs beside the scanning). Docker `json-file` records are decoded.
+/// decompression runs beside the scanning). UTF-16 (with its byte-order mark) and Docker
+/// `json-file` records are decoded.
 fn open(src: &Source) -> anyhow::Result<Box<dyn Read + Send>> {
     let raw = open_raw(src)?;
-    docker::decoded(raw).with_context(|| format!("cannot read {}", src.name()))
+    utf16::decoded(raw)
+        .and_then(docker::decoded)
+        .with_context(|| format!("cannot read {}", src.name()))
 }
 
 /// The bytes of one source (a `.gz` decompressed).
