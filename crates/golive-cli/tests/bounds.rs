@@ -359,8 +359,19 @@ fn a_slow_client_does_not_block_healthz() {
         .unwrap()
         .port();
     let listen = format!("127.0.0.1:{port}");
+    // A target that answers every scrape with an empty exposition: watch keeps running (an
+    // unreachable target would end it at once, and --listen with it).
+    let target = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", target.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for mut c in target.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut c, &mut buf);
+            let _ = c.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
     let mut child = golive()
-        .args(["watch", "--url", "http://127.0.0.1:1", "--interval", "1s"])
+        .args(["watch", "--url", &url, "--interval", "1s"])
         .args(["--window", "2s", "--duration", "60s", "--listen", &listen])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
