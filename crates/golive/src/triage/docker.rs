@@ -14,6 +14,7 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use serde::Deserialize;
 
+use super::decoded::{Decoded, Refill};
 use super::MAX_LINE;
 
 /// One record is read up to this many bytes; a longer one passes through in pieces, as the
@@ -38,31 +39,25 @@ pub fn decoded(inner: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> 
         .position(|c| !c.is_ascii_whitespace())
         .unwrap_or(head.len());
     if head[start..].starts_with(RECORD_START) {
-        Ok(Box::new(Decoder {
+        Ok(Box::new(Decoded::new(Records {
             inner: r,
             record: Vec::new(),
-            out: Vec::new(),
-            pos: 0,
-        }))
+        })))
     } else {
         Ok(Box::new(r))
     }
 }
 
-/// Reads records and hands out the text they hold.
-struct Decoder<R> {
+/// Reads records and decodes the text they hold.
+struct Records<R> {
     inner: BufReader<R>,
     record: Vec<u8>,
-    out: Vec<u8>,
-    pos: usize,
 }
 
-impl<R: Read> Decoder<R> {
-    /// The next record's text into `out`; false at the end of the input.
-    fn refill(&mut self) -> io::Result<bool> {
+impl<R: Read> Refill for Records<R> {
+    /// The next record's text.
+    fn refill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         self.record.clear();
-        self.out.clear();
-        self.pos = 0;
         let n = (&mut self.inner)
             .take(MAX_RECORD)
             .read_until(b'\n', &mut self.record)?;
@@ -71,24 +66,10 @@ impl<R: Read> Decoder<R> {
         }
         let body = self.record.strip_suffix(b"\n").unwrap_or(&self.record);
         match serde_json::from_slice::<Record>(body) {
-            Ok(rec) => self.out.extend_from_slice(rec.log.as_bytes()),
-            Err(_) => self.out.extend_from_slice(&self.record),
+            Ok(rec) => out.extend_from_slice(rec.log.as_bytes()),
+            Err(_) => out.extend_from_slice(&self.record),
         }
         Ok(true)
-    }
-}
-
-impl<R: Read> Read for Decoder<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.out.len() {
-            if !self.refill()? {
-                return Ok(0);
-            }
-        }
-        let n = buf.len().min(self.out.len() - self.pos);
-        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
     }
 }
 

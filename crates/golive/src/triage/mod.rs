@@ -9,6 +9,7 @@ mod body;
 mod classify;
 mod clean;
 mod decide;
+mod decoded;
 mod docker;
 #[cfg(feature = "fuzz")]
 mod fuzzing;

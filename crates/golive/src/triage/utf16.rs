@@ -6,6 +6,8 @@
 
 use std::io::{self, BufRead, BufReader, Read};
 
+use super::decoded::{Decoded, Refill};
+
 /// Bytes of UTF-16 decoded at a time.
 const CHUNK: usize = 64 << 10;
 
@@ -18,29 +20,24 @@ pub fn decoded(inner: Box<dyn Read + Send>) -> io::Result<Box<dyn Read + Send>> 
         _ => return Ok(Box::new(r)),
     };
     r.consume(2);
-    Ok(Box::new(Decoder {
+    Ok(Box::new(Decoded::new(Units {
         inner: r,
         little,
         units: Vec::new(),
-        out: Vec::new(),
-        pos: 0,
-    }))
+    })))
 }
 
-struct Decoder<R> {
+/// Reads code units and decodes them.
+struct Units<R> {
     inner: BufReader<R>,
     little: bool,
     /// Code units read and not yet decoded (a high surrogate waiting for its pair).
     units: Vec<u16>,
-    out: Vec<u8>,
-    pos: usize,
 }
 
-impl<R: Read> Decoder<R> {
-    /// The next chunk decoded into `out`; false at the end of the input.
-    fn refill(&mut self) -> io::Result<bool> {
-        self.out.clear();
-        self.pos = 0;
+impl<R: Read> Refill for Units<R> {
+    /// The next chunk decoded.
+    fn refill(&mut self, out: &mut Vec<u8>) -> io::Result<bool> {
         let mut bytes = Vec::with_capacity(CHUNK);
         (&mut self.inner)
             .take(CHUNK as u64)
@@ -75,24 +72,9 @@ impl<R: Read> Decoder<R> {
         let mut buf = [0u8; 4];
         for c in char::decode_utf16(self.units.drain(..upto)) {
             let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
-            self.out
-                .extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+            out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
         }
         Ok(true)
-    }
-}
-
-impl<R: Read> Read for Decoder<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.pos == self.out.len() {
-            if !self.refill()? {
-                return Ok(0);
-            }
-        }
-        let n = buf.len().min(self.out.len() - self.pos);
-        buf[..n].copy_from_slice(&self.out[self.pos..self.pos + n]);
-        self.pos += n;
-        Ok(n)
     }
 }
 
