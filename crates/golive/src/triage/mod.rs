@@ -124,6 +124,12 @@ impl Class {
         matches!(self, Class::Nccl | Class::PrefixCache)
     }
 
+    /// Whether an error of this class during an orderly shutdown is still a cause: the hardware
+    /// and memory fail whatever the process is doing; everything else is teardown noise then.
+    pub(crate) fn outlives_shutdown(self) -> bool {
+        self.is_oom() || matches!(self, Class::GpuFault | Class::Driver)
+    }
+
     fn is_oom(self) -> bool {
         matches!(
             self,

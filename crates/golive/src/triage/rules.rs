@@ -66,6 +66,8 @@ struct RuleDef {
     #[serde(default)]
     chain: bool,
     #[serde(default)]
+    quiets_chain: bool,
+    #[serde(default)]
     fact: Option<String>,
     #[serde(default)]
     when: Option<String>,
@@ -174,6 +176,9 @@ pub struct Rule {
     pub fatal: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
     pub chain: bool,
+    /// Benign exceptions only: an exception raised while handling this one (chained to it)
+    /// is as harmless (a test harness's retry wrapping its failed assertion).
+    pub quiets_chain: bool,
     /// Fact rules: the fact's name.
     pub fact: Option<String>,
     /// Cause rules: a fact that, once seen in any input, puts `why_when`, `next_step_when` and
@@ -308,6 +313,7 @@ impl Rule {
             on_info: false,
             fatal: false,
             chain: false,
+            quiets_chain: false,
             fact: None,
             when: None,
             unless: None,
@@ -514,6 +520,7 @@ impl RuleSet {
                 on_info: d.on_info,
                 fatal: d.fatal,
                 chain: d.chain,
+                quiets_chain: d.quiets_chain,
                 fact: d.fact,
                 when: d.when,
                 unless: d.unless,

@@ -300,6 +300,11 @@ fn messages_that_name_the_blame_give_its_class() {
             Class::Config,
             "config-port-in-use",
         ),
+        (
+            "        The error from device(chipId:2, dieId:0), serial number is 6, there is an exception of aicore error, core id is 4, error code = 0x800000",
+            Class::GpuFault,
+            "gpu-fault-kernel",
+        ),
     ];
     for (line, class, rule) in cases {
         let text = log(&[
@@ -698,4 +703,93 @@ fn answered_requests_are_counted_for_llama_cpp_and_ollama_and_not_for_control_ca
     let rep = triage(&(lines.join("\n") + "\n"));
     let total: u64 = rep.outcome.iter().map(|o| o.requests).sum();
     assert_eq!(total, 3, "{:?}", rep.outcome);
+}
+
+/// vLLM V0 serving, then stopped in order (`Gracefully stopping`, uvicorn's shutdown).
+const SERVED_THEN_STOPPED: &[&str] = &[
+    "INFO 10-03 02:50:00 api_server.py:440] vLLM API server version 0.5.4",
+    "INFO:     Application startup complete.",
+    "INFO:     127.0.0.1:60714 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK",
+    "INFO 10-03 02:59:11 launcher.py:45] Gracefully stopping http server",
+    "INFO:     Shutting down",
+    "INFO:     Waiting for application shutdown.",
+];
+
+/// A traceback ending in `exc`, its innermost frame in `file`.
+fn traceback(file: &str, exc: &str) -> Vec<String> {
+    vec![
+        "Traceback (most recent call last):".to_string(),
+        format!("  File \"{file}\", line 57, in run"),
+        "    do()".to_string(),
+        exc.to_string(),
+    ]
+}
+
+#[test]
+fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not() {
+    let teardown = [
+        "zmq.error.ZMQError: Operation not supported",
+        "ImportError: sys.meta_path is None, Python is likely shutting down",
+        "RuntimeError: NCCL error: unhandled system error",
+    ];
+    for exc in teardown {
+        let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
+        lines.extend(traceback(
+            "/usr/lib/python3/dist-packages/vllm/engine/multiprocessing/engine.py",
+            exc,
+        ));
+        let r = triage(&log(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+        assert!(r.primary.is_none(), "{exc}: {:#?}", r.primary);
+    }
+    let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
+    lines.extend(traceback(
+        "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py",
+        "RuntimeError: CUDA error: an illegal memory access was encountered",
+    ));
+    let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let p = triage(&text)
+        .primary
+        .expect("a GPU fault during the stop is a cause");
+    assert_eq!((p.class, p.line), (Class::GpuFault, line_of(&text, FATAL)));
+}
+
+#[test]
+fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() {
+    let mut lines: Vec<String> = vec![
+        "[2026-01-14 12:00:00] INFO:     Application startup complete.".to_string(),
+        "[2026-01-14 12:00:00] The server is fired up and ready to roll!".to_string(),
+        "[2026-01-14 12:00:01] INFO:     127.0.0.1:4000 - \"POST /generate HTTP/1.1\" 200 OK"
+            .to_string(),
+    ];
+    for harness in [
+        "/usr/lib/python3.11/unittest/case.py",
+        "/ws/sglang/test/test_utils.py",
+        "/ws/tests/test_throughput.py",
+    ] {
+        lines.extend(traceback(
+            harness,
+            "AssertionError: 1975.97 not greater than or equal to 2078.33",
+        ));
+        lines.push(String::new());
+        lines.push(
+            "During handling of the above exception, another exception occurred:".to_string(),
+        );
+        lines.push(String::new());
+        lines.extend(traceback(
+            "/ws/sglang/srt/utils/common.py",
+            "Exception: retry() exceed maximum number of retries.",
+        ));
+        let r = triage(&log(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+        assert!(r.primary.is_none(), "{harness}: {:#?}", r.primary);
+    }
+    // The same assertion raised in the server's own code is its failure.
+    lines.extend(traceback(
+        "/ws/sglang/srt/managers/scheduler.py",
+        "AssertionError: req_pool_indices must not be empty",
+    ));
+    let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let p = triage(&text)
+        .primary
+        .expect("the server's own assertion is a cause");
+    assert_eq!(p.line, line_of(&text, "req_pool_indices"));
 }

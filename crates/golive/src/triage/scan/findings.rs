@@ -75,13 +75,11 @@ fn key_as(f: &RawFinding, kind: RuleKind, class: Class) -> FindingKey {
     )
 }
 
-/// The kind a finding is recorded with: collective errors, and errors of no known class or of
-/// the engine's own code, during an orderly shutdown are teardown noise (a GPU fault or an OOM then is still a cause).
+/// The kind a finding is recorded with: during an orderly shutdown, errors are teardown noise
+/// (sockets, collectives, imports and the engine's own code going away), except what the
+/// hardware or memory says then: a GPU fault, a driver error or an out-of-memory is still a cause.
 fn recorded_kind(f: &RawFinding) -> RuleKind {
-    if f.during_shutdown
-        && f.kind == RuleKind::Cause
-        && (f.class == Class::Nccl || !f.class.explains())
-    {
+    if f.during_shutdown && f.kind == RuleKind::Cause && !f.class.outlives_shutdown() {
         RuleKind::Consequence
     } else {
         f.kind

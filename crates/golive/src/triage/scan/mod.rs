@@ -33,6 +33,8 @@ const TB_STALE: u64 = 40;
 const STALE_MS: u64 = 60_000;
 /// Lines between an exception and Python's chain words that still join them.
 const CHAIN_GAP: u64 = 3;
+/// The chain root of a benign exception whose wrappers are benign too ([`Rule::quiets_chain`]).
+const QUIET_ROOT: u64 = u64::MAX;
 /// Streams whose last exception is remembered (a hostile log cannot grow the map).
 const MAX_STREAMS: usize = 4096;
 /// Frames text kept per traceback.
@@ -343,10 +345,19 @@ impl Scanner<'_> {
     /// An exception that wraps an earlier one of its stream (Python's chain): the first of the
     /// chain is the cause line, the wrapper a consequence. The root takes the wrapper's class
     /// and rule when it has none of its own (an exception no rule knows, the engine's code).
+    /// The last exception of a stream (its line, and the line of its chain's root finding),
+    /// for the next exception that Python's chain words join to it.
+    fn remember_exception(&mut self, stream: &str, line_no: u64, root: u64) {
+        if self.last_exc.len() < MAX_STREAMS || self.last_exc.contains_key(stream) {
+            self.last_exc.insert(stream.to_string(), (line_no, root));
+        }
+    }
+
     fn join_chain(&mut self, stream: &str, f: &mut RawFinding) {
         let Some(root_line) = self.chain.remove(stream) else {
             return;
         };
+
         let Some(root) = self
             .res
             .findings
@@ -588,6 +599,13 @@ impl Scanner<'_> {
         if tb.ignored {
             return;
         }
+        if self.chain.get(pl.stream.as_str()) == Some(&QUIET_ROOT) {
+            // Raised while handling a harmless exception: as harmless (and so are its wrappers).
+            self.chain.remove(pl.stream.as_str());
+            self.quieted(at.line_no);
+            self.remember_exception(pl.stream.as_str(), at.line_no, QUIET_ROOT);
+            return;
+        }
         let slot = self.frames_memo.lookup(&tb.frames);
         let Some(mut f) = self.exception_finding(pl, &tb, slot, at.line_no, lits) else {
             return;
@@ -603,10 +621,7 @@ impl Scanner<'_> {
             f.evidence_len = tb.frames.len();
         }
         self.join_chain(pl.stream.as_str(), &mut f);
-        if self.last_exc.len() < MAX_STREAMS || self.last_exc.contains_key(pl.stream.as_str()) {
-            self.last_exc
-                .insert(pl.stream.as_str().to_string(), (at.line_no, f.line));
-        }
+        self.remember_exception(pl.stream.as_str(), at.line_no, f.line);
         self.record(f, at.line_no);
     }
 
@@ -633,8 +648,11 @@ impl Scanner<'_> {
                 return Some(self.new_finding(ri, pl, line_no));
             }
             // A known harmless exception (e.g. a client's request was invalid).
-            Some((_, RuleKind::Benign)) => {
+            Some((ri, RuleKind::Benign)) => {
                 self.quieted(line_no);
+                if self.rules.rules[ri].quiets_chain {
+                    self.remember_exception(pl.stream.as_str(), line_no, QUIET_ROOT);
+                }
                 return None;
             }
             _ => {}
