@@ -8,6 +8,7 @@ use common::ServerGuard;
 
 #[test]
 fn two_real_replicas_hold_what_the_capacity_answer_predicts_within_15_percent() {
+    let _cores = crate::cores();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cores < 2 {
         assert!(

@@ -652,6 +652,7 @@ fn t5_two_pinned_replicas_hold_what_one_predicts_within_15_percent() {
 /// failure is reported.
 #[test]
 fn real_vllm() {
+    let _cores = crate::cores();
     let phases: [(&str, fn()); 5] = [
         (
             "acceptance",

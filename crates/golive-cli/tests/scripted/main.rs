@@ -18,5 +18,4 @@ mod load_faults;
 mod probe_stall;
 mod rate_boundary;
 mod stream_silence;
-mod two_replicas;
 mod watch_scripted;
