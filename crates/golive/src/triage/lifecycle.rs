@@ -9,6 +9,9 @@
 //! them with the findings.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use serde::{Deserialize, Serialize};
 
@@ -232,26 +235,74 @@ pub fn progress_of(msg: &str) -> Progress {
     if idle {
         return Progress::None;
     }
-    if let Some(gin) = msg.strip_prefix("[GIN] ") {
-        // Ollama's access log: a model call answered, or a poll of its lists (nothing).
-        return if is_ollama_poll(gin) {
-            Progress::None
-        } else {
-            Progress::Request
-        };
+    match answered(msg.as_bytes()) {
+        Some(true) => Progress::Request,
+        Some(false) => Progress::None,
+        None => Progress::All,
     }
-    let request = msg.contains("\" 200") || msg.contains("log_server_r: ");
-    if !request {
-        return Progress::All;
+}
+
+/// What an access line says, read one way for the scanner's fast path and [`progress_of`]:
+/// `Some(true)` a request the process answered 2xx that is no control call (nor a poll of
+/// ollama's lists) and no request it made itself; `Some(false)` another access line; `None` no
+/// access line. Three formats: uvicorn's and most servers' quoted request
+/// (`127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK`), llama.cpp's
+/// `log_server_r: request: POST /completion 127.0.0.1 200`, ollama's
+/// `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`.
+pub fn answered(line: &[u8]) -> Option<bool> {
+    static GIN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"[GIN] "));
+    static LLAMACPP: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"log_server_r: "));
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // The quoted form first, the most common: the other two never put a status after a quote.
+    if let Some(answer) = quoted_answered(line) {
+        return Some(answer);
     }
-    let control = CONTROL_PATHS
-        .iter()
-        .any(|p| msg.contains(&format!(" {p} ")) || msg.contains(&format!(" {p}?")));
-    if control {
-        Progress::None
-    } else {
-        Progress::Request
+    if let Some(g) = GIN.find(line) {
+        return Some(gin_answered(&line[g..]));
     }
+    LLAMACPP.find(line).map(|r| llamacpp_answered(&line[r..]))
+}
+
+/// ollama's `[GIN] ... | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`: the status is the second
+/// field, the request the last.
+fn gin_answered(gin: &[u8]) -> bool {
+    let mut fields = gin.split(|&c| c == b'|');
+    let status = fields.nth(1).unwrap_or(b"").trim_ascii();
+    let request = fields.next_back().unwrap_or(b"");
+    is_2xx(status) && !is_ollama_poll(&String::from_utf8_lossy(request))
+}
+
+/// llama.cpp's `log_server_r: request: POST /completion 127.0.0.1 200`: the request follows
+/// `request: `, the status ends the line.
+fn llamacpp_answered(rest: &[u8]) -> bool {
+    let Some(r) = memchr::memmem::find(rest, b"request: ") else {
+        return false;
+    };
+    let request = &rest[r + b"request: ".len()..];
+    let status = request.rsplit(|&c| c == b' ').next().unwrap_or(b"");
+    is_2xx(status) && !is_control_call(request)
+}
+
+/// A quoted request and the status after its closing quote (`"GET /x HTTP/1.1" 200`); `None`
+/// when the line holds none.
+fn quoted_answered(line: &[u8]) -> Option<bool> {
+    let close = memchr::memchr_iter(b'"', line).find(|&q| is_status(&line[q + 1..]))?;
+    let open = memchr::memrchr(b'"', &line[..close])?;
+    let status = &line[close + 2..close + 5];
+    let before = line[..open].trim_ascii_end();
+    Some(is_2xx(status) && !is_control_call(&line[open + 1..close]) && !names_url_last(before))
+}
+
+/// Whether `rest` (after a closing quote) starts with a status: ` 200` then a space or the end.
+fn is_status(rest: &[u8]) -> bool {
+    rest.len() >= 4
+        && rest[0] == b' '
+        && rest[1..4].iter().all(u8::is_ascii_digit)
+        && rest.get(4).is_none_or(|&c| c == b' ')
+}
+
+fn is_2xx(status: &[u8]) -> bool {
+    status.len() == 3 && status[0] == b'2' && status.iter().all(u8::is_ascii_digit)
 }
 
 /// Whether a loading line states that the step failed (`llama_kv_cache_init: failed to
@@ -529,6 +580,28 @@ mod tests {
         life.served(None, 10, Progress::None);
         assert_eq!(life.first_served, Some(10));
         assert!(!life.went_on_after(None, 5));
+    }
+
+    #[test]
+    fn one_reader_for_each_access_line_format() {
+        let cases: &[(&str, Option<bool>)] = &[
+            ("INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK", Some(true)),
+            ("INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 204", Some(true)),
+            ("INFO:     10.0.0.1:5 - \"POST /v1/chat/completions HTTP/1.1\" 500 Internal Server Error", Some(false)),
+            ("INFO:     10.0.0.1:5 - \"GET /health?full=1 HTTP/1.1\" 200 OK\r", Some(false)),
+            ("DEBUG https://huggingface.co:443 \"HEAD /Qwen/resolve/main/config.json HTTP/1.1\" 200 0", Some(false)),
+            ("srv  log_server_r: done request: POST /v1/chat/completions 127.0.0.1 200", Some(true)),
+            ("srv  log_server_r: request: POST /completion 127.0.0.1 500", Some(false)),
+            ("srv  log_server_r: request: GET /slots 127.0.0.1 200", Some(false)),
+            ("[GIN] 2026/05/01 - 00:15:05 | 200 |  1.8ms | 127.0.0.1 | POST     \"/api/chat\"", Some(true)),
+            ("[GIN] 2026/05/01 - 00:15:05 | 500 |  2.0s | 127.0.0.1 | POST     \"/api/generate\"", Some(false)),
+            ("[GIN] 2026/05/01 - 00:15:05 | 200 |  38µs | 127.0.0.1 | GET      \"/api/tags\"", Some(false)),
+            ("INFO 12-01 10:00:00 [loader.py:1] read \"config.json\" 2 times", None),
+            ("INFO 12-01 10:00:00 [core.py:1] Avg prompt throughput: 12.0 tokens/s", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(answered(line.as_bytes()), *want, "{line}");
+        }
     }
 
     #[test]

@@ -58,30 +58,17 @@ pub struct Needles {
     patterns: Vec<Vec<u8>>,
     pattern_serving: Vec<bool>,
     anchored: Vec<Vec<(u32, u32)>>,
-    /// Per needle, the answered request it marks (serving needles of [`ANSWERS`] only).
-    answer: Vec<Option<Answer>>,
+    /// Per needle, whether it marks an access line (serving needles of [`ANSWERS`] only).
+    answer: Vec<bool>,
 }
 
-/// How an access line that a serving needle marks names its request and its status.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    /// `127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200 OK`: the needle is the answer
-    /// with 200, the request is quoted before it.
-    Quoted,
-    /// llama.cpp's `log_server_r: request: POST /completion 127.0.0.1 200`: the request follows
-    /// the needle, the status ends the line.
-    Following,
-    /// ollama's `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`: the
-    /// status is the second field, the request the last.
-    Gin,
-}
-
-/// The serving needles that mark an answered request.
-pub const ANSWERS: [(&[u8], Answer); 4] = [
-    (b"\" 200", Answer::Quoted),
-    (b"log_server_r: request:", Answer::Following),
-    (b"log_server_r: done request:", Answer::Following),
-    (b"[GIN] ", Answer::Gin),
+/// The serving needles that mark an access line, whose answer
+/// [`super::lifecycle::answered`] reads.
+pub const ANSWERS: [&[u8]; 4] = [
+    b"\" 200",
+    b"log_server_r: request:",
+    b"log_server_r: done request:",
+    b"[GIN] ",
 ];
 
 #[derive(Debug)]
@@ -209,10 +196,7 @@ impl Needles {
             anchored[n].push((pi as u32, off as u32));
         }
         let answer = (0..bytes.len())
-            .map(|n| {
-                let a = ANSWERS.iter().find(|(b, _)| *b == bytes[n].as_slice());
-                a.filter(|_| serving_only[n]).map(|&(_, kind)| kind)
-            })
+            .map(|n| serving_only[n] && ANSWERS.contains(&bytes[n].as_slice()))
             .collect();
         Needles {
             answer,
@@ -230,8 +214,8 @@ impl Needles {
         self.serving_only[needle]
     }
 
-    /// The answered request the needle marks, if it is one of [`ANSWERS`].
-    pub fn answer(&self, needle: usize) -> Option<Answer> {
+    /// Whether the needle marks an access line (one of [`ANSWERS`]).
+    pub fn marks_answer(&self, needle: usize) -> bool {
         self.answer[needle]
     }
 

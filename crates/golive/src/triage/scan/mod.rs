@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::lifecycle::Progress;
 use super::line::{self, ParsedLine};
-use super::prefilter::{Answer, Prefilter, SAMPLE};
+use super::prefilter::{Prefilter, SAMPLE};
 use super::rules::{RuleKind, RuleSet};
 use super::Class;
 
@@ -33,6 +33,8 @@ const TB_STALE: u64 = 40;
 const STALE_MS: u64 = 60_000;
 /// Lines between an exception and Python's chain words that still join them.
 const CHAIN_GAP: u64 = 3;
+/// Bytes around an access line's needle read for its line (a longer line is read in part).
+const ANSWER_REACH: usize = 512;
 /// The chain root of a benign exception whose wrappers are benign too ([`Rule::quiets_chain`]).
 const QUIET_ROOT: u64 = u64::MAX;
 /// Streams whose last exception is remembered (a hostile log cannot grow the map).
@@ -404,13 +406,12 @@ impl Scanner<'_> {
     /// An access line passed over once the server serves (its needle at `at`, the region
     /// ending at `end`): a request answered 2xx, unless it is a control call or a request the
     /// process made itself.
-    fn answered_unread(&mut self, buf: &[u8], at: usize, end: usize, answer: Answer) {
-        let answered = match answer {
-            Answer::Quoted => quoted_answer(buf, at),
-            Answer::Following => following_answer(&buf[at..end.min(at + 512)]),
-            Answer::Gin => gin_answer(&buf[at..end.min(at + 512)]),
-        };
-        if answered {
+    fn answered_unread(&mut self, buf: &[u8], at: usize, end: usize) {
+        let from = at.saturating_sub(ANSWER_REACH);
+        let ls = memchr::memrchr(b'\n', &buf[from..at]).map_or(from, |i| from + i + 1);
+        let to = end.min(at + ANSWER_REACH);
+        let le = memchr::memchr(b'\n', &buf[at..to]).map_or(to, |i| at + i);
+        if super::lifecycle::answered(&buf[ls..le]) == Some(true) {
             self.res.life.answered_unread();
         }
     }
@@ -896,44 +897,6 @@ impl Scanner<'_> {
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
-}
-
-/// `127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200` (`at`: the answer's quote): the
-/// request quoted before it is no control call, and no URL precedes it (a client's log).
-fn quoted_answer(buf: &[u8], at: usize) -> bool {
-    let from = at.saturating_sub(512);
-    let Some(q) = memchr::memrchr2(b'"', b'\n', &buf[from..at]).map(|q| from + q) else {
-        return false;
-    };
-    buf[q] == b'"'
-        && !super::lifecycle::is_control_call(&buf[q + 1..at])
-        && !super::lifecycle::names_url_last(&buf[from..q.saturating_sub(1).max(from)])
-}
-
-/// `log_server_r: request: POST /completion 127.0.0.1 200` (from the needle on): the request
-/// after `request: ` is no control call and the status that ends the line is 2xx.
-fn following_answer(rest: &[u8]) -> bool {
-    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let Some(r) = memchr::memmem::find(line, b"request: ") else {
-        return false;
-    };
-    let request = &line[r + b"request: ".len()..];
-    let status = request.rsplit(|&c| c == b' ').next().unwrap_or(b"");
-    status.len() == 3 && status[0] == b'2' && !super::lifecycle::is_control_call(request)
-}
-
-/// `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"` (from the
-/// needle on): a 2xx answer to a model call, not a poll of ollama's lists
-/// ([`super::lifecycle::is_ollama_poll`]).
-fn gin_answer(rest: &[u8]) -> bool {
-    let line = &rest[..memchr::memchr(b'\n', rest).unwrap_or(rest.len())];
-    let mut fields = line.split(|&c| c == b'|');
-    let status = fields.nth(1).unwrap_or(b"").trim_ascii();
-    let request = fields.next_back().unwrap_or(b"");
-    status.len() == 3
-        && status[0] == b'2'
-        && !super::lifecycle::is_ollama_poll(&String::from_utf8_lossy(request))
 }
 
 /// A traceback that an OpenAI serving handler logged itself (`[serving_chat.py:251]`) and whose

@@ -112,8 +112,8 @@ impl Scanner<'_> {
             // of blocks not searched yet may come before the last ones held).
             loop {
                 while view.settled(k) && serving && needles.serving_only(occ_parts(view.occ[k]).1) {
-                    if let Some(answer) = needles.answer(occ_parts(view.occ[k]).1) {
-                        self.answered_unread(buf, view.at(k), b, answer);
+                    if needles.marks_answer(occ_parts(view.occ[k]).1) {
+                        self.answered_unread(buf, view.at(k), b);
                     }
                     k += 1;
                 }
