@@ -16,8 +16,12 @@ fn triage(text: &str) -> TriageReport {
     analyze_text(RuleSet::builtin(), "log", text)
 }
 
-fn log(lines: &[&str]) -> String {
-    let mut s = lines.join("\n");
+fn log<S: AsRef<str>>(lines: &[S]) -> String {
+    let mut s = lines
+        .iter()
+        .map(AsRef::as_ref)
+        .collect::<Vec<_>>()
+        .join("\n");
     s.push('\n');
     s
 }
@@ -343,7 +347,7 @@ fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found()
     let exc = "AssertionError: Expected reading 32 frames, but only loaded 17 frames from video.";
     let mut lines = vec!["INFO:     Application startup complete.".to_string()];
     lines.extend(asgi_request(exc));
-    let healthy = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let healthy = log(&lines);
     let r = triage(&healthy);
     assert!(r.primary.is_none(), "{:?}", r.primary);
     assert!(
@@ -356,7 +360,7 @@ fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found()
     lines.push(format!(
         "ERROR 12-01 10:00:12 [core.py:700] RuntimeError: {FATAL}"
     ));
-    let failed = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let failed = log(&lines);
     let p = triage(&failed)
         .primary
         .expect("the fatal error after the request");
@@ -399,7 +403,7 @@ fn a_request_the_handler_caught_and_answered_is_survived_with_its_summary_line()
     lines.push(format!(
         "(EngineCore_DP0 pid=12) ERROR 10-01 22:34:00 [core.py:700] RuntimeError: {FATAL}"
     ));
-    let failed = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let failed = log(&lines);
     let p = triage(&failed)
         .primary
         .expect("the engine core's fatal error");
@@ -426,7 +430,7 @@ fn a_throughput_line_with_nothing_running_does_not_excuse_an_earlier_crash() {
             stats(running),
             "(APIServer pid=11) INFO:     Shutting down".to_string(),
         ];
-        let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+        let text = log(&lines);
         let p = triage(&text).primary;
         assert_eq!(
             p.as_ref().map(|p| (p.class, p.line)),
@@ -738,7 +742,7 @@ fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not()
             "/usr/lib/python3/dist-packages/vllm/engine/multiprocessing/engine.py",
             exc,
         ));
-        let r = triage(&log(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+        let r = triage(&log(&lines));
         assert!(r.primary.is_none(), "{exc}: {:#?}", r.primary);
     }
     let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
@@ -746,7 +750,7 @@ fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not()
         "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py",
         "RuntimeError: CUDA error: an illegal memory access was encountered",
     ));
-    let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = log(&lines);
     let p = triage(&text)
         .primary
         .expect("a GPU fault during the stop is a cause");
@@ -779,7 +783,7 @@ fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() 
             "/ws/sglang/srt/utils/common.py",
             "Exception: retry() exceed maximum number of retries.",
         ));
-        let r = triage(&log(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+        let r = triage(&log(&lines));
         assert!(r.primary.is_none(), "{harness}: {:#?}", r.primary);
     }
     // The same assertion raised in the server's own code is its failure.
@@ -787,7 +791,7 @@ fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() 
         "/ws/sglang/srt/managers/scheduler.py",
         "AssertionError: req_pool_indices must not be empty",
     ));
-    let text = log(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+    let text = log(&lines);
     let p = triage(&text)
         .primary
         .expect("the server's own assertion is a cause");
