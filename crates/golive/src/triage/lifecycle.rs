@@ -203,10 +203,15 @@ const CONTROL_PATHS: [&str; 20] = [
 ];
 
 /// Whether ollama's access line (or its request field) is a poll of its lists or a `HEAD`.
-pub fn is_ollama_poll(gin: &str) -> bool {
-    ["\"/api/tags\"", "\"/api/version\"", "\"/api/ps\"", "HEAD "]
-        .iter()
-        .any(|p| gin.contains(p))
+fn is_ollama_poll(gin: &[u8]) -> bool {
+    [
+        &b"\"/api/tags\""[..],
+        b"\"/api/version\"",
+        b"\"/api/ps\"",
+        b"HEAD ",
+    ]
+    .iter()
+    .any(|p| memchr::memmem::find(gin, p).is_some())
 }
 
 /// Whether an access line's request (`GET /metrics HTTP/1.1`) is a control call.
@@ -269,7 +274,7 @@ fn gin_answered(gin: &[u8]) -> bool {
     let mut fields = gin.split(|&c| c == b'|');
     let status = fields.nth(1).unwrap_or(b"").trim_ascii();
     let request = fields.next_back().unwrap_or(b"");
-    is_2xx(status) && !is_ollama_poll(&String::from_utf8_lossy(request))
+    is_2xx(status) && !is_ollama_poll(request)
 }
 
 /// llama.cpp's `log_server_r: request: POST /completion 127.0.0.1 200`: the request follows

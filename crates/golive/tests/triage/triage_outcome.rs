@@ -719,6 +719,13 @@ const SERVED_THEN_STOPPED: &[&str] = &[
     "INFO:     Waiting for application shutdown.",
 ];
 
+/// [`SERVED_THEN_STOPPED`], then a traceback ending in `exc` with its innermost frame in `file`.
+fn stopped_then(file: &str, exc: &str) -> String {
+    let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
+    lines.extend(traceback(file, exc));
+    log(&lines)
+}
+
 /// A traceback ending in `exc`, its innermost frame in `file`.
 fn traceback(file: &str, exc: &str) -> Vec<String> {
     vec![
@@ -737,20 +744,17 @@ fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not()
         "RuntimeError: NCCL error: unhandled system error",
     ];
     for exc in teardown {
-        let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
-        lines.extend(traceback(
+        let text = stopped_then(
             "/usr/lib/python3/dist-packages/vllm/engine/multiprocessing/engine.py",
             exc,
-        ));
-        let r = triage(&log(&lines));
+        );
+        let r = triage(&text);
         assert!(r.primary.is_none(), "{exc}: {:#?}", r.primary);
     }
-    let mut lines: Vec<String> = SERVED_THEN_STOPPED.iter().map(|l| l.to_string()).collect();
-    lines.extend(traceback(
+    let text = stopped_then(
         "/usr/lib/python3/dist-packages/vllm/worker/model_runner.py",
         "RuntimeError: CUDA error: an illegal memory access was encountered",
-    ));
-    let text = log(&lines);
+    );
     let p = triage(&text)
         .primary
         .expect("a GPU fault during the stop is a cause");

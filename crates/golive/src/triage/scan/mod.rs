@@ -347,19 +347,10 @@ impl Scanner<'_> {
     /// An exception that wraps an earlier one of its stream (Python's chain): the first of the
     /// chain is the cause line, the wrapper a consequence. The root takes the wrapper's class
     /// and rule when it has none of its own (an exception no rule knows, the engine's code).
-    /// The last exception of a stream (its line, and the line of its chain's root finding),
-    /// for the next exception that Python's chain words join to it.
-    fn remember_exception(&mut self, stream: &str, line_no: u64, root: u64) {
-        if self.last_exc.len() < MAX_STREAMS || self.last_exc.contains_key(stream) {
-            self.last_exc.insert(stream.to_string(), (line_no, root));
-        }
-    }
-
     fn join_chain(&mut self, stream: &str, f: &mut RawFinding) {
         let Some(root_line) = self.chain.remove(stream) else {
             return;
         };
-
         let Some(root) = self
             .res
             .findings
@@ -384,6 +375,15 @@ impl Scanner<'_> {
             root.rule = f.rule;
         }
         f.kind = RuleKind::Consequence;
+    }
+
+    /// The last exception of a stream (its line, and the line of its chain's root finding,
+    /// [`QUIET_ROOT`] for a harmless one), for the next exception that Python's chain words join
+    /// to it.
+    fn remember_exception(&mut self, stream: &str, line_no: u64, root: u64) {
+        if self.last_exc.len() < MAX_STREAMS || self.last_exc.contains_key(stream) {
+            self.last_exc.insert(stream.to_string(), (line_no, root));
+        }
     }
 
     /// Progress of `rank` covers the errors that wait for it ([`Lifecycle::went_on_after`]'s
