@@ -311,9 +311,11 @@ fn is_2xx(status: &[u8]) -> bool {
 }
 
 /// Whether a loading line states that the step failed (`llama_kv_cache_init: failed to
-/// allocate buffer`, `load_tensors: error loading model`): it is no progress.
+/// allocate buffer`, `load_tensors: error loading model`, `llama_new_context_with_model: model
+/// cannot be NULL`): it is no progress.
 pub fn states_failure(msg: &str) -> bool {
     [
+        "cannot",
         "failed",
         "Failed",
         "FAILED",

@@ -309,6 +309,11 @@ fn messages_that_name_the_blame_give_its_class() {
             Class::GpuFault,
             "gpu-fault-kernel",
         ),
+        (
+            "E LLama-android: llama_model_load: error loading model: vk::Device::createComputePipeline: ErrorUnknown",
+            Class::Driver,
+            "driver-vulkan-call",
+        ),
     ];
     for (line, class, rule) in cases {
         let text = log(&[
@@ -800,4 +805,32 @@ fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() 
         .primary
         .expect("the server's own assertion is a cause");
     assert_eq!(p.line, line_of(&text, "req_pool_indices"));
+}
+
+/// A loader line that states its own failure (`model cannot be NULL`) is no progress, and
+/// Android's libc naming the signal ends the process: the load error before them is the cause
+/// of a crash, not an error the loader went on after.
+#[test]
+fn a_loader_line_that_fails_is_no_progress_and_a_libc_signal_is_a_crash() {
+    let text = log(&[
+        "I LLama-android: llama_model_loader: loaded meta data with 26 key-value pairs",
+        "I LLama-android: llm_load_print_meta: general.name     = model",
+        "I AdrenoVK-0: Failed to link shaders.",
+        "E LLama-android: llama_model_load: error loading model: vk::Device::createComputePipeline: ErrorUnknown",
+        "E LLama-android: llama_load_model_from_file: failed to load model",
+        "E LLama-android: llama_new_context_with_model: model cannot be NULL",
+        "F libc    : exiting due to SIG_DFL handler for signal 11, ucontext 0x7317ea5e20",
+    ]);
+    let r = triage(&text);
+    let p = r.primary.as_ref().expect("the load error is the cause");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::Driver, line_of(&text, "vk::Device"))
+    );
+    assert!(r.survived.is_empty(), "{:#?}", r.survived);
+    assert!(
+        r.outcome.iter().any(|o| o.ended == Ended::Crash),
+        "{:#?}",
+        r.outcome
+    );
 }
