@@ -499,28 +499,57 @@ fn line_of(text: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("{needle:?} is not in the log:\n{text}"))
 }
 
+/// One failing start: its name, `vllm serve`'s arguments after `--port`, the class expected
+/// and the text of the first cause line.
+type FailingStart = (&'static str, Vec<&'static str>, &'static str, &'static str);
+
+/// Starts `case` on `port` until vLLM exits, triages its log, and returns a miss, if any.
+fn triaged_miss(dir: &Path, port: &str, case: &FailingStart) -> Option<String> {
+    let (name, args, class, needle) = case;
+    let mut argv = vec!["--port", port];
+    argv.extend(args.iter().copied());
+    let (log, text) = failed_start(dir, name, &argv, Duration::from_secs(600));
+    let t = triage(&log);
+    let primary = &t["primary"];
+    let want_line = line_of(&text, needle);
+    let got = (
+        primary["class"].as_str().unwrap_or("none").to_string(),
+        primary["line"].as_u64().unwrap_or(0) as usize,
+    );
+    eprintln!(
+        "{name}: {got:?}, expected ({class}, {want_line}): {}",
+        primary["text"]
+    );
+    (got.0 != *class || got.1.abs_diff(want_line) > 1).then(|| {
+        format!(
+            "{name}: got {got:?} {}, expected ({class}, line {want_line})",
+            primary["text"]
+        )
+    })
+}
+
+/// Real vLLM started six wrong ways; each log is triaged to its class and first cause line.
+/// Two starts run at once, on ports of their own (each start is mostly one Python process
+/// importing vLLM; the two-core machine holds two).
 fn t4_real_vllm_startup_failures_are_triaged_to_their_class_and_line() {
-    // The slot: no other vLLM runs meanwhile (memory), and the port is free.
+    // The slot: no other vLLM runs meanwhile (memory), and the ports are free.
     let mut slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
     stop_vllm();
     slot.flags = None;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
-    let limit = Duration::from_secs(600);
-    let port = "18401";
-    // (name, args, expected class, the text of the first cause line)
-    let cases: Vec<(&str, Vec<&str>, &str, &str)> = vec![
+    // A port already in use: vLLM is started on the one a listener holds.
+    let busy = std::net::TcpListener::bind("127.0.0.1:18402").unwrap();
+    let cases: Vec<FailingStart> = vec![
         (
             "max-model-len-too-big",
-            vec!["--port", port, "--", "--max-model-len", "1000000"],
+            vec!["--", "--max-model-len", "1000000"],
             "config",
             "Value error, User-specified max_model_len",
         ),
         (
             "unknown-tool-parser",
             vec![
-                "--port",
-                port,
                 "--",
                 "--enable-auto-tool-choice",
                 "--tool-call-parser",
@@ -531,57 +560,49 @@ fn t4_real_vllm_startup_failures_are_triaged_to_their_class_and_line() {
         ),
         (
             "model-path-missing",
-            vec!["--port", port, "--model", "/nonexistent/golive-model"],
+            vec!["--model", "/nonexistent/golive-model"],
             "config",
             "Repo id must be",
         ),
         (
             "kv-cache-too-small",
-            vec!["--port", port, "--", "--kv-cache-memory-bytes", "8M"],
+            vec!["--", "--kv-cache-memory-bytes", "8M"],
             "oom_startup",
             "KV cache is needed, which is larger than the available KV cache memory",
         ),
         (
             "invalid-flag-value",
-            vec!["--port", port, "--", "--dtype", "no-such-dtype"],
+            vec!["--", "--dtype", "no-such-dtype"],
             "config",
             "invalid choice: 'no-such-dtype'",
         ),
+        ("port-in-use", vec![], "config", "ddress already in use"),
     ];
-    let mut misses = Vec::new();
-    for (name, args, class, needle) in &cases {
-        let (log, text) = failed_start(dir, name, args, limit);
-        let t = triage(&log);
-        let primary = &t["primary"];
-        let want_line = line_of(&text, needle);
-        let got = (
-            primary["class"].as_str().unwrap_or("none").to_string(),
-            primary["line"].as_u64().unwrap_or(0) as usize,
-        );
-        eprintln!(
-            "{name}: {got:?}, expected ({class}, {want_line}): {}",
-            primary["text"]
-        );
-        if got.0 != *class || got.1.abs_diff(want_line) > 1 {
-            misses.push(format!(
-                "{name}: got {got:?} {}, expected ({class}, line {want_line})",
-                primary["text"]
-            ));
-        }
-    }
-    // A port already in use.
-    let busy = std::net::TcpListener::bind("127.0.0.1:18402").unwrap();
-    let (log, text) = failed_start(dir, "port-in-use", &["--port", "18402"], limit);
+    // Two at a time: the first half on 18401, the second on 18403, but the port-in-use
+    // start on the port the listener holds.
+    let port_of = |name: &str, second: bool| match (name, second) {
+        ("port-in-use", _) => "18402",
+        (_, false) => "18401",
+        (_, true) => "18403",
+    };
+    let (first, second) = cases.split_at(cases.len() / 2);
+    let misses: Vec<String> = std::thread::scope(|s| {
+        let workers = [(first, false), (second, true)].map(|(part, is_second)| {
+            s.spawn(move || {
+                part.iter()
+                    .filter_map(|case| triaged_miss(dir, port_of(case.0, is_second), case))
+                    .collect::<Vec<_>>()
+            })
+        });
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| vec!["a start panicked (above)".into()])
+            })
+            .collect()
+    });
     drop(busy);
-    let t = triage(&log);
-    let want_line = line_of(&text, "ddress already in use");
-    let p = &t["primary"];
-    if p["class"] != "config" || (p["line"].as_u64().unwrap_or(0) as usize).abs_diff(want_line) > 1
-    {
-        misses.push(format!(
-            "port-in-use: got {p}, expected (config, line {want_line})"
-        ));
-    }
     assert!(misses.is_empty(), "misses:\n{}", misses.join("\n"));
 }
 
@@ -639,8 +660,14 @@ fn t5_two_pinned_replicas_hold_what_one_predicts_within_15_percent() {
     stop_vllm();
     slot.flags = None;
     let _replicas = Replicas([18411, 18412]);
-    let a = pinned_replica(18411, 0);
-    let b = pinned_replica(18412, 1);
+    // Each replica starts on its own core, so both start at once.
+    let (a, b) = std::thread::scope(|s| {
+        let b = s.spawn(|| pinned_replica(18412, 1));
+        (
+            pinned_replica(18411, 0),
+            b.join().expect("replica on core 1"),
+        )
+    });
     let tmp = tempfile::tempdir().unwrap();
     let accepted = common::accept_one_replica(&a, tmp.path());
     let two = common::two_replicas(tmp.path(), &accepted, &a, &b);
