@@ -834,3 +834,55 @@ fn a_loader_line_that_fails_is_no_progress_and_a_libc_signal_is_a_crash() {
         r.outcome
     );
 }
+
+/// A log that appends several runs: a run that starts after an orderly stop (llama.cpp's
+/// build line, SGLang's echoed arguments) and fails has its failure found; it is not teardown
+/// noise of the run before.
+#[test]
+fn a_run_after_an_orderly_stop_fails_on_its_own() {
+    let runs: [(&[&str], &str, &[&str]); 2] = [
+        (
+            &[
+                "build: 8319 (1d6f2c1) with Clang 21.1.8 for Android aarch64",
+                "main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+                "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200",
+                "srv    operator(): operator(): cleaning up before exit...",
+            ],
+            "build: 8470 (db9d8aa42) with Clang 21.1.8 for Android aarch64",
+            &[
+                "llama_model_load: error loading model: llama_model_loader: failed to load model from /models/m.gguf",
+                "main: exiting due to model loading error",
+            ],
+        ),
+        (
+            &[
+                "[2026-01-14 12:00:00] The server is fired up and ready to roll!",
+                "[2026-01-14 12:00:01] INFO:     127.0.0.1:4000 - \"POST /generate HTTP/1.1\" 200 OK",
+                "[2026-01-14 12:00:02] Received SIGTERM, shutting down.",
+                "[2026-01-14 12:00:02] INFO:     Finished server process [1]",
+            ],
+            "[2026-01-14 12:05:00] server_args=ServerArgs(model_path='/models/m', tp_size=1)",
+            &[
+                "[2026-01-14 12:05:09] ValueError: Unsupported model type 'gemma4_unified'",
+                "[2026-01-14 12:05:09] Received sigquit from a child process. It usually means the child failed.",
+            ],
+        ),
+    ];
+    for (first, start, failure) in runs {
+        let mut lines: Vec<&str> = first.to_vec();
+        lines.extend(failure);
+        let text = log(&lines);
+        assert!(
+            triage(&text).primary.is_none(),
+            "without a start marker the errors are teardown noise: {text}"
+        );
+        let mut lines: Vec<&str> = first.to_vec();
+        lines.push(start);
+        lines.extend(failure);
+        let text = log(&lines);
+        let p = triage(&text)
+            .primary
+            .unwrap_or_else(|| panic!("the second run's failure is found: {text}"));
+        assert_eq!(p.line, line_of(&text, failure[0]), "{text}");
+    }
+}
