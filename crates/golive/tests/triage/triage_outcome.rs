@@ -314,6 +314,11 @@ fn messages_that_name_the_blame_give_its_class() {
             Class::Driver,
             "driver-vulkan-call",
         ),
+        (
+            "OSError: [Errno 122] Disk quota exceeded: '/home/u/.cache/vllm/torch_compile_cache/x.json'",
+            Class::Config,
+            "config-disk-full",
+        ),
     ];
     for (line, class, rule) in cases {
         let text = log(&[

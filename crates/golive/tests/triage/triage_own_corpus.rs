@@ -292,11 +292,12 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// package is missing (`Ignore import error when loading`) is benign, and llama.cpp's build line
 /// and SGLang's echoed arguments start a run: tune 180/201, 183/201, 5, 181/186; held 147/200,
 /// 167/200, 7, 180/185; all 327/401, 350/401, 12, 361/371 (the batch's misses lower the tune
-/// class and the held line floors).
+/// class and the held line floors). A full disk or used-up quota (`[Errno 122] Disk quota
+/// exceeded`) is config at its own line: tune 180/201, 184/201, 5, 181/186.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 89.5, 91.0, 96.5, 5),
+    ("tune", 89.5, 91.5, 96.5, 5),
     ("held", 73.0, 83.4, 96.8, 7),
     ("all", 81.5, 87.2, 96.8, 12),
 ];
