@@ -123,7 +123,19 @@ fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
                              "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}}}}]"#,
     )
     .unwrap();
-    let o = accept(&server.url, &run, &["--tools", tools.to_str().unwrap()]);
+    // The agent cases asserted below (vLLM's parser and its structured outputs); the rest
+    // measure the 270M model's tool use, a minute of CPU here, and are asserted against
+    // llama-server's templates in the library's agent_local tests.
+    let o = accept(
+        &server.url,
+        &run,
+        &[
+            "--tools",
+            tools.to_str().unwrap(),
+            "--agent-only",
+            "agent_tool_choice_required,agent_stream_tool_choice_required,agent_structured_",
+        ],
+    );
     let r = report(&run);
     let text = common::text(&o);
     assert_eq!(r["complete"], true, "{text}");
@@ -499,14 +511,27 @@ fn line_of(text: &str, needle: &str) -> usize {
         .unwrap_or_else(|| panic!("{needle:?} is not in the log:\n{text}"))
 }
 
-/// One failing start: its name, `vllm serve`'s arguments after `--port`, the class expected
-/// and the text of the first cause line.
-type FailingStart = (&'static str, Vec<&'static str>, &'static str, &'static str);
+/// One failing start: its name, the port it is started on, `vllm serve`'s arguments after
+/// `--port`, the class expected and the text of the first cause line.
+struct FailingStart {
+    name: &'static str,
+    port: u16,
+    args: Vec<&'static str>,
+    class: &'static str,
+    needle: &'static str,
+}
 
-/// Starts `case` on `port` until vLLM exits, triages its log, and returns a miss, if any.
-fn triaged_miss(dir: &Path, port: &str, case: &FailingStart) -> Option<String> {
-    let (name, args, class, needle) = case;
-    let mut argv = vec!["--port", port];
+/// Starts `case` on its port until vLLM exits, triages its log, and returns a miss, if any.
+fn triaged_miss(dir: &Path, case: &FailingStart) -> Option<String> {
+    let FailingStart {
+        name,
+        port,
+        args,
+        class,
+        needle,
+    } = case;
+    let port = port.to_string();
+    let mut argv = vec!["--port", port.as_str()];
     argv.extend(args.iter().copied());
     let (log, text) = failed_start(dir, name, &argv, Duration::from_secs(600));
     let t = triage(&log);
@@ -529,8 +554,8 @@ fn triaged_miss(dir: &Path, port: &str, case: &FailingStart) -> Option<String> {
 }
 
 /// Real vLLM started six wrong ways; each log is triaged to its class and first cause line.
-/// Two starts run at once, on ports of their own (each start is mostly one Python process
-/// importing vLLM; the two-core machine holds two).
+/// Two starts run at once, each on a port of its own (each start is mostly one Python
+/// process importing vLLM; the two-core machine holds two).
 fn t4_real_vllm_startup_failures_are_triaged_to_their_class_and_line() {
     // The slot: no other vLLM runs meanwhile (memory), and the ports are free.
     let mut slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
@@ -539,16 +564,26 @@ fn t4_real_vllm_startup_failures_are_triaged_to_their_class_and_line() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     // A port already in use: vLLM is started on the one a listener holds.
-    let busy = std::net::TcpListener::bind("127.0.0.1:18402").unwrap();
-    let cases: Vec<FailingStart> = vec![
-        (
+    const BUSY: u16 = 18402;
+    let busy = std::net::TcpListener::bind(("127.0.0.1", BUSY)).unwrap();
+    let case = |name, port, args, class, needle| FailingStart {
+        name,
+        port,
+        args,
+        class,
+        needle,
+    };
+    let cases = [
+        case(
             "max-model-len-too-big",
+            18401,
             vec!["--", "--max-model-len", "1000000"],
             "config",
             "Value error, User-specified max_model_len",
         ),
-        (
+        case(
             "unknown-tool-parser",
+            18403,
             vec![
                 "--",
                 "--enable-auto-tool-choice",
@@ -558,42 +593,45 @@ fn t4_real_vllm_startup_failures_are_triaged_to_their_class_and_line() {
             "config",
             "invalid tool call parser: no-such-parser",
         ),
-        (
+        case(
             "model-path-missing",
+            18404,
             vec!["--model", "/nonexistent/golive-model"],
             "config",
             "Repo id must be",
         ),
-        (
+        case(
             "kv-cache-too-small",
+            18405,
             vec!["--", "--kv-cache-memory-bytes", "8M"],
             "oom_startup",
             "KV cache is needed, which is larger than the available KV cache memory",
         ),
-        (
+        case(
             "invalid-flag-value",
+            18406,
             vec!["--", "--dtype", "no-such-dtype"],
             "config",
             "invalid choice: 'no-such-dtype'",
         ),
-        ("port-in-use", vec![], "config", "ddress already in use"),
+        case(
+            "port-in-use",
+            BUSY,
+            vec![],
+            "config",
+            "ddress already in use",
+        ),
     ];
-    // Two at a time: the first half on 18401, the second on 18403, but the port-in-use
-    // start on the port the listener holds.
-    let port_of = |name: &str, second: bool| match (name, second) {
-        ("port-in-use", _) => "18402",
-        (_, false) => "18401",
-        (_, true) => "18403",
-    };
-    let (first, second) = cases.split_at(cases.len() / 2);
+    // Two at a time, each half in a thread of its own.
     let misses: Vec<String> = std::thread::scope(|s| {
-        let workers = [(first, false), (second, true)].map(|(part, is_second)| {
+        let workers = cases.chunks(cases.len().div_ceil(2)).map(|part| {
             s.spawn(move || {
                 part.iter()
-                    .filter_map(|case| triaged_miss(dir, port_of(case.0, is_second), case))
+                    .filter_map(|case| triaged_miss(dir, case))
                     .collect::<Vec<_>>()
             })
         });
+        let workers: Vec<_> = workers.collect();
         workers
             .into_iter()
             .flat_map(|w| {
