@@ -49,6 +49,8 @@ pub struct Lifecycle {
     /// The label of the process that logged the last serving line read (pid stripped): the
     /// access lines passed over unread once the server serves are its.
     pub serving_label: String,
+    /// Requests answered 2xx in the whole log, by any process, across restarts.
+    pub answers: u64,
 }
 
 /// What a serving or progress line shows ([`progress_of`]).
@@ -115,6 +117,7 @@ impl Lifecycle {
 
     /// A request answered by the process labelled `label`.
     fn count_request(&mut self, label: &str) {
+        self.answers += 1;
         if let Some(n) = self.requests.get_mut(label) {
             *n += 1;
         } else if self.requests.len() < MAX_LABELS {
@@ -421,9 +424,14 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// A line that ends its process (an abort: `fatal` in `rules.toml`) is never survived either.
 /// An exception raised while the HTTP server handled one request failed that request: the
 /// server itself went on (a dead engine fails every request, and says so on its own lines).
+/// The failure of a process the server starts per model load (`child` in `rules.toml`) is
+/// survived only when the server answered a request after it.
 pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
-    let fatal = rules.rules.get(f.rule).is_some_and(|r| r.fatal);
-    !fatal
+    let rule = rules.rules.get(f.rule);
+    if rule.is_some_and(|r| r.child) {
+        return life.answers > f.answers_before;
+    }
+    !rule.is_some_and(|r| r.fatal)
         && f.class != Class::ToolParser
         && (f.request || life.went_on_after(f.rank.as_deref(), f.last_line))
 }

@@ -64,6 +64,8 @@ struct RuleDef {
     #[serde(default)]
     fatal: bool,
     #[serde(default)]
+    child: bool,
+    #[serde(default)]
     chain: bool,
     #[serde(default)]
     quiets_chain: bool,
@@ -174,6 +176,9 @@ pub struct Rule {
     /// The line ends its process (an abort, a segfault): never survived, whatever follows
     /// (the server's own last lines, a flushed request log).
     pub fatal: bool,
+    /// The failed process is one the server starts for one model load (ollama's runner): only
+    /// a request answered after it shows the server got past it, not the next runner loading.
+    pub child: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
     pub chain: bool,
     /// Benign exceptions only: an exception raised while handling this one (chained to it)
@@ -312,6 +317,7 @@ impl Rule {
             on_warning: false,
             on_info: false,
             fatal: false,
+            child: false,
             chain: false,
             quiets_chain: false,
             fact: None,
@@ -519,6 +525,7 @@ impl RuleSet {
                 on_warning: d.on_warning,
                 on_info: d.on_info,
                 fatal: d.fatal,
+                child: d.child,
                 chain: d.chain,
                 quiets_chain: d.quiets_chain,
                 fact: d.fact,

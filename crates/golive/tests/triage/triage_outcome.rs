@@ -891,3 +891,35 @@ fn a_run_after_an_orderly_stop_fails_on_its_own() {
         assert_eq!(p.line, line_of(&text, failure[0]), "{text}");
     }
 }
+
+/// Ollama starts a runner per model load. A runner that dies fails the request that wanted
+/// the model (500); the next runner loading does not show the server got past it, a request
+/// answered afterwards does.
+#[test]
+fn an_ollama_runner_that_died_is_survived_only_by_a_request_answered_after_it() {
+    let failed = [
+        "time=2026-05-01T10:00:00.000Z level=INFO source=routes.go:1 msg=\"Listening on 127.0.0.1:11434 (version 0.21.2)\"",
+        "time=2026-05-01T10:00:05.000Z level=INFO source=server.go:1 msg=\"starting llama server\" cmd=\"ollama runner --model /m\"",
+        "llama_model_loader: loaded meta data with 30 key-value pairs and 292 tensors from /m (version GGUF V3 (latest))",
+        "time=2026-05-01T10:00:20.000Z level=INFO source=sched.go:511 msg=\"Load failed\" model=/m error=\"llama runner process has terminated: signal: killed\"",
+        "[GIN] 2026/05/01 - 10:00:20 | 500 | 15.1s |       127.0.0.1 | POST     \"/api/generate\"",
+        "time=2026-05-01T10:00:25.000Z level=INFO source=server.go:1 msg=\"starting llama server\" cmd=\"ollama runner --model /m\"",
+        "llama_model_loader: loaded meta data with 30 key-value pairs and 292 tensors from /m (version GGUF V3 (latest))",
+        "[GIN] 2026/05/01 - 10:00:26 | 200 |    1.2ms |       127.0.0.1 | HEAD     \"/\"",
+    ];
+    let text = log(&failed);
+    let p = triage(&text)
+        .primary
+        .unwrap_or_else(|| panic!("the runner's death is the failure: {text}"));
+    assert_eq!(p.line, line_of(&text, "msg=\"Load failed\""), "{text}");
+
+    let mut served = failed.to_vec();
+    served.push(
+        "[GIN] 2026/05/01 - 10:00:40 | 200 | 14.9s |       127.0.0.1 | POST     \"/api/generate\"",
+    );
+    let text = log(&served);
+    assert!(
+        triage(&text).primary.is_none(),
+        "a request answered after it: the server got past it: {text}"
+    );
+}

@@ -46,6 +46,9 @@ pub struct RawFinding {
     /// The exception line that ends a traceback (an uncaught exception: what ended its
     /// process, unless something caught it).
     pub exception: bool,
+    /// Requests the server had answered when the (last occurrence of the) line was logged
+    /// ([`super::super::lifecycle::Lifecycle::answers`]).
+    pub answers_before: u64,
 }
 
 pub(super) fn msg_hash(msg: &str) -> u64 {
@@ -143,6 +146,7 @@ impl Scanner<'_> {
 
     pub(super) fn record(&mut self, mut f: RawFinding, line_no: u64) {
         f.kind = recorded_kind(&f);
+        f.answers_before = self.res.life.answers;
         // The next progress marker says whether this error was survived.
         self.want_progress = true;
         self.last_error_ts = self.last_error_ts.max(f.last_ts);
@@ -168,6 +172,7 @@ impl Scanner<'_> {
                 if f.last_line >= first.last_line {
                     first.last_line = f.last_line;
                     first.last_ts = f.last_ts;
+                    first.answers_before = f.answers_before;
                 }
                 return;
             }

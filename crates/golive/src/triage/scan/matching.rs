@@ -185,6 +185,7 @@ impl Scanner<'_> {
             merged: false,
             request,
             exception: false,
+            answers_before: 0,
         }
     }
 
