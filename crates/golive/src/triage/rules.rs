@@ -66,6 +66,8 @@ struct RuleDef {
     #[serde(default)]
     child: bool,
     #[serde(default)]
+    before_serving: bool,
+    #[serde(default)]
     chain: bool,
     #[serde(default)]
     quiets_chain: bool,
@@ -179,6 +181,8 @@ pub struct Rule {
     /// The failed process is one the server starts for one model load (ollama's runner): only
     /// a request answered after it shows the server got past it, not the next runner loading.
     pub child: bool,
+    /// A cause only on a line logged before the server first served (since its last start).
+    pub before_serving: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
     pub chain: bool,
     /// Benign exceptions only: an exception raised while handling this one (chained to it)
@@ -318,6 +322,7 @@ impl Rule {
             on_info: false,
             fatal: false,
             child: false,
+            before_serving: false,
             chain: false,
             quiets_chain: false,
             fact: None,
@@ -526,6 +531,7 @@ impl RuleSet {
                 on_info: d.on_info,
                 fatal: d.fatal,
                 child: d.child,
+                before_serving: d.before_serving,
                 chain: d.chain,
                 quiets_chain: d.quiets_chain,
                 fact: d.fact,

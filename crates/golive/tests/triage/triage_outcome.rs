@@ -923,3 +923,31 @@ fn an_ollama_runner_that_died_is_survived_only_by_a_request_answered_after_it() 
         "a request answered after it: the server got past it: {text}"
     );
 }
+
+/// A bare `Error: msg` is a command-line tool's line: before the server served it is why the
+/// server did not come up; after the server served (a harness giving up on the job, a benchmark
+/// client) it is not the server's failure.
+#[test]
+fn a_bare_error_line_is_a_cause_only_before_the_server_served() {
+    let refused = [
+        "Error: unknown flag: --ctx-size",
+        "Usage: ollama serve [flags]",
+    ];
+    let text = log(&refused);
+    let p = triage(&text)
+        .primary
+        .unwrap_or_else(|| panic!("the refusal is the cause: {text}"));
+    assert_eq!(p.line, 1, "{text}");
+
+    let served = [
+        "[2026-01-14 12:00:00] The server is fired up and ready to roll!",
+        "[2026-01-14 12:00:01] INFO:     127.0.0.1:4000 - \"POST /generate HTTP/1.1\" 200 OK",
+        "Error: Pod logs ended but target pattern was not detected",
+    ];
+    let text = log(&served);
+    assert_eq!(
+        triage(&text).primary.map(|p| p.line),
+        None,
+        "the harness's lines after serving: {text}"
+    );
+}

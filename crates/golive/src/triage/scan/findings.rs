@@ -145,6 +145,15 @@ impl Scanner<'_> {
     }
 
     pub(super) fn record(&mut self, mut f: RawFinding, line_no: u64) {
+        if f.served
+            && self
+                .rules
+                .rules
+                .get(f.rule)
+                .is_some_and(|r| r.before_serving)
+        {
+            return;
+        }
         f.kind = recorded_kind(&f);
         f.answers_before = self.res.life.answers;
         // The next progress marker says whether this error was survived.
