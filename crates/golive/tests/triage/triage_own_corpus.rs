@@ -303,12 +303,17 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 795-814: 10 failed, 10 healthy; vLLM on DGX Spark and ROCm, SGLang, ollama, llama.cpp on
 /// Vulkan), measured as it came: 8/10 class, 10/10 line, 0 none, 10/10 quiet. Tune 188/211,
 /// 196/211, 3, 191/196; held 155/211, 178/211, 7, 191/196; all 343/422, 374/422, 10, 382/392.
+/// A bare `Error: msg` after the server served is a harness's line: tune quiet 193/196, held
+/// 192/196. Then batch U (ids 815-829: 8 failed, 7 healthy; vLLM with LMCache, on a two-node
+/// Ray cluster, SGLang, ollama, llama.cpp), measured as it came: 6/8 class, 5/8 line, 0 none,
+/// 7/7 quiet. Tune 191/215, 197/215, 3, 197/200; held 158/215, 182/215, 7, 195/199; all
+/// 349/430, 379/430, 10, 392/399.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 89.0, 92.8, 97.4, 3),
-    ("held", 73.4, 84.3, 97.4, 7),
-    ("all", 81.2, 88.6, 97.4, 10),
+    ("tune", 88.8, 91.6, 98.4, 3),
+    ("held", 73.4, 84.6, 97.9, 7),
+    ("all", 81.1, 88.1, 98.2, 10),
 ];
 
 #[test]
