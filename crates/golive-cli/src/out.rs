@@ -14,7 +14,10 @@ use std::fmt::Display;
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use std::time::Instant;
+
 use anstyle::{AnsiColor, Style};
+use golive::events::{Event, ReportError, Reporter};
 use golive::redact::redact_value;
 use golive::report::{Status, Verdict};
 
@@ -66,6 +69,38 @@ pub fn text(text: &str) -> Result<(), OutputFailed> {
 pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let json = serde_json::to_string_pretty(value)?;
     Ok(line(json)?)
+}
+
+/// The `--format json` reporter: every event as one JSON line on stdout, with the
+/// seconds since the command started (`{"t": 1.25, "event": "stage_started", "data":
+/// "basic"}`). A stdout that cannot be written stops the run (exit 4).
+pub struct JsonEvents {
+    started: Instant,
+}
+
+impl JsonEvents {
+    /// A reporter whose clock starts now.
+    pub fn new() -> Self {
+        JsonEvents {
+            started: Instant::now(),
+        }
+    }
+}
+
+#[derive(serde::Serialize)]
+struct EventLine<'a> {
+    t: f64,
+    #[serde(flatten)]
+    event: &'a Event,
+}
+
+impl Reporter for JsonEvents {
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
+        let t = (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        let json = serde_json::to_string(&EventLine { t, event }).map_err(anyhow::Error::from)?;
+        line(json).map_err(anyhow::Error::from)?;
+        Ok(())
+    }
 }
 
 /// A note for people on stderr, with the one prefix every golive message has.

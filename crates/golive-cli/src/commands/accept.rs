@@ -11,7 +11,7 @@ use golive::agent::AgentOptions;
 use golive::events::{Event, Events, ReportError, Reporter};
 use golive::report::{Stage, Status};
 
-use crate::args::TargetArgs;
+use crate::args::{OutputFormat, TargetArgs};
 use crate::progress::Live;
 use crate::{exit, out};
 
@@ -141,6 +141,10 @@ pub struct AcceptArgs {
     /// Who reviews this run (recorded on every check).
     #[arg(help_heading = "Report", long)]
     pub reviewer: Option<String>,
+    /// `json`: stdout gets the run's events, one JSON object per line
+    /// (`{"t": seconds, "event": "check_result", "data": {...}}`), instead of the verdict line.
+    #[arg(help_heading = "Report", long, value_enum, default_value_t)]
+    pub format: OutputFormat,
     /// Who runs it (default: the login name).
     #[arg(help_heading = "Report", long)]
     pub operator: Option<String>,
@@ -370,8 +374,13 @@ impl Reporter for Terminal {
 }
 
 pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
+    let format = args.format;
     let opts = AcceptOptions::from(args);
-    let events = Events::new(Arc::new(Terminal::default()));
+    let terminal: Arc<dyn Reporter> = Arc::new(Terminal::default());
+    let events = match format {
+        OutputFormat::Text => Events::new(terminal),
+        OutputFormat::Json => Events::new(Arc::new(out::JsonEvents::new())).and_first(terminal),
+    };
     let outcome = crate::runtime::block_on(accept::run(&opts, &events))??;
     let report = &outcome.report;
     let out_dir = opts.out.display();
@@ -393,8 +402,11 @@ pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
                 report.verdict_reason
             );
             out::note("accept", &line);
-            // The verdict on stdout too, for scripts: `golive accept ... | tail -1`.
-            out::line(format!("golive accept: {line}"))?;
+            // The verdict on stdout too, for scripts: `golive accept ... | tail -1` (with
+            // --format json the last event line, `report_finished`, carries it).
+            if format == OutputFormat::Text {
+                out::line(format!("golive accept: {line}"))?;
+            }
             Ok(match (end, report.verdict) {
                 (AcceptEnd::Unreachable, _) => exit::UNREACHABLE,
                 (_, Some(golive::report::Verdict::Release)) => exit::OK,

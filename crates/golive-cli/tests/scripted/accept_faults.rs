@@ -143,6 +143,56 @@ fn http_500_fails_basic_and_means_rebuild() {
     assert_eq!(check(&r, "soak")["status"], "skip");
 }
 
+/// `--format json`: stdout is the run's events, one JSON object per line, in time order;
+/// every check of report.json was an event, the ramp's requests were events, and the last
+/// line is the finished report's state with the verdict report.json has.
+#[test]
+fn format_json_gives_one_event_per_line_ending_with_the_verdict() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 4,
+        delay_ms: 2,
+    }));
+    let dir = tempfile::tempdir().unwrap();
+    let mut extra = common::RAMP_ONLY.to_vec();
+    extra.extend(["--format", "json"]);
+    let out = accept(&server.url, dir.path(), &extra);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let r = report(dir.path());
+    assert_eq!(out.status.code(), Some(1), "observe: {stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let events: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let times: Vec<f64> = events.iter().map(|e| e["t"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let named = |name: &'static str| events.iter().filter(move |e| e["event"] == name);
+    assert_eq!(
+        named("check_result").count(),
+        r["checks"].as_array().unwrap().len(),
+        "{stdout}"
+    );
+    assert!(
+        named("stage_started").any(|e| e["data"] == "ramp"),
+        "{stdout}"
+    );
+    let requests: Vec<_> = named("request").collect();
+    assert!(!requests.is_empty(), "{stdout}");
+    assert!(
+        requests.iter().all(|e| e["data"]["http_status"] == 200),
+        "{stdout}"
+    );
+    let last = events.last().unwrap();
+    assert_eq!(last["event"], "report_finished", "{stdout}");
+    assert_eq!(last["data"]["complete"], true);
+    assert_eq!(last["data"]["verdict"], r["verdict"]);
+    assert!(
+        !stdout.contains("golive accept: verdict"),
+        "no text line: {stdout}"
+    );
+}
+
 #[test]
 fn unreachable_server_exits_3_with_a_report() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")

@@ -175,7 +175,9 @@ pub struct ServerTimings {
 }
 
 /// Everything measured about one request. Times are microseconds since the client's epoch.
-#[derive(Debug, Clone, Default)]
+/// It serialises (one event line of `--format json`) without the answer's text and the
+/// per-token arrivals, which the raw load results (`--csv`, shard files) keep.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RequestRecord {
     /// The request's number within its load (0 for a single request); picks the replica.
     pub index: u64,
@@ -191,6 +193,7 @@ pub struct RequestRecord {
     pub end_us: u64,
     /// Arrival of every chunk that carried output (content, reasoning or tool-call text),
     /// in microseconds after `start_us`.
+    #[serde(skip)]
     pub token_us: Vec<u32>,
     /// The answer's HTTP status; `None`: no answer.
     pub http_status: Option<u16>,
@@ -211,6 +214,7 @@ pub struct RequestRecord {
     /// `data:` events of the stream (`[DONE]` not counted); 0 when not streamed.
     pub chunks: u64,
     /// The answer (collect mode and non-streaming requests only).
+    #[serde(skip)]
     pub text: String,
     /// Wall-clock time of the end, for "last successful request" records.
     pub ended_at: Option<DateTime<Utc>>,

@@ -15,8 +15,11 @@ use crate::load::OnRecord;
 use crate::report::{Check, RampStep, Report, Stage};
 use watch::{Evaluation, FleetEvaluation};
 
-/// Something that happened during a run.
-#[derive(Debug, Clone)]
+/// Something that happened during a run. It serialises as `{"event": "stage_started",
+/// "data": ...}` (the lines of `--format json`); the report events carry the report's
+/// state in short ([`ReportState`]), the whole report is in `report.json`.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
 pub enum Event {
     /// accept: a stage begins (`basic` and `service` run per node).
     StageStarted(Stage),
@@ -28,9 +31,11 @@ pub enum Event {
     RampStepDone(Box<RampStep>),
     /// accept: the report as it stands (`complete: false`), after every stage and ramp
     /// step; report.json is rewritten from it, so an interrupted run keeps its results.
+    #[serde(serialize_with = "report_state")]
     ReportUpdated(Arc<Report>),
     /// accept: the run ended, decided or interrupted; every report file is written
     /// from this final report.
+    #[serde(serialize_with = "report_state")]
     ReportFinished(Arc<Report>),
     /// A load (ramp step, soak, `golive load`) starts.
     LoadStarted {
@@ -75,6 +80,41 @@ pub enum Event {
     FleetEvaluated(Box<FleetEvaluation>),
     /// watch: the target did not answer (from the start, or longer than the grace).
     Unreachable(String),
+}
+
+/// A report's state in short: what an event line says of it.
+#[derive(Debug, serde::Serialize)]
+pub struct ReportState<'a> {
+    /// The run has ended (decided or interrupted).
+    pub complete: bool,
+    /// The decision so far (`release`, `observe`, `rebuild`, `expand`); `None`: none yet.
+    pub verdict: Option<crate::report::Verdict>,
+    /// Why, in words.
+    pub verdict_reason: &'a str,
+    /// Checks decided so far.
+    pub checks: usize,
+    /// Of them, failed.
+    pub failed: usize,
+}
+
+impl<'a> From<&'a Report> for ReportState<'a> {
+    fn from(r: &'a Report) -> Self {
+        ReportState {
+            complete: r.complete,
+            verdict: r.verdict,
+            verdict_reason: &r.verdict_reason,
+            checks: r.checks.len(),
+            failed: r
+                .checks
+                .iter()
+                .filter(|c| c.status == crate::report::Status::Fail)
+                .count(),
+        }
+    }
+}
+
+fn report_state<S: serde::Serializer>(report: &Arc<Report>, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&ReportState::from(report.as_ref()), s)
 }
 
 /// A consumer of the event stream. Called from the run's tasks, so it must be cheap
