@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use golive::client::{LatencyStats, RequestRecord};
-use golive::load::OnRecord;
+use golive::events::Event;
 
 enum Display {
     Bar(indicatif::ProgressBar),
@@ -74,12 +74,6 @@ impl Live {
         }))
     }
 
-    /// A callback for the library's load workers.
-    pub fn on_record(self: &Arc<Self>) -> OnRecord {
-        let live = self.clone();
-        Arc::new(move |rec: &RequestRecord| live.record(rec))
-    }
-
     pub fn record(&self, rec: &RequestRecord) {
         let line = {
             let Ok(mut stats) = self.stats.lock() else {
@@ -135,5 +129,56 @@ impl Live {
             Some(label) => crate::out::note(self.command, format!("{label}: {line}")),
             None => crate::out::note(self.command, line),
         }
+    }
+}
+
+/// The live line of each load of a run, drawn from its events: a load's start opens
+/// one, its requests move it, its end closes it.
+pub struct LiveLoads {
+    command: &'static str,
+    /// Name each load on its line (accept's ramp steps); `golive load` has only one.
+    labelled: bool,
+    live: Mutex<Option<Arc<Live>>>,
+}
+
+impl LiveLoads {
+    /// The live lines of `command`.
+    pub fn new(command: &'static str, labelled: bool) -> Self {
+        LiveLoads {
+            command,
+            labelled,
+            live: Mutex::new(None),
+        }
+    }
+
+    /// Draws `event` if it is one of a load; other events are left to the caller.
+    pub fn show(&self, event: &Event) {
+        let Ok(mut live) = self.live.lock() else {
+            return;
+        };
+        match event {
+            Event::LoadStarted { label, planned } => {
+                let label = Some(label.as_str()).filter(|_| self.labelled);
+                *live = Live::start(self.command, label, *planned);
+            }
+            Event::Request(rec) => {
+                if let Some(l) = live.as_ref() {
+                    l.record(rec);
+                }
+            }
+            Event::LoadFinished { .. } => {
+                if let Some(l) = live.take() {
+                    l.finish();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+impl golive::events::Reporter for LiveLoads {
+    fn report(&self, event: &Event) -> Result<(), golive::events::ReportError> {
+        self.show(event);
+        Ok(())
     }
 }

@@ -1,7 +1,7 @@
 //! `golive accept`: arguments, the terminal display of the run's events, the verdict.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use golive::accept::BoundaryBy;
@@ -12,7 +12,7 @@ use golive::events::{Event, Events, ReportError, Reporter};
 use golive::report::{Stage, Status};
 
 use crate::args::{OutputFormat, TargetArgs};
-use crate::progress::Live;
+use crate::progress::LiveLoads;
 use crate::{exit, out};
 
 const EXAMPLES: &str = "\
@@ -309,9 +309,16 @@ impl From<AgentArgs> for AgentOptions {
 
 /// What a person sees during `accept`: one line per stage, warnings, the live line of
 /// each load, one line per failed check.
-#[derive(Default)]
 struct Terminal {
-    live: Mutex<Option<Arc<Live>>>,
+    loads: LiveLoads,
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Terminal {
+            loads: LiveLoads::new("accept", true),
+        }
+    }
 }
 
 fn stage_name(stage: Stage) -> &'static str {
@@ -348,24 +355,8 @@ impl Reporter for Terminal {
             Event::Notice(text) | Event::Warning(text) | Event::Unreachable(text) => {
                 out::note("accept", text)
             }
-            Event::LoadStarted { label, planned } => {
-                if let Ok(mut live) = self.live.lock() {
-                    *live = Live::start("accept", Some(label), *planned);
-                }
-            }
-            Event::Request(rec) => {
-                if let Ok(live) = self.live.lock() {
-                    if let Some(l) = live.as_ref() {
-                        l.record(rec);
-                    }
-                }
-            }
-            Event::LoadFinished { .. } => {
-                if let Ok(mut live) = self.live.lock() {
-                    if let Some(l) = live.take() {
-                        l.finish();
-                    }
-                }
+            Event::LoadStarted { .. } | Event::Request(_) | Event::LoadFinished { .. } => {
+                self.loads.show(event)
             }
             _ => {}
         }

@@ -1,12 +1,14 @@
 //! `golive load`: arguments, the live line and the summary of a load run.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use golive::events::Events;
 use golive::load::{self, Arrival, LoadOptions, LoadOutcome, Shard};
 
 use crate::args::{ApiArg, OutputFormat, TargetArgs};
-use crate::progress::Live;
+use crate::progress::LiveLoads;
 use crate::{exit, out};
 
 #[derive(Debug, Clone, clap::Args)]
@@ -195,11 +197,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         return k8s_job(&args, n);
     }
     let opts = LoadOptions::try_from(&args)?;
-    let live = Live::start("load", None, opts.planned_requests());
-    let outcome = crate::runtime::block_on(load::load(&opts, live.as_ref().map(Live::on_record)))?;
-    if let Some(l) = &live {
-        l.finish();
-    }
+    let events = Events::new(Arc::new(LiveLoads::new("load", false)));
+    let outcome = crate::runtime::block_on(load::load(&opts, &events))?;
     let (summary, result) = match outcome? {
         LoadOutcome::Unreachable(e) => {
             out::note("load", format!("{e:#}"));

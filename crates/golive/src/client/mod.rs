@@ -231,6 +231,9 @@ pub struct RequestRecord {
     pub first_tool_call_us: Option<u32>,
 }
 
+/// Called with every finished request, as it finishes (progress, live line, events).
+pub type OnRecord = std::sync::Arc<dyn Fn(&RequestRecord) + Send + Sync>;
+
 /// What one stream event carried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Output {

@@ -10,8 +10,7 @@ use std::sync::{Arc, Mutex};
 
 pub(crate) mod watch;
 
-use crate::client::RequestRecord;
-use crate::load::OnRecord;
+use crate::client::{OnRecord, RequestRecord};
 use crate::report::{Check, RampStep, Report, Stage};
 use watch::{Evaluation, FleetEvaluation};
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
+use crate::events::Events;
 use crate::target::Target;
 
 mod arrival;
@@ -347,8 +348,7 @@ impl LoadResult {
     }
 }
 
-/// Called with every finished request, as it finishes (progress, live line, events).
-pub type OnRecord = Arc<dyn Fn(&RequestRecord) + Send + Sync>;
+pub use crate::client::OnRecord;
 
 /// Runs the plan against the client; one worker task per concurrent stream (closed
 /// loop), or a scheduler that starts requests at their planned times (open loop).
@@ -607,6 +607,9 @@ pub fn merge_stats(into: &mut LatencyStats, other: &LatencyStats) {
     }
 }
 
+/// The label of `golive load`'s one load in its events.
+pub const LOAD_LABEL: &str = "load";
+
 /// How `load` ended.
 pub enum LoadOutcome {
     /// The server did not answer `/v1/models` (or the model could not be resolved).
@@ -620,9 +623,12 @@ pub enum LoadOutcome {
     },
 }
 
-/// Checks the options, resolves the model, calibrates and runs the load; `on_record`
-/// sees every finished request.
-pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Result<LoadOutcome> {
+/// Checks the options, resolves the model, calibrates and runs the load. `events` gets
+/// [`Event::LoadStarted`](crate::events::Event::LoadStarted), one
+/// [`Event::Request`](crate::events::Event::Request) per finished request and
+/// [`Event::LoadFinished`](crate::events::Event::LoadFinished), as accept's loads do; a
+/// reporter's error ends the command with it once the load is done.
+pub async fn load(args: &LoadOptions, events: &Events) -> crate::Result<LoadOutcome> {
     crate::error::ensure_input!(
         args.concurrency.is_none_or(|c| c >= 1),
         "--concurrency must be at least 1"
@@ -693,6 +699,7 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(" ");
+    let on_record = events.load_started(LOAD_LABEL, plan.requests);
     let result = run_load(
         Arc::new(client),
         plan.clone(),
@@ -700,6 +707,8 @@ pub async fn load(args: &LoadOptions, on_record: Option<OnRecord>) -> crate::Res
         on_record,
     )
     .await;
+    events.load_finished(LOAD_LABEL);
+    events.check()?;
     let summary = LoadSummary::new(&urls, &plan, &result);
     Ok(LoadOutcome::Done {
         summary: Box::new(summary),
