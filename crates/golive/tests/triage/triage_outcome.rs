@@ -305,6 +305,11 @@ fn messages_that_name_the_blame_give_its_class() {
             "config-port-in-use",
         ),
         (
+            "ollama : Error: listen tcp 127.0.0.1:11434: bind: Only one usage of each socket address (protocol/network ",
+            Class::Config,
+            "config-port-in-use",
+        ),
+        (
             "        The error from device(chipId:2, dieId:0), serial number is 6, there is an exception of aicore error, core id is 4, error code = 0x800000",
             Class::GpuFault,
             "gpu-fault-kernel",
