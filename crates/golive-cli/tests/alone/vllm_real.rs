@@ -344,7 +344,8 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
     // The cache-off control: the proof fails, named as the feature being off.
     let run = tmp.path().join("cache-off");
     // (No agreement stage: with the cache off there is no cached path to compare, and
-    // each of its answers costs seconds on this CPU build.)
+    // each of its answers costs seconds on this CPU build. No ramp: phase 1 measured it, and
+    // the verdict here is the prefix cache's.)
     let o = accept(
         &server.url,
         &run,
@@ -355,6 +356,8 @@ fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off()
             "soak",
             "--skip",
             "agreement",
+            "--skip",
+            "ramp",
             "--api-key",
             KEY,
             "--expect-auth",

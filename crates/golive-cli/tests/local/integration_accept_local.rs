@@ -127,6 +127,10 @@ fn bundle_with_old_driver_and_no_cache_flag_makes_a_real_run_rebuild() {
             "ramp",
             "--skip",
             "soak",
+            "--skip",
+            "agreement",
+            "--skip",
+            "contract",
         ],
     );
     let r = load_report(&out);

@@ -30,11 +30,14 @@ fn show(checks: &[Check]) {
     }
 }
 
-fn small_opts() -> AgentOptions {
+/// Repeat 1, tiny answers, and only the checks whose ids start with `only` (the ones a test
+/// asserts: each check costs seconds of the 270M model on CPU).
+fn small_opts(only: &[&str]) -> AgentOptions {
     AgentOptions {
         repeat: 1,
         agent_max_tokens: 40,
         agent_cut_tokens: 6,
+        agent_only: only.iter().map(|s| s.to_string()).collect(),
         ..AgentOptions::default()
     }
 }
@@ -43,7 +46,13 @@ fn small_opts() -> AgentOptions {
 async fn fallback_template_stage_is_honest_about_a_tiny_model() {
     let url = jinja_server();
     let out = tempfile::tempdir().unwrap();
-    let checks = stage(&url, &small_opts(), out.path()).await;
+    let only = [
+        "agent_structured_",
+        "agent_stream_structured_",
+        "agent_tool_required_arg",
+        "agent_tool_choice_",
+    ];
+    let checks = stage(&url, &small_opts(&only), out.path()).await;
     show(&checks);
     // Structured output is grammar-constrained by the server: it must pass, streamed too.
     assert_eq!(
@@ -94,7 +103,12 @@ async fn fallback_template_stage_is_honest_about_a_tiny_model() {
 async fn recognised_template_makes_required_tool_calls_a_positive_control() {
     let url = tool_template_server();
     let out = tempfile::tempdir().unwrap();
-    let checks = stage(&url, &small_opts(), out.path()).await;
+    let only = [
+        "agent_tool_choice_required",
+        "agent_stream_tool_choice_required",
+        "agent_tool_required_arg",
+    ];
+    let checks = stage(&url, &small_opts(&only), out.path()).await;
     show(&checks);
     // tool_choice "required" is grammar-constrained into <tool_call>{...}</tool_call>: the call
     // is parsed, its id is set and its arguments validate against the schema, streamed too
