@@ -16,7 +16,7 @@ fn accept_agreement(urls: &[&str], out: &Path) -> std::process::Output {
         args.extend(["--url", u]);
     }
     args.extend(["--out", out.to_str().unwrap()]);
-    for s in ["prefix-cache", "agent", "ramp", "soak"] {
+    for s in ["prefix-cache", "agent", "contract", "ramp", "soak"] {
         args.extend(["--skip", s]);
     }
     args.extend(["--request-timeout", "120s"]);
