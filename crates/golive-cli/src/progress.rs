@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use golive::client::{LatencyStats, RequestRecord};
-use golive::events::Event;
+use golive::events::{Event, ReportError, Reporter};
 
 enum Display {
     Bar(indicatif::ProgressBar),
@@ -176,8 +176,8 @@ impl LiveLoads {
     }
 }
 
-impl golive::events::Reporter for LiveLoads {
-    fn report(&self, event: &Event) -> Result<(), golive::events::ReportError> {
+impl Reporter for LiveLoads {
+    fn report(&self, event: &Event) -> Result<(), ReportError> {
         self.show(event);
         Ok(())
     }

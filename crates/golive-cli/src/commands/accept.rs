@@ -313,14 +313,6 @@ struct Terminal {
     loads: LiveLoads,
 }
 
-impl Default for Terminal {
-    fn default() -> Self {
-        Terminal {
-            loads: LiveLoads::new("accept", true),
-        }
-    }
-}
-
 fn stage_name(stage: Stage) -> &'static str {
     match stage {
         Stage::Environment => "environment",
@@ -367,7 +359,9 @@ impl Reporter for Terminal {
 pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     let format = args.format;
     let opts = AcceptOptions::from(args);
-    let terminal: Arc<dyn Reporter> = Arc::new(Terminal::default());
+    let terminal: Arc<dyn Reporter> = Arc::new(Terminal {
+        loads: LiveLoads::new("accept", true),
+    });
     let events = match format {
         OutputFormat::Text => Events::new(terminal),
         OutputFormat::Json => Events::new(Arc::new(out::JsonEvents::new())).and_first(terminal),

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::client::{Api, LatencyStats, OpenAiClient, RequestRecord, RequestSpec};
+use crate::client::{Api, LatencyStats, OnRecord, OpenAiClient, RequestRecord, RequestSpec};
 use crate::events::Events;
 use crate::target::Target;
 
@@ -347,8 +347,6 @@ impl LoadResult {
         self.stats.requests as f64 / self.elapsed.as_secs_f64().max(1e-9)
     }
 }
-
-pub use crate::client::OnRecord;
 
 /// Runs the plan against the client; one worker task per concurrent stream (closed
 /// loop), or a scheduler that starts requests at their planned times (open loop).
