@@ -214,6 +214,7 @@ impl<'a> Judge<'a> {
         };
         let primary = found.or(tail).map(|p| {
             let p = earliest_of_class(self.rules, all, p);
+            let p = announced_exception(self.rules, all, p).unwrap_or(p);
             wrapped_by_ray(all, p.0, p.1).unwrap_or(p)
         });
         (primary, tail)
@@ -532,9 +533,37 @@ fn redacted(mut f: Finding) -> Finding {
     f
 }
 
-/// How far after Ray's wrapper line the wrapped exception's own line may come (its
-/// traceback, with the remote worker's frames).
-const RAY_WRAPPED_WITHIN: u64 = 400;
+/// How far after a line that announces or wraps an exception (Ray's wrapper line) that
+/// exception's own line may come: its traceback, with a remote worker's frames.
+const TRACEBACK_REACH: u64 = 400;
+
+/// The exception that ends the traceback an announcing line (`announces`) logged: the first
+/// exception of the same class after it in the same input, within a traceback's reach, unless
+/// a cause of another known class comes first.
+fn announced_exception<'a>(
+    rules: &RuleSet,
+    all: &[Found<'a>],
+    (pfi, pf): Found<'a>,
+) -> Option<Found<'a>> {
+    if !rules.rules.get(pf.rule).is_some_and(|r| r.announces) {
+        return None;
+    }
+    let mut after: Vec<Found<'a>> = all
+        .iter()
+        .copied()
+        .filter(|(fi, f)| {
+            *fi == pfi
+                && f.kind == RuleKind::Cause
+                && f.line > pf.line
+                && f.line <= pf.line + TRACEBACK_REACH
+        })
+        .collect();
+    after.sort_by_key(|(_, f)| f.line);
+    after
+        .into_iter()
+        .find(|(_, f)| f.class == pf.class || f.class.explains())
+        .filter(|(_, f)| f.class == pf.class && f.exception)
+}
 
 /// The finding that states the exception a `RayTaskError(X)` line wraps: the next finding
 /// of the same input whose message starts with `X:`.
@@ -549,7 +578,7 @@ fn wrapped_by_ray<'a>(
     all.iter().copied().find(|(fi, f)| {
         *fi == pfi
             && f.line > pf.line
-            && f.line <= pf.line + RAY_WRAPPED_WITHIN
+            && f.line <= pf.line + TRACEBACK_REACH
             && line::parse(f.text.as_bytes())
                 .msg()
                 .strip_prefix(wrapped)

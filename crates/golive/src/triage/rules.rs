@@ -66,6 +66,8 @@ struct RuleDef {
     #[serde(default)]
     child: bool,
     #[serde(default)]
+    announces: bool,
+    #[serde(default)]
     before_serving: bool,
     #[serde(default)]
     chain: bool,
@@ -181,6 +183,10 @@ pub struct Rule {
     /// The failed process is one the server starts for one model load (ollama's runner): only
     /// a request answered after it shows the server got past it, not the next runner loading.
     pub child: bool,
+    /// The line announces the traceback logged right after it ("Error in inspecting model
+    /// architecture"): the exception that ends it, when a cause of the same class, is the
+    /// line that names the cause.
+    pub announces: bool,
     /// A cause only on a line logged before the server first served (since its last start).
     pub before_serving: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
@@ -322,6 +328,7 @@ impl Rule {
             on_info: false,
             fatal: false,
             child: false,
+            announces: false,
             before_serving: false,
             chain: false,
             quiets_chain: false,
@@ -531,6 +538,7 @@ impl RuleSet {
                 on_info: d.on_info,
                 fatal: d.fatal,
                 child: d.child,
+                announces: d.announces,
                 before_serving: d.before_serving,
                 chain: d.chain,
                 quiets_chain: d.quiets_chain,

@@ -413,6 +413,46 @@ fn the_exception_ray_wraps_is_stated_on_its_own_line() {
     assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
 }
 
+/// vLLM's "Error in inspecting model architecture" announces the traceback it logs next; the
+/// import error that ends that traceback is the line that names the cause. A cause of another
+/// class inside it keeps the announcing line, and without a traceback the line states it.
+#[test]
+fn an_announced_traceback_names_its_cause_on_its_own_line() {
+    let h = "ERROR 04-28 07:56:28 [registry.py:354] ";
+    let log = format!(
+        "INFO 04-28 07:56:20 [api_server.py:1] vLLM API server version 0.8.5
+{h}Error in inspecting model architecture 'GraniteForCausalLM'
+{h}Traceback (most recent call last):
+{h}  File \"/opt/vllm/lib64/python3.12/site-packages/vllm/model_executor/models/registry.py\", line 586, in _run_in_subprocess
+{h}    returned.check_returncode()
+{h}subprocess.CalledProcessError: Command '['python', '-m', 'vllm.model_executor.models.registry']' returned non-zero exit status 1.
+{h}Traceback (most recent call last):
+{h}  File \"/opt/vllm/lib64/python3.12/site-packages/torch/_inductor/runtime/hints.py\", line 67, in <module>
+{h}    from triton.compiler.compiler import AttrsDescriptor
+{h}ModuleNotFoundError: No module named 'triton.compiler'; 'triton' is not a package
+ValueError: Model architectures ['GraniteForCausalLM'] failed to be inspected. Please check the logs for more details.
+"
+    );
+    let p = triage_text(&log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 10), "{p:?}");
+    assert!(
+        p.text.contains("No module named 'triton.compiler'"),
+        "{}",
+        p.text
+    );
+    // An out-of-memory inside the traceback is another class: the announcing line stays.
+    let oom = log.replace(
+        "ModuleNotFoundError: No module named 'triton.compiler'; 'triton' is not a package",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 15.58 GiB of which 5.38 MiB is free.",
+    );
+    let p = triage_text(&oom).primary.unwrap();
+    assert_eq!(p.line, 2, "{p:?}");
+    // Without the traceback, the announcing line states the cause.
+    let cut: String = log.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let p = triage_text(&cut).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 2), "{p:?}");
+}
+
 /// The requests a server makes (urllib3's log of its Hugging Face lookups) are not requests it
 /// served: an out-of-memory while it loads is still a startup one.
 #[test]

@@ -311,13 +311,15 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// on DGX Spark, Ascend NPUs in Kubernetes and ROCm, llama.cpp on T4, ollama on Windows and
 /// macOS), measured as it came: 13/15 class, 14/15 line, 1 none, 12/12 quiet. Tune 197/223,
 /// 204/223, 4, 203/206; held 165/222, 189/222, 7, 201/205; all 362/445, 393/445, 11, 404/411.
-/// Windows' words for a port in use: tune 198/223, 205/223, 3; held 166/222.
+/// Windows' words for a port in use: tune 198/223, 205/223, 3; held 166/222. A line that
+/// announces the traceback logged after it (vLLM's "Error in inspecting model architecture")
+/// puts the cause on the exception that ends it: tune line 207/223; all 364/445, 396/445.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 88.7, 91.9, 98.5, 3),
+    ("tune", 88.7, 92.8, 98.5, 3),
     ("held", 74.7, 85.1, 98.0, 7),
-    ("all", 81.7, 88.5, 98.2, 10),
+    ("all", 81.7, 88.9, 98.2, 10),
 ];
 
 #[test]
