@@ -250,7 +250,8 @@ fn first_specific<'a>(rules: &RuleSet, hard: &[Found<'a>]) -> Option<Found<'a>> 
 
 /// The earliest error that explains the bad end: an error of the same deployment class logged
 /// before it in the same file, even one the process went on after (a failed import of vLLM's
-/// own extension, then an attribute missing from it).
+/// own extension, then an attribute missing from it), but not one the server went on to serve
+/// after: a server that served was not broken by what it logged while it started.
 fn earliest_of_class<'a>(rules: &RuleSet, all: &[Found<'a>], (pfi, pf): Found<'a>) -> Found<'a> {
     all.iter()
         .copied()
@@ -261,6 +262,7 @@ fn earliest_of_class<'a>(rules: &RuleSet, all: &[Found<'a>], (pfi, pf): Found<'a
                 && f.class.explains()
                 && !is_generic(rules, f)
                 && f.line < pf.line
+                && f.served == pf.served
         })
         .min_by_key(|(_, f)| f.line)
         .unwrap_or((pfi, pf))

@@ -1265,3 +1265,85 @@ fn cudnn_finding_no_engine_is_the_build() {
     let p = triage_text(log).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
 }
+
+/// vLLM refuses a backend with "Selected backend ... is not valid for this configuration" only
+/// when the deployment chose it (`--attention-backend`): the choice is the configuration's, not
+/// a build without the kernel. A backend vLLM finds unsupported by itself stays a dependency.
+#[test]
+fn a_chosen_backend_that_is_not_valid_is_configuration() {
+    let h = "(EngineCore pid=3608) ERROR 06-13 11:14:51 [core.py:1199] ";
+    let log = format!(
+        "(APIServer pid=3500) INFO 06-13 11:14:40 [api_server.py:1] vLLM API server version 0.19.0
+{h}EngineCore failed to start.
+{h}Traceback (most recent call last):
+{h}  File \"/venv/lib/python3.12/site-packages/vllm/platforms/cuda.py\", line 336, in get_attn_backend_cls
+{h}    raise ValueError(
+{h}ValueError: Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['partial multimodal token full attention not supported']
+(APIServer pid=3500) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {{}}
+"
+    );
+    let p = triage_text(&log).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::Config, 6, "config-selected-backend"),
+        "{p:?}"
+    );
+    let own = log.replace(
+        "Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['partial multimodal token full attention not supported']",
+        "No valid attention backend found for cuda with head_size 80: FLASH_ATTN not supported",
+    );
+    let p = triage_text(&own).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
+}
+
+/// Python's "unsupported operand type(s) for -: 'Tensor' and 'NoneType'" is a value the code did
+/// not expect (a code bug of the frames it names), not a feature the engine refuses; the same
+/// words for `|` between types are an old Python.
+#[test]
+fn an_unsupported_operand_is_a_code_bug_not_a_refused_setting() {
+    let log = "[2026-06-12 03:45:40] INFO:     Application startup complete.
+[2026-06-12 03:45:58] INFO:     127.0.0.1:50000 - \"GET /get_model_info HTTP/1.1\" 200 OK
+[2026-06-12 03:45:59 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/sgl/python/sglang/srt/managers/scheduler.py\", line 2900, in run_batch
+    self.attn_backend.init_forward_metadata(forward_batch)
+  File \"/sgl/python/sglang/srt/model_executor/model_runner.py\", line 3674, in update_sliding_window
+    torch.tensor(self.sliding_window_size) + seq_lens - prefix_lens,
+TypeError: unsupported operand type(s) for -: 'Tensor' and 'NoneType'
+
+[2026-06-12 03:45:59] SIGQUIT received. signum=None, frame=None. It usually means one child failed.
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Engine, 8), "{p:?}");
+    let old_python = log.replace(
+        "for -: 'Tensor' and 'NoneType'",
+        "for |: 'type' and 'NoneType'",
+    );
+    let p = triage_text(&old_python).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 8), "{p:?}");
+}
+
+/// A package probe that failed while the server started, before it served, does not explain a
+/// crash of the same class after it served: the crash's own line is the cause. Before serving,
+/// the earlier failure of the class still is the earliest error that explains the end.
+#[test]
+fn an_error_the_server_served_after_is_not_the_earliest_of_its_class() {
+    let log = "[2026-06-12 03:40:00] binary_missing sgl_kernel.common_ops No module named 'sgl_kernel.common_ops'
+[2026-06-12 03:45:40] INFO:     Application startup complete.
+[2026-06-12 03:45:58] INFO:     127.0.0.1:50000 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK
+[2026-06-12 03:45:59 TP0] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/usr/local/lib/python3.12/dist-packages/flashinfer/prefill.py\", line 2381, in run
+    _check_cached_qkv_data_type(
+RuntimeError: flashinfer kernel launch failed
+[2026-06-12 03:45:59] SIGQUIT received. signum=None, frame=None. It usually means one child failed.
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 7), "{p:?}");
+    // Not served yet: the probe explains the crash of its class.
+    let starting = log
+        .lines()
+        .filter(|l| !l.contains("Application startup") && !l.contains("200 OK"))
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    let p = triage_text(&starting).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 1), "{p:?}");
+}

@@ -314,12 +314,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// Windows' words for a port in use: tune 198/223, 205/223, 3; held 166/222. A line that
 /// announces the traceback logged after it (vLLM's "Error in inspecting model architecture")
 /// puts the cause on the exception that ends it: tune line 207/223; all 364/445, 396/445.
+/// An error the server served after is not the earliest of its class for a later crash: tune
+/// line 208/223; all 364/445, 397/445.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 88.7, 92.8, 98.5, 3),
+    ("tune", 88.7, 93.2, 98.5, 3),
     ("held", 74.7, 85.1, 98.0, 7),
-    ("all", 81.7, 88.9, 98.2, 10),
+    ("all", 81.7, 89.2, 98.2, 10),
 ];
 
 #[test]

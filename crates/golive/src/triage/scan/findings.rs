@@ -27,7 +27,7 @@ pub struct RawFinding {
     pub(super) phase_open_until: u64,
     pub during_shutdown: bool,
     /// The server had served (since its last start) when this line was logged.
-    pub(super) served: bool,
+    pub(crate) served: bool,
     /// Found on a WARNING line: a cause only when nothing fatal of another class follows.
     pub soft: bool,
     /// Occurrences of the same failure (crash loops): this one is the first.
