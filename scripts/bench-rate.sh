@@ -29,7 +29,7 @@ for rate in $RATES; do
   n=$((rate * SECS))
   "$GOLIVE" load --url http://127.0.0.1:18080 --rate "$rate" --arrival poisson --seed 1 \
     --requests "$n" --concurrency 4096 --prompt-tokens 128 --max-tokens 256 --no-calibrate \
-    --format json > "$OUT/rate-$rate.json" 2> "$OUT/rate-$rate.err" || true
+    --json "$OUT/rate-$rate.json" > "$OUT/rate-$rate.out" 2> "$OUT/rate-$rate.err" || true
   python3 - "$OUT/rate-$rate.json" "$rate" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1])); want = float(sys.argv[2])

@@ -94,10 +94,25 @@ struct EventLine<'a> {
     event: &'a Event,
 }
 
+impl JsonEvents {
+    /// Seconds since the reporter started, to the millisecond.
+    fn t(&self) -> f64 {
+        (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0
+    }
+
+    /// The command's own last line, in the events' shape: `{"t", "event", "data"}` (the
+    /// binary's result, such as `load`'s summary, that no library event carries).
+    pub fn last(&self, event: &str, data: &impl serde::Serialize) -> anyhow::Result<()> {
+        let json = serde_json::json!({"t": self.t(), "event": event, "data": data});
+        line(json.to_string())?;
+        Ok(())
+    }
+}
+
 impl Reporter for JsonEvents {
     fn report(&self, event: &Event) -> Result<(), ReportError> {
-        let t = (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
-        let json = serde_json::to_string(&EventLine { t, event }).map_err(anyhow::Error::from)?;
+        let json = serde_json::to_string(&EventLine { t: self.t(), event })
+            .map_err(anyhow::Error::from)?;
         line(json).map_err(anyhow::Error::from)?;
         Ok(())
     }

@@ -84,7 +84,8 @@ pub struct LoadArgs {
     /// Write one CSV row per request to this file.
     #[arg(long)]
     pub csv: Option<PathBuf>,
-    /// Summary on stdout: text or json.
+    /// Stdout: text (the summary) or json (one event per line: `load_started`, a `request`
+    /// per finished request, `load_finished`, then `load_summary` with the summary as `data`).
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
     /// Per-request objectives for goodput, as `vllm bench serve --goodput` takes them:
@@ -197,7 +198,15 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         return k8s_job(&args, n);
     }
     let opts = LoadOptions::try_from(&args)?;
-    let events = Events::new(Arc::new(LiveLoads::new("load", false)));
+    let live = Arc::new(LiveLoads::new("load", false));
+    // `--format json` (not a shard, whose one line a pod log carries): the events, one per
+    // line, then the summary as the last line.
+    let json = (args.format == OutputFormat::Json && opts.shard.is_none())
+        .then(|| Arc::new(out::JsonEvents::new()));
+    let events = match &json {
+        Some(j) => Events::new(j.clone()).and_first(live),
+        None => Events::new(live),
+    };
     let outcome = crate::runtime::block_on(load::load(&opts, &events))?;
     let (summary, result) = match outcome? {
         LoadOutcome::Unreachable(e) => {
@@ -228,7 +237,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
     }
     match args.format {
-        OutputFormat::Json => out::json_pretty(&summary)?,
+        OutputFormat::Json => match &json {
+            Some(j) => j.last("load_summary", &summary)?,
+            None => out::json_pretty(&summary)?,
+        },
         OutputFormat::Text => {
             out::text(&summary.to_text())?;
             // One machine-readable line for benchmark harnesses.

@@ -40,7 +40,7 @@ fn load_json(url: &str, goodput: &[&str]) -> serde_json::Value {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::load_summary(&out.stdout)
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn load_without_objectives_has_no_goodput_and_a_bad_key_is_refused() {
         .args(["--max-tokens", "4", "--no-calibrate", "--format", "json"])
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = common::load_summary(&out.stdout);
     assert!(v.get("goodput").is_none(), "{v:#}");
     for bad in ["itl:50", "ttft", "ttft:-1", "ttft:1e99"] {
         let out = Command::new(common::golive_bin())

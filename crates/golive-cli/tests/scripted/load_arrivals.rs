@@ -31,7 +31,7 @@ fn load(url: &str, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
         .args(["--format", "json"])
         .output()
         .unwrap();
-    let json = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let json = common::load_summary(&out.stdout);
     (
         out.status.code(),
         json,

@@ -94,6 +94,34 @@ pub fn text(o: &std::process::Output) -> String {
     )
 }
 
+/// The summary that `golive load --format json` printed last: stdout is one event per line
+/// (`load_started`, one `request` per finished request, `load_finished`), then `load_summary`,
+/// whose `data` is the summary. Checks that shape and that a `request` line stands for each
+/// request the summary counts; `Null` when stdout is not that stream (a run that failed).
+pub fn load_summary(stdout: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stdout);
+    let Ok(lines) = text
+        .lines()
+        .map(serde_json::from_str::<serde_json::Value>)
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return serde_json::Value::Null;
+    };
+    let Some((last, events)) = lines.split_last() else {
+        return serde_json::Value::Null;
+    };
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"load_started"), "{text}");
+    assert_eq!(kinds.last(), Some(&"load_finished"), "{text}");
+    assert_eq!(last["event"], "load_summary", "{text}");
+    let requests = kinds.iter().filter(|k| **k == "request").count() as u64;
+    assert_eq!(Some(requests), last["data"]["requests"].as_u64(), "{text}");
+    let ts: Vec<f64> = lines.iter().filter_map(|e| e["t"].as_f64()).collect();
+    assert_eq!(ts.len(), lines.len(), "every line has its time: {text}");
+    assert!(ts.windows(2).all(|w| w[0] <= w[1]), "{text}");
+    last["data"].clone()
+}
+
 /// The report.json that `golive accept --out DIR` wrote.
 pub fn report(out: &Path) -> serde_json::Value {
     let file = out.join("report.json");
