@@ -1,5 +1,6 @@
 //! The live line of long stages on stderr: a progress bar with requests/s, errors and
-//! TTFT p50, fed by the library's per-request records (as oha's monitor is).
+//! TTFT p50, drawn from the running figures the library sends ([`LoadProgress`]); the
+//! display counts nothing itself.
 //!
 //! Shown only when stderr is a terminal. `GOLIVE_LIVE=plain` prints the same line as
 //! plain text instead (about once a second and at the end), for logs and tests, with
@@ -10,8 +11,7 @@ use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use golive::client::{LatencyStats, RequestRecord};
-use golive::events::{Event, ReportError, Reporter};
+use golive::events::{Event, LoadProgress, ReportError, Reporter};
 
 enum Display {
     Bar(indicatif::ProgressBar),
@@ -23,8 +23,6 @@ pub struct Live {
     command: &'static str,
     label: Option<String>,
     display: Display,
-    started: Instant,
-    stats: Mutex<LatencyStats>,
 }
 
 /// How the live line is shown here: a bar on a terminal, plain lines when asked.
@@ -69,22 +67,15 @@ impl Live {
             command,
             label: label.map(str::to_string),
             display,
-            started: Instant::now(),
-            stats: Mutex::new(LatencyStats::default()),
         }))
     }
 
-    pub fn record(&self, rec: &RequestRecord) {
-        let line = {
-            let Ok(mut stats) = self.stats.lock() else {
-                return;
-            };
-            stats.record(rec);
-            self.line_of(&stats)
-        };
+    /// Draws the load's figures so far.
+    pub fn draw(&self, p: &LoadProgress) {
+        let line = line_of(p);
         match &self.display {
             Display::Bar(bar) => {
-                bar.inc(1);
+                bar.set_position(p.requests);
                 bar.set_message(line);
             }
             Display::Plain { last } => {
@@ -97,29 +88,11 @@ impl Live {
         }
     }
 
-    /// `42 requests, 3.1 req/s, 0 errors, TTFT p50 118 ms`
-    fn line_of(&self, stats: &LatencyStats) -> String {
-        let rate = stats.requests as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
-        let ttft = if stats.requests > stats.errors {
-            format!("{:.0} ms", stats.ttft_ms().p50)
-        } else {
-            "n/a".into()
-        };
-        format!(
-            "{} requests, {rate:.1} req/s, {} errors, TTFT p50 {ttft}",
-            stats.requests, stats.errors
-        )
-    }
-
-    /// Clears the bar; the plain form prints its last line.
-    pub fn finish(&self) {
+    /// Clears the bar; the plain form prints the load's final figures.
+    pub fn finish(&self, p: &LoadProgress) {
         match &self.display {
             Display::Bar(bar) => bar.finish_and_clear(),
-            Display::Plain { .. } => {
-                if let Ok(stats) = self.stats.lock() {
-                    self.print(&self.line_of(&stats));
-                }
-            }
+            Display::Plain { .. } => self.print(&line_of(p)),
         }
     }
 
@@ -132,8 +105,19 @@ impl Live {
     }
 }
 
+/// `42 requests, 3.1 req/s, 0 errors, TTFT p50 118 ms`
+fn line_of(p: &LoadProgress) -> String {
+    let ttft = p
+        .ttft_p50_ms
+        .map_or_else(|| "n/a".to_string(), |ms| format!("{ms:.0} ms"));
+    format!(
+        "{} requests, {:.1} req/s, {} errors, TTFT p50 {ttft}",
+        p.requests, p.requests_per_s, p.errors
+    )
+}
+
 /// The live line of each load of a run, drawn from its events: a load's start opens
-/// one, its requests move it, its end closes it.
+/// one, its running figures move it, its end closes it.
 pub struct LiveLoads {
     command: &'static str,
     /// Name each load on its line (accept's ramp steps); `golive load` has only one.
@@ -161,14 +145,14 @@ impl LiveLoads {
                 let label = Some(label.as_str()).filter(|_| self.labelled);
                 *live = Live::start(self.command, label, *planned);
             }
-            Event::Request(rec) => {
+            Event::LoadProgress(p) => {
                 if let Some(l) = live.as_ref() {
-                    l.record(rec);
+                    l.draw(p);
                 }
             }
-            Event::LoadFinished { .. } => {
+            Event::LoadFinished(p) => {
                 if let Some(l) = live.take() {
-                    l.finish();
+                    l.finish(p);
                 }
             }
             _ => {}

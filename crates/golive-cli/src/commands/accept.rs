@@ -347,7 +347,7 @@ impl Reporter for Terminal {
             Event::Notice(text) | Event::Warning(text) | Event::Unreachable(text) => {
                 out::note("accept", text)
             }
-            Event::LoadStarted { .. } | Event::Request(_) | Event::LoadFinished { .. } => {
+            Event::LoadStarted { .. } | Event::LoadProgress(_) | Event::LoadFinished(_) => {
                 self.loads.show(event)
             }
             _ => {}

@@ -6,11 +6,13 @@
 //! Markdown, JUnit, HTML: `accept::ReportFiles`, fed by [`Event::ReportUpdated`] and
 //! [`Event::ReportFinished`]) and tests are reporters.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 pub(crate) mod watch;
 
-use crate::client::{OnRecord, RequestRecord};
+use crate::client::{LatencyStats, OnRecord, RequestRecord};
 use crate::report::{Check, RampStep, Report, Stage};
 use watch::{Evaluation, FleetEvaluation};
 
@@ -45,11 +47,11 @@ pub enum Event {
     },
     /// One request of the current load finished.
     Request(Box<RequestRecord>),
-    /// The current load ended.
-    LoadFinished {
-        /// The label it started with.
-        label: String,
-    },
+    /// The current load's running figures, at most every [`PROGRESS_EVERY`]: what a live
+    /// display draws (the library counts; a display does not).
+    LoadProgress(LoadProgress),
+    /// The current load ended; its final figures.
+    LoadFinished(LoadProgress),
     /// A remark for the operator that changes nothing (a clamped setting, a missing file).
     Notice(String),
     /// A warning: something could not be done, the run goes on.
@@ -79,6 +81,68 @@ pub enum Event {
     FleetEvaluated(Box<FleetEvaluation>),
     /// watch: the target did not answer (from the start, or longer than the grace).
     Unreachable(String),
+}
+
+/// How often a load's running figures are sent ([`Event::LoadProgress`]).
+pub const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// One load's figures so far, as the library counts them from its requests.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LoadProgress {
+    /// The load's label ([`Event::LoadStarted`]).
+    pub label: String,
+    /// Requests finished so far.
+    pub requests: u64,
+    /// Of them, failed.
+    pub errors: u64,
+    /// Seconds since the load started.
+    pub elapsed_s: f64,
+    /// Finished requests per second since the load started.
+    pub requests_per_s: f64,
+    /// Median time to first token of the answered requests; `None` before the first.
+    pub ttft_p50_ms: Option<f64>,
+}
+
+/// The running count of one load: its statistics and when its figures were last sent.
+struct Tally {
+    label: String,
+    started: Instant,
+    last_sent: Instant,
+    stats: LatencyStats,
+}
+
+impl Tally {
+    fn new(label: &str) -> Self {
+        let now = Instant::now();
+        Tally {
+            label: label.to_string(),
+            started: now,
+            last_sent: now,
+            stats: LatencyStats::default(),
+        }
+    }
+
+    fn progress(&self) -> LoadProgress {
+        let elapsed_s = self.started.elapsed().as_secs_f64();
+        let s = &self.stats;
+        LoadProgress {
+            label: self.label.clone(),
+            requests: s.requests,
+            errors: s.errors,
+            elapsed_s,
+            requests_per_s: s.requests as f64 / elapsed_s.max(1e-3),
+            ttft_p50_ms: (s.requests > s.errors).then(|| s.ttft_ms().p50),
+        }
+    }
+
+    /// Counts `rec`; the figures when they are due to be sent.
+    fn record(&mut self, rec: &RequestRecord) -> Option<LoadProgress> {
+        self.stats.record(rec);
+        (self.last_sent.elapsed() >= PROGRESS_EVERY).then(|| {
+            self.last_sent = Instant::now();
+            self.progress()
+        })
+    }
 }
 
 /// A report's state in short: what an event line says of it.
@@ -181,6 +245,8 @@ impl Reporter for Tee {
 pub struct Events {
     reporter: Arc<dyn Reporter>,
     failed: Arc<Mutex<Option<anyhow::Error>>>,
+    /// The loads under way, by label: their running counts.
+    loads: Arc<Mutex<HashMap<String, Arc<Mutex<Tally>>>>>,
 }
 
 impl Default for Events {
@@ -201,6 +267,7 @@ impl Events {
         Events {
             reporter,
             failed: Arc::default(),
+            loads: Arc::default(),
         }
     }
 
@@ -210,6 +277,7 @@ impl Events {
         Events {
             reporter: Arc::new(Tee(vec![first, self.reporter.clone()])),
             failed: self.failed.clone(),
+            loads: self.loads.clone(),
         }
     }
 
@@ -243,23 +311,34 @@ impl Events {
         self.emit(Event::Warning(text.into()));
     }
 
-    /// Announces a load and gives the callback its workers send each record to.
+    /// Announces a load and gives the callback its workers send each record to: each
+    /// becomes an [`Event::Request`], and the load's count sends [`Event::LoadProgress`].
     pub fn load_started(&self, label: &str, planned: Option<u64>) -> Option<OnRecord> {
         self.emit(Event::LoadStarted {
             label: label.to_string(),
             planned,
         });
+        let tally = Arc::new(Mutex::new(Tally::new(label)));
+        if let Ok(mut loads) = self.loads.lock() {
+            loads.insert(label.to_string(), tally.clone());
+        }
         let events = self.clone();
         Some(Arc::new(move |rec: &RequestRecord| {
-            events.emit(Event::Request(Box::new(rec.clone())))
+            events.emit(Event::Request(Box::new(rec.clone())));
+            let due = tally.lock().ok().and_then(|mut t| t.record(rec));
+            if let Some(p) = due {
+                events.emit(Event::LoadProgress(p));
+            }
         }))
     }
 
-    /// Emits [`Event::LoadFinished`] for the load `label`.
+    /// Emits [`Event::LoadFinished`] for the load `label`, with its final figures.
     pub fn load_finished(&self, label: &str) {
-        self.emit(Event::LoadFinished {
-            label: label.to_string(),
-        });
+        let tally = self.loads.lock().ok().and_then(|mut l| l.remove(label));
+        let progress = tally
+            .and_then(|t| t.lock().ok().map(|t| t.progress()))
+            .unwrap_or_else(|| Tally::new(label).progress());
+        self.emit(Event::LoadFinished(progress));
     }
 }
 
@@ -293,5 +372,71 @@ mod tests {
         assert_eq!(format!("{e}"), "stdout is full");
         // The first error only, once.
         assert!(events.check().is_ok());
+    }
+
+    /// Keeps every event it is sent.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<Event>>);
+
+    impl Reporter for Kept {
+        fn report(&self, event: &Event) -> Result<(), ReportError> {
+            self.0.lock().unwrap().push(event.clone());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_load_sends_its_running_figures_at_most_every_interval_and_its_final_ones_at_the_end() {
+        let kept = Arc::new(Kept::default());
+        let events = Events::new(kept.clone());
+        let on_record = events.load_started("step", Some(4)).unwrap();
+        let ok = RequestRecord {
+            start_us: 0,
+            first_token_us: Some(100_000),
+            end_us: 150_000,
+            http_status: Some(200),
+            ..Default::default()
+        };
+        let failed = RequestRecord {
+            error: Some(crate::client::ErrorKind::Timeout),
+            ..Default::default()
+        };
+        on_record(&failed);
+        on_record(&ok);
+        std::thread::sleep(PROGRESS_EVERY);
+        on_record(&ok);
+        on_record(&ok);
+        events.load_finished("step");
+        let got = kept.0.lock().unwrap();
+        let progress: Vec<&LoadProgress> = got
+            .iter()
+            .filter_map(|e| match e {
+                Event::LoadProgress(p) => Some(p),
+                _ => None,
+            })
+            .collect();
+        // Four requests within one interval but the last two: one snapshot, after the third.
+        assert_eq!(progress.len(), 1, "{got:?}");
+        assert_eq!((progress[0].requests, progress[0].errors), (3, 1));
+        let Some(Event::LoadFinished(end)) = got.last() else {
+            panic!("{got:?}")
+        };
+        assert_eq!(
+            (end.label.as_str(), end.requests, end.errors),
+            ("step", 4, 1)
+        );
+        let ttft = end.ttft_p50_ms.unwrap();
+        assert!((ttft - 100.0).abs() < 1.0, "{ttft}");
+        assert!(end.requests_per_s > 0.0);
+        drop(got);
+        // A load with no answered request has no TTFT yet.
+        let on_record = events.load_started("empty", None).unwrap();
+        on_record(&failed);
+        events.load_finished("empty");
+        let got = kept.0.lock().unwrap();
+        let Some(Event::LoadFinished(end)) = got.last() else {
+            panic!("{got:?}")
+        };
+        assert_eq!((end.requests, end.ttft_p50_ms), (1, None));
     }
 }

@@ -623,7 +623,8 @@ pub enum LoadOutcome {
 
 /// Checks the options, resolves the model, calibrates and runs the load. `events` gets
 /// [`Event::LoadStarted`](crate::events::Event::LoadStarted), one
-/// [`Event::Request`](crate::events::Event::Request) per finished request and
+/// [`Event::Request`](crate::events::Event::Request) per finished request, the running
+/// figures ([`Event::LoadProgress`](crate::events::Event::LoadProgress)) and
 /// [`Event::LoadFinished`](crate::events::Event::LoadFinished), as accept's loads do; a
 /// reporter's error ends the command with it once the load is done.
 pub async fn load(args: &LoadOptions, events: &Events) -> crate::Result<LoadOutcome> {

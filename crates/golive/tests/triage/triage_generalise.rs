@@ -1347,3 +1347,53 @@ RuntimeError: flashinfer kernel launch failed
     let p = triage_text(&starting).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 1), "{p:?}");
 }
+
+/// A process that cannot bind its port exits: the lines after it are another process's (the
+/// one that holds the port, still serving into the same file), not its recovery.
+#[test]
+fn a_port_in_use_ends_its_process_whatever_the_holder_serves_after_it() {
+    let log = "Error: listen tcp 127.0.0.1:11434: bind: address already in use
+[GIN] 2026/02/08 - 10:38:09 | 200 |    1.435875ms |       127.0.0.1 | GET      \"/api/tags\"
+[GIN] 2026/02/08 - 10:38:12 | 200 |  2.512345678s |       127.0.0.1 | POST     \"/api/chat\"
+[GIN] 2026/02/08 - 10:38:15 | 200 |  2.012345678s |       127.0.0.1 | POST     \"/api/chat\"
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::Config, 1, "config-port-in-use"),
+        "{p:?}"
+    );
+    // The same serving lines without the failed start: healthy.
+    let holder: String = log.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    assert!(triage_text(&holder).primary.is_none());
+}
+
+/// llama.cpp's server failing to turn a request's messages into its chat format (500 `Failed to
+/// parse messages`) is the chat interface failing; a client's malformed message refused with
+/// 400 before it is the client's, and alone leaves a serving server healthy.
+#[test]
+fn llama_cpps_failed_message_parsing_is_the_chat_interface_and_a_400_is_the_clients() {
+    let serving = "main: server is listening on http://127.0.0.1:8080 - starting the main loop
+srv  update_slots: all slots are idle
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+";
+    let refused = format!(
+        "{serving}srv    operator(): got exception: {{\"error\":{{\"code\":400,\"message\":\"Assistant message must contain either 'content' or 'tool_calls'!\",\"type\":\"invalid_request_error\"}}}}
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 400
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+"
+    );
+    assert!(triage_text(&refused).primary.is_none(), "a client's 400");
+    let failed = format!(
+        "{refused}srv    operator(): got exception: {{\"error\":{{\"code\":500,\"message\":\"Failed to parse messages: [json.exception.type_error.302] type must be string, but is null\",\"type\":\"server_error\"}}}}
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 500
+srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
+"
+    );
+    let p = triage_text(&failed).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::ToolParser, 7, "tool-llamacpp-parse-messages"),
+        "{p:?}"
+    );
+}

@@ -315,13 +315,20 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// announces the traceback logged after it (vLLM's "Error in inspecting model architecture")
 /// puts the cause on the exception that ends it: tune line 207/223; all 364/445, 396/445.
 /// An error the server served after is not the earliest of its class for a later crash: tune
-/// line 208/223; all 364/445, 397/445.
+/// line 208/223; all 364/445, 397/445. Then batch W (ids 857-884: 16 failed, 12 healthy; vLLM
+/// and SGLang on DGX Spark, GH200 under slurm, Ascend in Kubernetes, LMCache instances, ollama
+/// serve started twice into one file, llama.cpp on a T4 with a chat-message parser failing),
+/// measured as it came: 5/16 class, 11/16 line, 4 none, 12/12 quiet. A port in use ends its
+/// process (the holder's lines after it are not its recovery), llama.cpp's `Failed to parse
+/// messages` is the chat interface, a chosen backend vLLM refuses is configuration: batch W
+/// 11/16, 16/16, 0, 12/12. Tune 204/231, 216/231, 3, 209/212; held 172/230, 198/230, 6,
+/// 207/211; all 376/461, 414/461, 9, 416/423.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 88.7, 93.2, 98.5, 3),
-    ("held", 74.7, 85.1, 98.0, 7),
-    ("all", 81.7, 89.2, 98.2, 10),
+    ("tune", 88.3, 93.5, 98.5, 3),
+    ("held", 74.7, 86.0, 98.0, 6),
+    ("all", 81.5, 89.8, 98.3, 9),
 ];
 
 #[test]
