@@ -102,9 +102,15 @@ impl JsonEvents {
 
     /// The command's own last line, in the events' shape: `{"t", "event", "data"}` (the
     /// binary's result, such as `load`'s summary, that no library event carries).
-    pub fn last(&self, event: &str, data: &impl serde::Serialize) -> anyhow::Result<()> {
-        let json = serde_json::json!({"t": self.t(), "event": event, "data": data});
-        line(json.to_string())?;
+    pub fn last<T: serde::Serialize>(&self, event: &str, data: &T) -> anyhow::Result<()> {
+        #[derive(serde::Serialize)]
+        struct Last<'a, T> {
+            t: f64,
+            event: &'a str,
+            data: &'a T,
+        }
+        let t = self.t();
+        line(serde_json::to_string(&Last { t, event, data })?)?;
         Ok(())
     }
 }
