@@ -15,7 +15,10 @@ use golive::events::{Event, LoadProgress, ReportError, Reporter};
 
 enum Display {
     Bar(indicatif::ProgressBar),
-    Plain { last: Mutex<Instant> },
+    /// When the last line was printed, and that line.
+    Plain {
+        last: Mutex<(Instant, String)>,
+    },
 }
 
 /// One live line, for one load (a ramp step, the soak, `golive load`).
@@ -60,7 +63,7 @@ impl Live {
                 Display::Bar(bar)
             }
             false => Display::Plain {
-                last: Mutex::new(Instant::now()),
+                last: Mutex::new((Instant::now(), String::new())),
             },
         };
         Some(Arc::new(Live {
@@ -80,19 +83,25 @@ impl Live {
             }
             Display::Plain { last } => {
                 let Ok(mut last) = last.lock() else { return };
-                if last.elapsed() >= Duration::from_secs(1) {
-                    *last = Instant::now();
+                if last.0.elapsed() >= Duration::from_secs(1) {
                     self.print(&line);
+                    *last = (Instant::now(), line);
                 }
             }
         }
     }
 
-    /// Clears the bar; the plain form prints the load's final figures.
+    /// Clears the bar; the plain form prints the load's final figures, unless its last
+    /// line already said them.
     pub fn finish(&self, p: &LoadProgress) {
         match &self.display {
             Display::Bar(bar) => bar.finish_and_clear(),
-            Display::Plain { .. } => self.print(&line_of(p)),
+            Display::Plain { last } => {
+                let line = line_of(p);
+                if last.lock().map_or(true, |last| last.1 != line) {
+                    self.print(&line);
+                }
+            }
         }
     }
 
