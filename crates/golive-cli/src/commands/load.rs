@@ -85,7 +85,8 @@ pub struct LoadArgs {
     #[arg(long)]
     pub csv: Option<PathBuf>,
     /// Stdout: text (the summary) or json (one event per line: `load_started`, a `request`
-    /// per finished request, `load_finished`, then `load_summary` with the summary as `data`).
+    /// per finished request, `load_progress`, `load_finished`, then `load_summary` with the
+    /// summary as `data`).
     #[arg(long, value_enum, default_value = "text")]
     pub format: OutputFormat,
     /// Per-request objectives for goodput, as `vllm bench serve --goodput` takes them:
