@@ -76,6 +76,9 @@ pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// "basic"}`). A stdout that cannot be written stops the run (exit 4).
 pub struct JsonEvents {
     started: Instant,
+    /// Held while a line's time is taken and the line written: lines from the load's
+    /// workers keep their times in order.
+    writing: std::sync::Mutex<()>,
 }
 
 impl JsonEvents {
@@ -83,6 +86,7 @@ impl JsonEvents {
     pub fn new() -> Self {
         JsonEvents {
             started: Instant::now(),
+            writing: std::sync::Mutex::new(()),
         }
     }
 }
@@ -109,6 +113,7 @@ impl JsonEvents {
             event: &'a str,
             data: &'a T,
         }
+        let _in_order = self.writing.lock();
         let t = self.t();
         line(serde_json::to_string(&Last { t, event, data })?)?;
         Ok(())
@@ -117,6 +122,7 @@ impl JsonEvents {
 
 impl Reporter for JsonEvents {
     fn report(&self, event: &Event) -> Result<(), ReportError> {
+        let _in_order = self.writing.lock();
         let json = serde_json::to_string(&EventLine { t: self.t(), event })
             .map_err(anyhow::Error::from)?;
         line(json).map_err(anyhow::Error::from)?;
