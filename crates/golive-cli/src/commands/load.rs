@@ -238,9 +238,10 @@ pub fn run(args: LoadArgs) -> anyhow::Result<u8> {
         }
     }
     match args.format {
+        // Not a shard (answered above): the event stream's last line.
         OutputFormat::Json => match &json {
             Some(j) => j.last("load_summary", &summary)?,
-            None => out::json_pretty(&summary)?,
+            None => unreachable!("--format json without --shard has its event stream"),
         },
         OutputFormat::Text => {
             out::text(&summary.to_text())?;
