@@ -510,12 +510,12 @@ impl Ramp<'_> {
         let plan = Arc::new(step_load(self.model, info, self.cfg, p));
         let before = scrape().await;
         let load_label = format!("ramp {}", p.label);
-        let bar = node.events.load_started(&load_label, plan.requests);
+        let tracker = node.events.load_started(&load_label, plan.requests);
         let load = run_load(
             node.client.clone(),
             plan.clone(),
             Arc::new(LoadCounters::default()),
-            bar.clone(),
+            Some(tracker.on_record()),
         );
         let every = Duration::from_millis(500);
         let (result, peaks) = engine::with_peaks(
@@ -527,7 +527,7 @@ impl Ramp<'_> {
             load,
         )
         .await;
-        node.events.load_finished(&load_label);
+        tracker.finish();
         let after = scrape().await;
         let preemptions = match (&before, &after) {
             (Some(b), Some(a)) => first_delta(b, a, names.preemptions),

@@ -234,12 +234,12 @@ async fn measure(
     let interval = (duration / 12).max(Duration::from_secs(1));
     let first = scrape().await;
     let started = Instant::now();
-    let bar = node.events.load_started("soak", None);
+    let tracker = node.events.load_started("soak", None);
     let load = run_load(
         node.client.clone(),
         plan.clone(),
         counters.clone(),
-        bar.clone(),
+        Some(tracker.on_record()),
     );
     let mut samples: Vec<SoakSample> = Vec::new();
     let mut in_flight: Vec<f64> = Vec::new();
@@ -259,7 +259,7 @@ async fn measure(
         r = load => r,
         _ = sampler => unreachable!("the sampler never ends"),
     };
-    node.events.load_finished("soak");
+    tracker.finish();
     let last = scrape().await;
     ttft_per_interval(&mut samples, &result, node.client.micros(started));
     SoakMeasured {

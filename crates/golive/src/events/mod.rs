@@ -6,14 +6,14 @@
 //! Markdown, JUnit, HTML: `accept::ReportFiles`, fed by [`Event::ReportUpdated`] and
 //! [`Event::ReportFinished`]) and tests are reporters.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub(crate) mod watch;
 
-use crate::client::{LatencyStats, OnRecord, RequestRecord};
+use crate::client::{new_histogram, percentiles, OnRecord, RequestRecord};
 use crate::report::{Check, RampStep, Report, Stage};
+use hdrhistogram::Histogram;
 use watch::{Evaluation, FleetEvaluation};
 
 /// Something that happened during a run. It serialises as `{"event": "stage_started",
@@ -103,12 +103,17 @@ pub struct LoadProgress {
     pub ttft_p50_ms: Option<f64>,
 }
 
-/// The running count of one load: its statistics and when its figures were last sent.
+/// The running count of one load: what [`LoadProgress`] shows, and when it was last sent.
+/// It counts only that (requests, failures, one TTFT histogram), not the load's whole
+/// [`crate::client::LatencyStats`]: the load's own statistics already record every chunk
+/// gap of every request, and the display must not record them all a second time.
 struct Tally {
     label: String,
     started: Instant,
     last_sent: Instant,
-    stats: LatencyStats,
+    requests: u64,
+    errors: u64,
+    ttft: Histogram<u64>,
 }
 
 impl Tally {
@@ -118,26 +123,34 @@ impl Tally {
             label: label.to_string(),
             started: now,
             last_sent: now,
-            stats: LatencyStats::default(),
+            requests: 0,
+            errors: 0,
+            ttft: new_histogram(),
         }
     }
 
     fn progress(&self) -> LoadProgress {
         let elapsed_s = self.started.elapsed().as_secs_f64();
-        let s = &self.stats;
         LoadProgress {
             label: self.label.clone(),
-            requests: s.requests,
-            errors: s.errors,
+            requests: self.requests,
+            errors: self.errors,
             elapsed_s,
-            requests_per_s: s.requests as f64 / elapsed_s.max(1e-3),
-            ttft_p50_ms: (s.requests > s.errors).then(|| s.ttft_ms().p50),
+            requests_per_s: self.requests as f64 / elapsed_s.max(1e-3),
+            ttft_p50_ms: (!self.ttft.is_empty()).then(|| percentiles(&self.ttft).p50),
         }
     }
 
     /// Counts `rec`; the figures when they are due to be sent.
     fn record(&mut self, rec: &RequestRecord) -> Option<LoadProgress> {
-        self.stats.record(rec);
+        self.requests += 1;
+        match (rec.error, rec.first_token_us) {
+            (Some(_), _) => self.errors += 1,
+            (None, Some(t)) => self
+                .ttft
+                .saturating_record(t.saturating_sub(rec.start_us).max(1)),
+            (None, None) => {}
+        }
         (self.last_sent.elapsed() >= PROGRESS_EVERY).then(|| {
             self.last_sent = Instant::now();
             self.progress()
@@ -245,8 +258,6 @@ impl Reporter for Tee {
 pub struct Events {
     reporter: Arc<dyn Reporter>,
     failed: Arc<Mutex<Option<anyhow::Error>>>,
-    /// The loads under way, by label: their running counts.
-    loads: Arc<Mutex<HashMap<String, Arc<Mutex<Tally>>>>>,
 }
 
 impl Default for Events {
@@ -267,7 +278,6 @@ impl Events {
         Events {
             reporter,
             failed: Arc::default(),
-            loads: Arc::default(),
         }
     }
 
@@ -277,7 +287,6 @@ impl Events {
         Events {
             reporter: Arc::new(Tee(vec![first, self.reporter.clone()])),
             failed: self.failed.clone(),
-            loads: self.loads.clone(),
         }
     }
 
@@ -311,34 +320,47 @@ impl Events {
         self.emit(Event::Warning(text.into()));
     }
 
-    /// Announces a load and gives the callback its workers send each record to: each
-    /// becomes an [`Event::Request`], and the load's count sends [`Event::LoadProgress`].
-    pub fn load_started(&self, label: &str, planned: Option<u64>) -> Option<OnRecord> {
+    /// Announces a load; the handle gives the callback its workers send each record to
+    /// (each becomes an [`Event::Request`], and the load's count sends
+    /// [`Event::LoadProgress`]) and ends the load with [`LoadTracker::finish`].
+    pub fn load_started(&self, label: &str, planned: Option<u64>) -> LoadTracker {
         self.emit(Event::LoadStarted {
             label: label.to_string(),
             planned,
         });
-        let tally = Arc::new(Mutex::new(Tally::new(label)));
-        if let Ok(mut loads) = self.loads.lock() {
-            loads.insert(label.to_string(), tally.clone());
+        LoadTracker {
+            events: self.clone(),
+            tally: Arc::new(Mutex::new(Tally::new(label))),
         }
-        let events = self.clone();
-        Some(Arc::new(move |rec: &RequestRecord| {
+    }
+}
+
+/// One load under way: its running count, and the events it reports to.
+pub struct LoadTracker {
+    events: Events,
+    tally: Arc<Mutex<Tally>>,
+}
+
+impl LoadTracker {
+    /// The callback the load's workers send each finished request to.
+    pub fn on_record(&self) -> OnRecord {
+        let (events, tally) = (self.events.clone(), self.tally.clone());
+        Arc::new(move |rec: &RequestRecord| {
             events.emit(Event::Request(Box::new(rec.clone())));
             let due = tally.lock().ok().and_then(|mut t| t.record(rec));
             if let Some(p) = due {
                 events.emit(Event::LoadProgress(p));
             }
-        }))
+        })
     }
 
-    /// Emits [`Event::LoadFinished`] for the load `label`, with its final figures.
-    pub fn load_finished(&self, label: &str) {
-        let tally = self.loads.lock().ok().and_then(|mut l| l.remove(label));
-        let progress = tally
-            .and_then(|t| t.lock().ok().map(|t| t.progress()))
-            .unwrap_or_else(|| Tally::new(label).progress());
-        self.emit(Event::LoadFinished(progress));
+    /// Emits [`Event::LoadFinished`] with the load's final figures.
+    pub fn finish(self) {
+        let progress = match self.tally.lock() {
+            Ok(t) => t.progress(),
+            Err(poisoned) => poisoned.into_inner().progress(),
+        };
+        self.events.emit(Event::LoadFinished(progress));
     }
 }
 
@@ -389,7 +411,8 @@ mod tests {
     fn a_load_sends_its_running_figures_at_most_every_interval_and_its_final_ones_at_the_end() {
         let kept = Arc::new(Kept::default());
         let events = Events::new(kept.clone());
-        let on_record = events.load_started("step", Some(4)).unwrap();
+        let step = events.load_started("step", Some(4));
+        let on_record = step.on_record();
         let ok = RequestRecord {
             start_us: 0,
             first_token_us: Some(100_000),
@@ -406,7 +429,7 @@ mod tests {
         std::thread::sleep(PROGRESS_EVERY);
         on_record(&ok);
         on_record(&ok);
-        events.load_finished("step");
+        step.finish();
         let got = kept.0.lock().unwrap();
         let progress: Vec<&LoadProgress> = got
             .iter()
@@ -430,9 +453,9 @@ mod tests {
         assert!(end.requests_per_s > 0.0);
         drop(got);
         // A load with no answered request has no TTFT yet.
-        let on_record = events.load_started("empty", None).unwrap();
-        on_record(&failed);
-        events.load_finished("empty");
+        let empty = events.load_started("empty", None);
+        empty.on_record()(&failed);
+        empty.finish();
         let got = kept.0.lock().unwrap();
         let Some(Event::LoadFinished(end)) = got.last() else {
             panic!("{got:?}")

@@ -698,15 +698,15 @@ pub async fn load(args: &LoadOptions, events: &Events) -> crate::Result<LoadOutc
         .map(String::as_str)
         .collect::<Vec<_>>()
         .join(" ");
-    let on_record = events.load_started(LOAD_LABEL, plan.requests);
+    let tracker = events.load_started(LOAD_LABEL, plan.requests);
     let result = run_load(
         Arc::new(client),
         plan.clone(),
         Arc::new(LoadCounters::default()),
-        on_record,
+        Some(tracker.on_record()),
     )
     .await;
-    events.load_finished(LOAD_LABEL);
+    tracker.finish();
     events.check()?;
     let summary = LoadSummary::new(&urls, &plan, &result);
     Ok(LoadOutcome::Done {
