@@ -69,7 +69,10 @@ fn a_poisson_schedule_keeps_its_rate_and_reports_its_lateness() {
     assert_eq!(s["arrival"]["kind"], "poisson", "{s:#}");
     assert_eq!(s["requests"], 300);
     assert_eq!(s["schedule_lateness_ms"]["count"], 300, "{s:#}");
-    assert_eq!(s["client_limited"], false, "{s:#}");
+    // Whether the client kept up is the lateness it measured (p99 above 10 ms at this rate),
+    // not a promise of this test: on 2 shared cores a busy neighbour can delay the client.
+    let late_p99 = s["schedule_lateness_ms"]["p99"].as_f64().unwrap();
+    assert_eq!(s["client_limited"], late_p99 > 10.0, "{s:#}");
     // 300 exponential intervals of mean 5 ms: 1.5 s within a few standard deviations
     // (sd of the sum: 5 ms * sqrt(300) = 87 ms), plus the last answer.
     let secs = s["duration_s"].as_f64().unwrap();
