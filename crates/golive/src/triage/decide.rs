@@ -369,7 +369,32 @@ impl Words<'_> {
         }
         self.hint(all, &mut p);
         self.nccl_first_warning(all, &mut p);
+        self.crash_of_frame(all, fi, f, &mut p);
         p
+    }
+
+    /// A frame of a native crash's backtrace names the layer; the crash line it follows (a
+    /// fatal consequence within a backtrace's first lines above it) states the cause.
+    fn crash_of_frame(&self, all: &[Found<'_>], fi: usize, f: &RawFinding, p: &mut Finding) {
+        if f.rule == usize::MAX || !self.rules.rules[f.rule].backtrace_frame {
+            return;
+        }
+        let crash = all
+            .iter()
+            .filter(|(gi, g)| {
+                *gi == fi
+                    && g.kind == RuleKind::Consequence
+                    && g.rule != usize::MAX
+                    && self.rules.rules[g.rule].fatal
+                    && g.line < f.line
+                    && g.line + FRAME_REACH >= f.line
+            })
+            .max_by_key(|(_, g)| g.line);
+        if let Some((_, c)) = crash {
+            p.line = c.line;
+            p.text = c.text.clone();
+            p.context = c.context.clone();
+        }
     }
 
     /// A lone consequence that quotes its error ("Worker failed with error 'CUDA error: an
@@ -534,6 +559,10 @@ fn redacted(mut f: Finding) -> Finding {
     }
     f
 }
+
+/// How many lines a native backtrace's frame may come after its crash line (the header, the
+/// signal handler's own frames).
+const FRAME_REACH: u64 = 8;
 
 /// How far after a line that announces or wraps an exception (Ray's wrapper line) that
 /// exception's own line may come: its traceback, with a remote worker's frames.

@@ -68,6 +68,8 @@ struct RuleDef {
     #[serde(default)]
     announces: bool,
     #[serde(default)]
+    backtrace_frame: bool,
+    #[serde(default)]
     before_serving: bool,
     #[serde(default)]
     chain: bool,
@@ -187,6 +189,9 @@ pub struct Rule {
     /// architecture"): the exception that ends it, when a cause of the same class, is the
     /// line that names the cause.
     pub announces: bool,
+    /// The line is a frame of a native crash's backtrace: it names the layer, and the crash
+    /// line the backtrace follows (`Caught signal 11 ...`) is the line that states the cause.
+    pub backtrace_frame: bool,
     /// A cause only on a line logged before the server first served (since its last start).
     pub before_serving: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
@@ -329,6 +334,7 @@ impl Rule {
             fatal: false,
             child: false,
             announces: false,
+            backtrace_frame: false,
             before_serving: false,
             chain: false,
             quiets_chain: false,
@@ -539,6 +545,7 @@ impl RuleSet {
                 fatal: d.fatal,
                 child: d.child,
                 announces: d.announces,
+                backtrace_frame: d.backtrace_frame,
                 before_serving: d.before_serving,
                 chain: d.chain,
                 quiets_chain: d.quiets_chain,

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """measure.py LABELS LOGDIR [GOLIVE]: `golive triage` on each labelled log of a new batch, before
 any rule changes for it; prints the misses and the totals (class, cause line within 2, healthy
-quiet, failed logs with no primary). GOLIVE defaults to target/debug/golive."""
+quiet, failed logs with no primary), and per split (`tune`, `held`) when the rows have one. GOLIVE
+defaults to target/debug/golive."""
 import json, subprocess, sys, os
 labels, logdir = sys.argv[1], sys.argv[2]
 binp = sys.argv[3] if len(sys.argv) > 3 else 'target/debug/golive'
 rows = [l.rstrip('\n').split('\t') for l in open(labels)][1:]
-t = dict(failed=0, cls=0, line=0, none=0, healthy=0, quiet=0)
+new = lambda: dict(failed=0, cls=0, line=0, none=0, healthy=0, quiet=0)
+t, by_split = new(), {}
 for r in rows:
     if len(r) < 10: continue
     rid, outcome, cls, line = r[0], r[1], r[2], r[3]
+    s = by_split.setdefault(r[6], new())
     p = os.path.join(logdir, rid + '.log')
     out = subprocess.run([binp, 'triage', '--format', 'json', p], capture_output=True, text=True)
     try:
@@ -18,16 +21,20 @@ for r in rows:
         rep = {'primary': None, 'secondary': ['error: ' + out.stderr[:200]]}
     pr = rep.get('primary')
     if outcome == 'healthy':
-        t['healthy'] += 1
+        t['healthy'] += 1; s['healthy'] += 1
         q = pr is None and not rep.get('secondary')
-        t['quiet'] += q
+        t['quiet'] += q; s['quiet'] += q
         if not q: print(f"{rid} healthy but {pr and (pr['class'], pr['line'], pr['rule'])} sec={len(rep.get('secondary') or [])}")
         continue
-    t['failed'] += 1
+    t['failed'] += 1; s['failed'] += 1
     want = int(line)
     if not pr:
-        t['none'] += 1; print(f"{rid} want {cls}@{want}: none"); continue
+        t['none'] += 1; s['none'] += 1; print(f"{rid} want {cls}@{want}: none"); continue
     c = pr['class'] == cls; l = abs(pr['line'] - want) <= 2
-    t['cls'] += c; t['line'] += l
+    t['cls'] += c; t['line'] += l; s['cls'] += c; s['line'] += l
     if not (c and l): print(f"{rid} want {cls}@{want} got {pr['class']}@{pr['line']} ({pr['rule']}) [{r[5]}]")
-print(f"class {t['cls']}/{t['failed']} line {t['line']}/{t['failed']} none {t['none']} quiet {t['quiet']}/{t['healthy']}")
+line = lambda t: f"class {t['cls']}/{t['failed']} line {t['line']}/{t['failed']} none {t['none']} quiet {t['quiet']}/{t['healthy']}"
+for name in ('tune', 'held'):
+    if name in by_split:
+        print(f"{name}: {line(by_split[name])}")
+print(line(t))

@@ -1397,3 +1397,66 @@ srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200
         "{p:?}"
     );
 }
+
+/// ROCm's BLAS failing a matrix multiply with a status other than memory (ggml prints hipBLAS's
+/// status under cuBLAS's name) is the ROCm build lacking kernels for this GPU: a dependency. The
+/// same call failing on CUDA says nothing of the kind (generic), and the handle that could not be
+/// created is still memory.
+#[test]
+fn rocm_blas_refusing_a_gpu_is_the_rocm_build_not_the_engine() {
+    let log = "ggml_cuda_init: found 1 ROCm devices:
+  Device 0: AMD Radeon Instinct MI60, gfx906:sramecc+:xnack- (0x906), VMM: no, Wave Size: 64
+load_tensors: offloaded 33/33 layers to GPU
+main: server is listening on http://127.0.0.1:8080 - starting the main loop
+/build/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:70: ROCm error
+ROCm error: CUBLAS_STATUS_NOT_SUPPORTED
+  current device: 0, in function ggml_cuda_mul_mat_batched_cublas at /build/llama.cpp/ggml/src/ggml-cuda/ggml-cuda.cu:1889
+  hipblasGemmBatchedEx(ctx.cublas_handle(), HIPBLAS_OP_T, HIPBLAS_OP_N, ne01, ne11, ne10, alpha)
+Aborted (core dumped)
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::Dependency, 6, "dep-rocm-blas"),
+        "{p:?}"
+    );
+    let internal = log.replace("NOT_SUPPORTED", "INTERNAL_ERROR");
+    let p = triage_text(&internal).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
+    let cuda = log.replace("ROCm error", "CUDA error");
+    let p = triage_text(&cuda).primary.unwrap();
+    assert_ne!(p.class, Class::Dependency, "{p:?}");
+    // After the server listened: memory while serving.
+    let no_handle = log.replace("NOT_SUPPORTED", "NOT_INITIALIZED");
+    let p = triage_text(&no_handle).primary.unwrap();
+    assert_eq!(
+        (p.class, p.rule.as_str()),
+        (Class::OomRuntime, "oom-blas-init"),
+        "{p:?}"
+    );
+}
+
+/// A native crash whose backtrace is NCCL's own code died in the collective layer: `nccl`, on
+/// the crash line the frames follow. The same crash in another library's frames says nothing of
+/// NCCL.
+#[test]
+fn a_crash_inside_nccls_own_frames_is_the_collective_layer() {
+    let log = "[2026-04-02 15:25:40 DP0 TP0] Load weight end. type=DeepseekV3ForCausalLM, avail mem=20.1 GB
+[2026-04-02 15:26:05 DP0 TP6] Capture cuda graph begin. This can take up to several minutes.
+[gpu-node-7:345 :0:4945] Caught signal 11 (Segmentation fault: address not mapped to object at address 0x18)
+==== backtrace (tid:   4945) ====
+ 0 0x0000000000042520 __sigaction()  ???:0
+ 1 0x00000000000494f4 uploadProxyOps()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc:1131
+ 2 0x0000000000051a7f hostStreamPlanTask()  /dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc:1163
+=================================
+Fatal Python error: Segmentation fault
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Nccl, 3), "{p:?}");
+    let elsewhere = log.replace(
+        "/dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc",
+        "/opt/sgl/kernel/csrc/moe/moe_align.cu",
+    );
+    let p = triage_text(&elsewhere).primary.unwrap();
+    assert_ne!(p.class, Class::Nccl, "{p:?}");
+}

@@ -929,6 +929,32 @@ fn an_ollama_runner_that_died_is_survived_only_by_a_request_answered_after_it() 
     );
 }
 
+/// An ollama runner that vanished while loading, with only a signal or no error as its reason,
+/// was taken by the host (memory); one that printed its own error is explained by that error.
+#[test]
+fn an_ollama_runner_killed_without_a_word_is_memory_and_one_with_its_own_error_is_not() {
+    let killed = [
+        "time=2026-05-01T10:00:00.000Z level=INFO source=routes.go:1 msg=\"Listening on 127.0.0.1:11434 (version 0.21.2)\"",
+        "time=2026-05-01T10:00:05.000Z level=INFO source=server.go:1 msg=\"starting llama server\" cmd=\"ollama runner --model /m\"",
+        "load_tensors:          CPU model buffer size =  4685.30 MiB",
+        "time=2026-05-01T10:00:20.000Z level=INFO source=sched.go:511 msg=\"Load failed\" model=/m error=\"llama runner process has terminated: %!w(<nil>)\"",
+        "[GIN] 2026/05/01 - 10:00:20 | 500 | 15.1s |       127.0.0.1 | POST     \"/api/generate\"",
+    ];
+    for reason in ["%!w(<nil>)", "signal: killed", "signal: terminated"] {
+        let text = log(&killed).replace("%!w(<nil>)", reason);
+        let p = triage(&text).primary.unwrap_or_else(|| panic!("{text}"));
+        assert_eq!((p.class, p.line), (Class::OomStartup, 4), "{reason}: {p:?}");
+    }
+    let own_error = log(&killed).replace(
+        "%!w(<nil>)",
+        "error loading model: unknown model architecture: 'qwen35'",
+    );
+    let p = triage(&own_error)
+        .primary
+        .unwrap_or_else(|| panic!("{own_error}"));
+    assert_ne!(p.class, Class::OomStartup, "{p:?}");
+}
+
 /// A bare `Error: msg` is a command-line tool's line: before the server served it is why the
 /// server did not come up; after the server served (a harness giving up on the job, a benchmark
 /// client) it is not the server's failure.

@@ -326,13 +326,19 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// vLLM and SGLang issue logs and committed runs, llama.cpp issue logs on Metal, OpenCL, ROCm,
 /// SYCL, Vulkan), measured as it came: 19/20 class, 18/20 line, 1 none, 6/6 quiet. Tune
 /// 213/241, 225/241, 4, 212/215; held 182/240, 207/240, 6, 210/214; all 395/481, 432/481, 10,
-/// 422/429.
+/// 422/429. Batch Y (ids 911-914: 2 failed, 2 healthy; an SGLang assert, llama.cpp on ROCm
+/// gfx906, ollama on Metal, llama.cpp on Strix Halo; a fifth log duplicated a listed one),
+/// measured as it came: 1/2 class, 2/2 line, 0 none, 3/3 quiet (the duplicate included). ROCm's
+/// BLAS refusing the GPU is the ROCm build, an ollama runner killed without a word while loading
+/// is memory, a native crash in NCCL's frames is the collective layer (on its crash line): tune
+/// 218/242, 226/242, 4, 213/216; held 183/241, 209/241, 6, 211/215; all 401/483, 435/483, 10,
+/// 424/431.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 88.3, 93.3, 98.5, 4),
-    ("held", 75.8, 86.2, 98.0, 6),
-    ("all", 82.1, 89.8, 98.3, 10),
+    ("tune", 90.0, 93.3, 98.5, 4),
+    ("held", 75.8, 86.6, 98.0, 6),
+    ("all", 82.9, 90.0, 98.3, 10),
 ];
 
 #[test]
