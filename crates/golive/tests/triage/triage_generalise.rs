@@ -1460,3 +1460,29 @@ Fatal Python error: Segmentation fault
     let p = triage_text(&elsewhere).primary.unwrap();
     assert_ne!(p.class, Class::Nccl, "{p:?}");
 }
+
+/// gpt-oss's Harmony vocabulary that cannot be loaded at startup (offline, an empty cached file)
+/// is the package's data missing: dependency. Harmony failing on a response stays the parser.
+#[test]
+fn harmonys_vocabulary_missing_at_startup_is_the_package_not_the_parser() {
+    let log = "(APIServer pid=21) INFO 02-10 09:12:01 [api_server.py:1351] vLLM API server version 0.15.1
+(APIServer pid=21) Traceback (most recent call last):
+(APIServer pid=21)   File \"/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/harmony_utils.py\", line 63, in get_encoding
+(APIServer pid=21)     _harmony_encoding = load_harmony_encoding(HarmonyEncodingName.HARMONY_GPT_OSS)
+(APIServer pid=21)   File \"/usr/local/lib/python3.12/dist-packages/openai_harmony/__init__.py\", line 699, in load_harmony_encoding
+(APIServer pid=21)     inner: _PyHarmonyEncoding = _load_harmony_encoding(name)
+(APIServer pid=21) openai_harmony.HarmonyError: error downloading or loading vocab file: failed to download or load vocab file
+";
+    let p = triage_text(log).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::Dependency, 7, "dep-harmony-vocab"),
+        "{p:?}"
+    );
+    let parser = log.replace(
+        "error downloading or loading vocab file: failed to download or load vocab file",
+        "Unexpected token 200012 while expecting start token 200006",
+    );
+    let p = triage_text(&parser).primary.unwrap();
+    assert_eq!(p.class, Class::ToolParser, "{p:?}");
+}

@@ -332,13 +332,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// BLAS refusing the GPU is the ROCm build, an ollama runner killed without a word while loading
 /// is memory, a native crash in NCCL's frames is the collective layer (on its crash line): tune
 /// 218/242, 226/242, 4, 213/216; held 183/241, 209/241, 6, 211/215; all 401/483, 435/483, 10,
-/// 424/431.
+/// 424/431. gpt-oss's Harmony vocabulary that cannot be loaded is the package's data, not the
+/// parser: tune 219/242, held 184/241, all 403/483.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 90.0, 93.3, 98.5, 4),
-    ("held", 75.8, 86.6, 98.0, 6),
-    ("all", 82.9, 90.0, 98.3, 10),
+    ("tune", 90.4, 93.3, 98.5, 4),
+    ("held", 76.2, 86.6, 98.0, 6),
+    ("all", 83.3, 90.0, 98.3, 10),
 ];
 
 #[test]
