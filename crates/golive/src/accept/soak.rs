@@ -316,8 +316,8 @@ fn ttft_per_interval(samples: &mut [SoakSample], result: &LoadResult, epoch: u64
         for r in &result.records {
             let end_s = r.end_us.saturating_sub(epoch) as f64 / 1e6;
             if r.ok() && end_s > prev_t && end_s <= s.t_s {
-                if let Some(t) = r.first_token_us {
-                    h.saturating_record(t.saturating_sub(r.start_us).max(1));
+                if let Some(t) = r.ttft_us() {
+                    h.saturating_record(t.max(1));
                 }
             }
         }

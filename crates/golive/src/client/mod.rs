@@ -252,10 +252,13 @@ impl RequestRecord {
     pub fn error_class(&self) -> Option<ErrorClass> {
         self.error.map(|k| ErrorClass::of(k, self.http_status))
     }
+    /// Time to the first output chunk, µs; `None`: none came.
+    pub fn ttft_us(&self) -> Option<u64> {
+        self.first_token_us.map(|t| t.saturating_sub(self.start_us))
+    }
     /// Time to the first output chunk, ms; `None`: none came.
     pub fn ttft_ms(&self) -> Option<f64> {
-        self.first_token_us
-            .map(|t| t.saturating_sub(self.start_us) as f64 / 1000.0)
+        self.ttft_us().map(|t| t as f64 / 1000.0)
     }
     /// From sending to the end of the answer (or the failure), ms.
     pub fn e2e_ms(&self) -> f64 {

@@ -173,9 +173,8 @@ impl LatencyStats {
                 });
             return;
         }
-        if let Some(t) = r.first_token_us {
-            self.ttft
-                .saturating_record(t.saturating_sub(r.start_us).max(1));
+        if let Some(t) = r.ttft_us() {
+            self.ttft.saturating_record(t.max(1));
         }
         for itl in r.itl_us() {
             self.itl.saturating_record(u64::from(itl).max(1));

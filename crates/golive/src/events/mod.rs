@@ -144,11 +144,9 @@ impl Tally {
     /// Counts `rec`; the figures when they are due to be sent.
     fn record(&mut self, rec: &RequestRecord) -> Option<LoadProgress> {
         self.requests += 1;
-        match (rec.error, rec.first_token_us) {
+        match (rec.error, rec.ttft_us()) {
             (Some(_), _) => self.errors += 1,
-            (None, Some(t)) => self
-                .ttft
-                .saturating_record(t.saturating_sub(rec.start_us).max(1)),
+            (None, Some(t)) => self.ttft.saturating_record(t.max(1)),
             (None, None) => {}
         }
         (self.last_sent.elapsed() >= PROGRESS_EVERY).then(|| {

@@ -469,9 +469,7 @@ async fn open_loop(
         while let Some(rec) = rx.recv().await {
             if let (Some(d), None) = (detector.as_mut(), saturated) {
                 let in_flight = counters.in_flight.load(Ordering::Relaxed) as f64;
-                let ttft = rec
-                    .first_token_us
-                    .map(|f| f.saturating_sub(rec.start_us) as f64 / 1000.0);
+                let ttft = rec.ttft_ms();
                 saturated = d.add(started.elapsed().as_secs_f64(), in_flight, ttft);
                 if saturated.is_some() {
                     stop.store(true, Ordering::Relaxed);
