@@ -33,9 +33,12 @@ pub(super) fn decide(
         via_logger: &via_logger,
         facts: &facts,
     };
-    let primary_finding = primary.map(|(fi, f)| words.primary(&all, fi, f));
-    let survived = survived(&judge, &words, &all, primary);
-    let secondary = secondary(&judge, &words, &all, primary);
+    // A backtrace frame names the primary's class; the crash line it follows is where it shows.
+    let crash = primary.and_then(|p| crash_of_frame(rules, &all, p));
+    let primary_finding = primary.map(|(fi, f)| words.primary(&all, fi, f, crash));
+    let shown = Shown { primary, crash };
+    let survived = survived(&judge, &words, &all, &shown);
+    let secondary = secondary(&judge, &words, &all, &shown);
     TriageReport {
         schema_version: SCHEMA_VERSION,
         outcome: outcomes(rules, &results, tail),
@@ -356,7 +359,13 @@ impl Words<'_> {
     /// The primary's finding, with its context, refined in order: the error a lone
     /// consequence quotes, the engine as the owner of what no rule ties to a layer, a hint of
     /// its class, NCCL's own first warning.
-    fn primary(&self, all: &[Found<'_>], fi: usize, f: &RawFinding) -> Finding {
+    fn primary(
+        &self,
+        all: &[Found<'_>],
+        fi: usize,
+        f: &RawFinding,
+        crash: Option<Found<'_>>,
+    ) -> Finding {
         let mut p = self.finding(fi, f, true);
         self.quoted_error(&mut p);
         // The engine ran: the log shows it starting or loading, its processes' labels
@@ -369,32 +378,12 @@ impl Words<'_> {
         }
         self.hint(all, &mut p);
         self.nccl_first_warning(all, &mut p);
-        self.crash_of_frame(all, fi, f, &mut p);
-        p
-    }
-
-    /// A frame of a native crash's backtrace names the layer; the crash line it follows (a
-    /// fatal consequence within a backtrace's first lines above it) states the cause.
-    fn crash_of_frame(&self, all: &[Found<'_>], fi: usize, f: &RawFinding, p: &mut Finding) {
-        if f.rule == usize::MAX || !self.rules.rules[f.rule].backtrace_frame {
-            return;
-        }
-        let crash = all
-            .iter()
-            .filter(|(gi, g)| {
-                *gi == fi
-                    && g.kind == RuleKind::Consequence
-                    && g.rule != usize::MAX
-                    && self.rules.rules[g.rule].fatal
-                    && g.line < f.line
-                    && g.line + FRAME_REACH >= f.line
-            })
-            .max_by_key(|(_, g)| g.line);
         if let Some((_, c)) = crash {
             p.line = c.line;
             p.text = c.text.clone();
             p.context = c.context.clone();
         }
+        p
     }
 
     /// A lone consequence that quotes its error ("Worker failed with error 'CUDA error: an
@@ -466,9 +455,41 @@ fn engine_owns_unknown(p: &mut Finding) {
     p.next_step = format!("{} {}", p.next_step, ENGINE_NEXT_STEP);
 }
 
-/// Whether `x` is the primary.
-fn is_primary(primary: Option<Found<'_>>, (fi, f): &Found<'_>) -> bool {
-    primary.is_some_and(|(pfi, pf)| pfi == *fi && pf.line == f.line)
+/// The primary, and the crash line it is shown on when a backtrace frame named it.
+struct Shown<'a> {
+    primary: Option<Found<'a>>,
+    crash: Option<Found<'a>>,
+}
+
+/// Whether `x` is the primary, or the crash line the primary is shown on.
+fn is_primary(shown: &Shown<'_>, (fi, f): &Found<'_>) -> bool {
+    [shown.primary, shown.crash]
+        .into_iter()
+        .flatten()
+        .any(|(pfi, pf)| pfi == *fi && pf.line == f.line)
+}
+
+/// A frame of a native crash's backtrace (`backtrace_frame`) names the layer; the crash line
+/// it follows (a fatal consequence within a backtrace's first lines above it) states the cause.
+fn crash_of_frame<'a>(
+    rules: &RuleSet,
+    all: &[Found<'a>],
+    (pfi, pf): Found<'a>,
+) -> Option<Found<'a>> {
+    if pf.rule == usize::MAX || !rules.rules[pf.rule].backtrace_frame {
+        return None;
+    }
+    all.iter()
+        .copied()
+        .filter(|(fi, f)| {
+            *fi == pfi
+                && f.kind == RuleKind::Consequence
+                && f.rule != usize::MAX
+                && rules.rules[f.rule].fatal
+                && f.line < pf.line
+                && f.line + FRAME_REACH >= pf.line
+        })
+        .max_by_key(|(_, f)| f.line)
 }
 
 /// Errors the processes went on after, apart from the primary.
@@ -476,10 +497,10 @@ fn survived(
     judge: &Judge<'_>,
     words: &Words<'_>,
     all: &[Found<'_>],
-    primary: Option<Found<'_>>,
+    shown: &Shown<'_>,
 ) -> Vec<Finding> {
     all.iter()
-        .filter(|x| x.1.kind == RuleKind::Cause && judge.went_on(x) && !is_primary(primary, x))
+        .filter(|x| x.1.kind == RuleKind::Cause && judge.went_on(x) && !is_primary(shown, x))
         .take(MAX_SECONDARY)
         .map(|&(fi, f)| redacted(words.finding(fi, f, false)))
         .collect()
@@ -492,9 +513,9 @@ fn secondary(
     judge: &Judge<'_>,
     words: &Words<'_>,
     all: &[Found<'_>],
-    primary: Option<Found<'_>>,
+    shown: &Shown<'_>,
 ) -> Vec<Finding> {
-    if primary.is_none() {
+    if shown.primary.is_none() {
         return Vec::new();
     }
     let mut rest: Vec<Found<'_>> = all
@@ -504,7 +525,7 @@ fn secondary(
             let f = x.1;
             let survived = f.kind == RuleKind::Cause && judge.went_on(x);
             let teardown = f.kind == RuleKind::Consequence && f.during_shutdown;
-            !(is_primary(primary, x) || survived || teardown)
+            !(is_primary(shown, x) || survived || teardown)
         })
         .collect();
     rest.sort_by_key(|(fi, f)| (*fi, f.line));

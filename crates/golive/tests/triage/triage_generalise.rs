@@ -1451,8 +1451,15 @@ fn a_crash_inside_nccls_own_frames_is_the_collective_layer() {
 =================================
 Fatal Python error: Segmentation fault
 ";
-    let p = triage_text(log).primary.unwrap();
+    let report = triage_text(log);
+    let p = report.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Nccl, 3), "{p:?}");
+    // The crash line is the primary's, not another error beside it.
+    assert!(
+        report.secondary.iter().all(|s| s.line != 3),
+        "{:?}",
+        report.secondary
+    );
     let elsewhere = log.replace(
         "/dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc",
         "/opt/sgl/kernel/csrc/moe/moe_align.cu",
