@@ -8,7 +8,7 @@ labels, logdir = sys.argv[1], sys.argv[2]
 binp = sys.argv[3] if len(sys.argv) > 3 else 'target/debug/golive'
 rows = [l.rstrip('\n').split('\t') for l in open(labels)][1:]
 new = lambda: dict(failed=0, cls=0, line=0, none=0, healthy=0, quiet=0)
-t, by_split = new(), {}
+by_split = {}
 for r in rows:
     if len(r) < 10: continue
     rid, outcome, cls, line = r[0], r[1], r[2], r[3]
@@ -21,20 +21,20 @@ for r in rows:
         rep = {'primary': None, 'secondary': ['error: ' + out.stderr[:200]]}
     pr = rep.get('primary')
     if outcome == 'healthy':
-        t['healthy'] += 1; s['healthy'] += 1
+        s['healthy'] += 1
         q = pr is None and not rep.get('secondary')
-        t['quiet'] += q; s['quiet'] += q
+        s['quiet'] += q
         if not q: print(f"{rid} healthy but {pr and (pr['class'], pr['line'], pr['rule'])} sec={len(rep.get('secondary') or [])}")
         continue
-    t['failed'] += 1; s['failed'] += 1
+    s['failed'] += 1
     want = int(line)
     if not pr:
-        t['none'] += 1; s['none'] += 1; print(f"{rid} want {cls}@{want}: none"); continue
+        s['none'] += 1; print(f"{rid} want {cls}@{want}: none"); continue
     c = pr['class'] == cls; l = abs(pr['line'] - want) <= 2
-    t['cls'] += c; t['line'] += l; s['cls'] += c; s['line'] += l
+    s['cls'] += c; s['line'] += l
     if not (c and l): print(f"{rid} want {cls}@{want} got {pr['class']}@{pr['line']} ({pr['rule']}) [{r[5]}]")
-line = lambda t: f"class {t['cls']}/{t['failed']} line {t['line']}/{t['failed']} none {t['none']} quiet {t['quiet']}/{t['healthy']}"
+summary = lambda t: f"class {t['cls']}/{t['failed']} line {t['line']}/{t['failed']} none {t['none']} quiet {t['quiet']}/{t['healthy']}"
 for name in ('tune', 'held'):
     if name in by_split:
-        print(f"{name}: {line(by_split[name])}")
-print(line(t))
+        print(f"{name}: {summary(by_split[name])}")
+print(summary({k: sum(s[k] for s in by_split.values()) for k in new()}))
