@@ -25,7 +25,7 @@ fn two_real_replicas_hold_what_the_capacity_answer_predicts_within_15_percent() 
     let b = common::start_local_server_on_core(pb, 1);
 
     let dir = tempfile::tempdir().unwrap();
-    let accepted = common::accept_one_replica(&a, dir.path());
+    let accepted = common::accept_one_replica(&a, &b, dir.path());
     let two = common::two_replicas(dir.path(), &accepted, &a, &b);
     two.assert_within_15_percent("llama-server");
 }
