@@ -1493,3 +1493,36 @@ fn harmonys_vocabulary_missing_at_startup_is_the_package_not_the_parser() {
     let p = triage_text(&parser).primary.unwrap();
     assert_eq!(p.class, Class::ToolParser, "{p:?}");
 }
+
+/// The shell reports a crash in the user's locale (glibc's translations of "Segmentation
+/// fault" and "core dumped"): each is the crash that ended the process, on its own line, as
+/// the English one is; a log that only loaded is not quiet.
+#[test]
+fn a_crash_reported_in_the_users_locale_is_a_crash() {
+    let log = |crash: &str| {
+        format!(
+            "llm_load_tensors: offloaded 41/41 layers to GPU
+llm_load_tensors:      ROCm0 buffer size =  3577.56 MiB
+llama_new_context_with_model: KV self size  = 1024.00 MiB
+{crash}
+"
+        )
+    };
+    let english = triage_text(&log("Segmentation fault (core dumped)"))
+        .primary
+        .unwrap();
+    for crash in [
+        "段错误 (核心已转储)",
+        "セグメンテーション違反 (コアダンプ)",
+        "Speicherzugriffsfehler (Speicherabzug geschrieben)",
+        "Violación de segmento (`core' generado)",
+        "Ошибка сегментирования (стек памяти сброшен на диск)",
+        "Falha de segmentação (imagem do núcleo gravada)",
+        "세그멘테이션 오류 (코어 덤프됨)",
+    ] {
+        let p = triage_text(&log(crash))
+            .primary
+            .unwrap_or_else(|| panic!("{crash}"));
+        assert_eq!((p.class, p.line), (english.class, 4), "{crash}: {p:?}");
+    }
+}

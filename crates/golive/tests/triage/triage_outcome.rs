@@ -70,6 +70,15 @@ const ENGINES: &[Engine] = &[
         fatal: "ERROR 12-01 10:00:12 [engine.py:150] RuntimeError: CUDA error: an illegal memory access was encountered",
     },
     Engine {
+        name: "vLLM offline LLM (a script)",
+        survived_error: "ERROR 10-20 10:00:14 [fa_utils.py:57] Cannot use FA version 2 is not supported due to FA2 is only supported on devices with compute capability >= 8",
+        progress: "INFO 10-20 10:00:21 [gpu_model_runner.py:2653] Model loading took 1.0662 GiB and 3.1 seconds",
+        serving: &[
+            "Processed prompts: 100%|██████████| 4/4 [00:00<00:00, 20.1it/s, est. speed input: 201.3 toks/s, output: 0.00 toks/s]",
+        ],
+        fatal: "ERROR 10-20 10:00:22 [core.py:700] RuntimeError: CUDA error: an illegal memory access was encountered",
+    },
+    Engine {
         name: "SGLang",
         survived_error: "[2025-12-01 10:00:01 TP0] Failed to import flashinfer: ModuleNotFoundError: No module named 'flashinfer'",
         progress: "[2025-12-01 10:00:05 TP0] Load weight end. type=LlamaForCausalLM, dtype=torch.bfloat16, avail mem=60.00 GB, mem usage=15.00 GB.",
@@ -981,4 +990,30 @@ fn a_bare_error_line_is_a_cause_only_before_the_server_served() {
         None,
         "the harness's lines after serving: {text}"
     );
+}
+
+/// vLLM's offline `LLM` progress bar is serving only at 100%: tqdm draws a bar's last state
+/// while the exception that stopped the run unwinds, after the error, and that bar does not
+/// make the error survived.
+#[test]
+fn an_offline_runs_unfinished_progress_bar_after_its_crash_does_not_excuse_it() {
+    let offline = &ENGINES[2];
+    assert!(offline.name.contains("offline"), "{}", offline.name);
+    let finished = offline.serving[0];
+    let unfinished = "Processed prompts:   3%|▎         | 3/100 [00:01<00:40,  2.40it/s, est. speed input: 24.1 toks/s, output: 38.2 toks/s]";
+    let text = log(&[
+        offline.survived_error,
+        offline.progress,
+        offline.fatal,
+        unfinished,
+    ]);
+    let p = triage(&text).primary.expect("the crash before the bar");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::GpuFault, line_of(&text, FATAL)),
+        "{p:#?}"
+    );
+    // The finished bar says every prompt was answered: what came before was survived.
+    let done = log(&[offline.survived_error, offline.progress, finished]);
+    assert!(triage(&done).primary.is_none());
 }
