@@ -14,7 +14,9 @@ usage: rebuild.py [--labels LABELS.tsv] [--mirrors DIR] [--out DIR]
 Sources (see README.md): `owner/repo:path@commit` is `git show commit:path`, bytes as they are;
 `owner/repo#N body code block K (...); via V:PATH@COMMIT` is the entry with number N in the issues
 JSON list V:PATH@COMMIT, field body, CRLF->LF, re.findall(r'```[^\\n]*\\n(.*?)```', body, re.S)[K],
-written as UTF-8. Every file is checked against the sha256 column; prints a summary (built OK / sha
+written as UTF-8; `owner/repo#N issue code block K (...); via V:PATH@COMMIT` is block K (same
+expression, CRLF->LF) of the Markdown file V:PATH@COMMIT that archives issue N with its comments
+(ik_llama.cpp's github-data/issues/). Every file is checked against the sha256 column; prints a summary (built OK / sha
 mismatch / source missing, by source kind) and the ids that failed with the reason. Exit code 1 if
 any log is missing or mismatched."""
 import argparse, hashlib, json, os, re, subprocess, sys
@@ -89,6 +91,23 @@ for c in rows:
                     data = blocks[int(k)].encode('utf-8')
                 else:
                     err = f"no code block {k} (body has {len(blocks)})"
+    elif re.match(r'\S+?#\d+ issue code block', src):
+        # An issue archived as a Markdown file in the project's own repository (ik_llama.cpp's
+        # github-data/issues/): block K over the whole file, comments included.
+        kind = 'issue-archive'
+        m = re.match(r'(\S+?)#(\d+) issue code block (\d+) \(.*?\); via (\S+?):(.+)@([0-9a-f]{40})$', src)
+        if not m:
+            err = "unparsed source"
+        else:
+            _, _, k, via, path, commit = m.groups()
+            raw, err = show(via, commit, path)
+            if raw is not None:
+                text = raw.decode('utf-8').replace('\r\n', '\n')
+                blocks = re.findall(r'```[^\n]*\n(.*?)```', text, re.S)
+                if int(k) < len(blocks):
+                    data = blocks[int(k)].encode('utf-8')
+                else:
+                    err = f"no code block {k} (file has {len(blocks)})"
     else:
         kind = 'committed-file'
         m = re.match(r'(\S+?/[^:]+):(.+)@([0-9a-f]{40})$', src)

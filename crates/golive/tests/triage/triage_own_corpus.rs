@@ -333,13 +333,21 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// is memory, a native crash in NCCL's frames is the collective layer (on its crash line): tune
 /// 218/242, 226/242, 4, 213/216; held 183/241, 209/241, 6, 211/215; all 401/483, 435/483, 10,
 /// 424/431. gpt-oss's Harmony vocabulary that cannot be loaded is the package's data, not the
-/// parser: tune 219/242, held 184/241, all 403/483.
+/// parser: tune 219/242, held 184/241, all 403/483. Row 693 was removed: it is the first 909
+/// lines of row 508 (the same ollama file before it grew), labelled failed where 508 is healthy.
+/// A crash reported in the user's locale (`段错误 (核心已转储)`) is a crash. Label rule 7 (the
+/// runbook's `unknown model architecture` is a dependency) changed rows 233 and 681. Batch Z
+/// (ids 915-945: 13 failed, 18 healthy; ik_llama.cpp issue archives, llama.cpp on ROCm and
+/// Vulkan, vLLM V1 and SGLang on DGX Spark and GH200, ollama on Windows and CPU), measured as it
+/// came: 10/13 class, 13/13 line, 0 none, 17/18 quiet (all four misses fell in the held half).
+/// Tune 227/248, 234/248, 2, 222/225; held 189/247, 215/247, 6, 219/224; all 416/495, 449/495,
+/// 8, 441/449.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 90.4, 93.3, 98.5, 4),
-    ("held", 76.2, 86.6, 98.0, 6),
-    ("all", 83.3, 90.0, 98.3, 10),
+    ("tune", 91.5, 94.3, 98.6, 2),
+    ("held", 76.5, 87.0, 97.7, 6),
+    ("all", 84.0, 90.7, 98.2, 8),
 ];
 
 #[test]
