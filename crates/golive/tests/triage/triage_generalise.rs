@@ -1526,3 +1526,36 @@ llama_new_context_with_model: KV self size  = 1024.00 MiB
         assert_eq!((p.class, p.line), (english.class, 4), "{crash}: {p:?}");
     }
 }
+
+/// A GPU fault is sticky: its first report is the cause, also on a WARNING line where the code
+/// that caught it went on to another call that failed on it. vLLM V0 dumping the inputs of a
+/// failed execution warns with the fault its pickling ran into: that is the failure being
+/// handled, and the exception raised next is the cause.
+#[test]
+fn a_sticky_gpu_fault_reported_as_a_warning_is_the_cause_and_a_failed_dump_is_not() {
+    let warned = "(EngineCore pid=130) INFO 05-09 20:07:40 [gpu_model_runner.py:2602] Starting to load model Qwen/Qwen3.5-27B...
+(EngineCore pid=130) WARNING 05-09 20:08:02 [gdn_linear_attn.py:733] FlashQLA kernel failed, falling back to the Triton kernel: Traceback (most recent call last):
+(EngineCore pid=130) WARNING 05-09 20:08:02 [gdn_linear_attn.py:733]   File \"/usr/local/lib/python3.12/dist-packages/tilelang/jit/kernel.py\", line 207, in __call__
+(EngineCore pid=130) WARNING 05-09 20:08:02 [gdn_linear_attn.py:733]     return self.torch_function(*args, **kwds)
+(EngineCore pid=130) WARNING 05-09 20:08:02 [gdn_linear_attn.py:733] RuntimeError: cuModuleLoadData(&(module_[device_id]), data_.c_str()) failed with error: CUDA_ERROR_ILLEGAL_ADDRESS
+(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136] EngineCore failed to start.
+(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136] Traceback (most recent call last):
+(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136]   File \"/usr/local/lib/python3.12/dist-packages/torch/accelerator/memory.py\", line 31, in empty_cache
+(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136]     torch._C._accelerator_emptyCache()
+(EngineCore pid=130) ERROR 05-09 20:08:02 [core.py:1136] torch.AcceleratorError: CUDA error: an illegal memory access was encountered
+";
+    let p = triage_text(warned).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::GpuFault, 5), "{p:?}");
+
+    let dump = "INFO 01-06 15:40:11 [model_runner.py:1115] Loading model weights took 45.6 GB
+WARNING 01-06 15:47:24 [model_runner_base.py:80] Failed to pickle inputs of failed execution: CUDA error: an illegal memory access was encountered
+ERROR 01-06 15:47:24 [engine.py:366] Error in model execution: Error Internal
+ERROR 01-06 15:47:24 [engine.py:366] Traceback (most recent call last):
+ERROR 01-06 15:47:24 [engine.py:366]   File \"/usr/local/lib/python3.12/dist-packages/vllm/worker/model_runner_base.py\", line 116, in _wrapper
+ERROR 01-06 15:47:24 [engine.py:366]     return func(*args, **kwargs)
+ERROR 01-06 15:47:24 [engine.py:366] RuntimeError: Error in model execution: Error Internal
+";
+    let p = triage_text(dump).primary.unwrap();
+    assert_ne!(p.line, 2, "{p:?}");
+    assert_ne!(p.class, Class::GpuFault, "{p:?}");
+}
