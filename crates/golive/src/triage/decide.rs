@@ -33,8 +33,10 @@ pub(super) fn decide(
         via_logger: &via_logger,
         facts: &facts,
     };
-    // A backtrace frame names the primary's class; the crash line it follows is where it shows.
-    let crash = primary.and_then(|p| crash_of_frame(rules, &all, p));
+    // Where the primary shows, when another finding's line says it first: the crash line a
+    // backtrace frame follows, or an earlier report of the same error.
+    let crash = primary
+        .and_then(|p| crash_of_frame(rules, &all, p).or_else(|| first_report(&judge, &all, p)));
     let primary_finding = primary.map(|(fi, f)| words.primary(&all, fi, f, crash));
     let shown = Shown { primary, crash };
     let survived = survived(&judge, &words, &all, &shown);
@@ -382,6 +384,9 @@ impl Words<'_> {
             p.line = c.line;
             p.text = c.text.clone();
             p.context = c.context.clone();
+            if c.rank.is_some() {
+                p.rank = c.rank.clone();
+            }
         }
         p
     }
@@ -490,6 +495,28 @@ fn crash_of_frame<'a>(
                 && f.line + FRAME_REACH >= pf.line
         })
         .max_by_key(|(_, f)| f.line)
+}
+
+/// The same error (the same message) reported earlier in the file, by another process whose
+/// own lines could not name its class (its traceback cut off where the log starts): that
+/// report is the earliest error that explains the end; the class is the primary's.
+fn first_report<'a>(
+    judge: &Judge<'_>,
+    all: &[Found<'a>],
+    (pfi, pf): Found<'a>,
+) -> Option<Found<'a>> {
+    all.iter()
+        .copied()
+        .filter(|x| {
+            let (fi, f) = *x;
+            fi == pfi
+                && f.line < pf.line
+                && f.msg_hash == pf.msg_hash
+                && f.kind == RuleKind::Cause
+                && f.class == Class::Unknown
+                && !judge.went_on(x)
+        })
+        .min_by_key(|(_, f)| f.line)
 }
 
 /// Errors the processes went on after, apart from the primary.

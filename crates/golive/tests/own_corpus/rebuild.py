@@ -16,7 +16,7 @@ Sources (see README.md): `owner/repo:path@commit` is `git show commit:path`, byt
 JSON list V:PATH@COMMIT, field body, CRLF->LF, re.findall(r'```[^\\n]*\\n(.*?)```', body, re.S)[K],
 written as UTF-8; `owner/repo#N issue code block K (...); via V:PATH@COMMIT` is block K (same
 expression, CRLF->LF) of the Markdown file V:PATH@COMMIT that archives issue N with its comments
-(ik_llama.cpp's github-data/issues/). Every file is checked against the sha256 column; prints a summary (built OK / sha
+(ik_llama.cpp's github-data/issues/; `pull request` and `discussion` blocks alike). Every file is checked against the sha256 column; prints a summary (built OK / sha
 mismatch / source missing, by source kind) and the ids that failed with the reason. Exit code 1 if
 any log is missing or mismatched."""
 import argparse, hashlib, json, os, re, subprocess, sys
@@ -91,11 +91,11 @@ for c in rows:
                     data = blocks[int(k)].encode('utf-8')
                 else:
                     err = f"no code block {k} (body has {len(blocks)})"
-    elif re.match(r'\S+?#\d+ issue code block', src):
-        # An issue archived as a Markdown file in the project's own repository (ik_llama.cpp's
-        # github-data/issues/): block K over the whole file, comments included.
+    elif re.match(r'\S+?#\d+ (issue|pull request|discussion) code block', src):
+        # An issue, pull request or discussion archived as a Markdown file in the project's own
+        # repository (ik_llama.cpp's github-data/): block K over the whole file, comments included.
         kind = 'issue-archive'
-        m = re.match(r'(\S+?)#(\d+) issue code block (\d+) \(.*?\); via (\S+?):(.+)@([0-9a-f]{40})$', src)
+        m = re.match(r'(\S+?)#(\d+) (?:issue|pull request|discussion) code block (\d+) \(.*?\); via (\S+?):(.+)@([0-9a-f]{40})$', src)
         if not m:
             err = "unparsed source"
         else:

@@ -1559,3 +1559,45 @@ ERROR 01-06 15:47:24 [engine.py:366] RuntimeError: Error in model execution: Err
     assert_ne!(p.line, 2, "{p:?}");
     assert_ne!(p.class, Class::GpuFault, "{p:?}");
 }
+
+/// Two Ray workers die of the same error: the first one's traceback is cut off where the log
+/// starts (no frames name its class), the second one's is whole. The first report is the
+/// earliest error that explains the end; the class is the one the whole traceback names.
+#[test]
+fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
+    let w1 = "(RayWorkerWrapper pid=91931, ip=10.0.0.5) ERROR 03-11 15:24:45 [worker_base.py:620]";
+    let w2 = "(RayWorkerWrapper pid=91936, ip=10.0.0.5) ERROR 03-11 15:24:48 [worker_base.py:620]";
+    let log = format!(
+        "{w1}     torch.ops._C.cutlass_scaled_mm(out, a, b, scale_a, scale_b, bias)
+{w1} RuntimeError: Error Internal
+(RayWorkerWrapper pid=91936, ip=10.0.0.5) INFO 03-11 15:24:46 [loader.py:429] Loading weights took 52.44 seconds
+{w2} Error executing method 'load_model'. This might cause deadlock in distributed execution.
+{w2} Traceback (most recent call last):
+{w2}   File \"/opt/venv/lib/python3.10/site-packages/vllm/worker/worker_base.py\", line 612, in execute_method
+{w2}     return run_method(self, method, args, kwargs)
+{w2}   File \"/opt/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py\", line 1113, in load_model
+{w2}     self.model = get_model(vllm_config=self.vllm_config)
+{w2} RuntimeError: Error Internal
+"
+    );
+    let report = triage_text(&log);
+    let p = report.primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::Engine, 2), "{p:?}");
+    assert_eq!(
+        p.rank.as_deref(),
+        Some("RayWorkerWrapper pid=91931, ip=10.0.0.5")
+    );
+    // Shown once: not again among the other errors.
+    assert!(
+        report.secondary.iter().all(|s| s.line != 2),
+        "{:?}",
+        report.secondary
+    );
+    // A different error earlier is not the same report.
+    let other = log.replacen(
+        "RuntimeError: Error Internal",
+        "RuntimeError: Error Unrelated",
+        1,
+    );
+    assert_eq!(triage_text(&other).primary.unwrap().line, 10);
+}

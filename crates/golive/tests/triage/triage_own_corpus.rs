@@ -341,13 +341,18 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// Vulkan, vLLM V1 and SGLang on DGX Spark and GH200, ollama on Windows and CPU), measured as it
 /// came: 10/13 class, 13/13 line, 0 none, 17/18 quiet (all four misses fell in the held half).
 /// Tune 227/248, 234/248, 2, 222/225; held 189/247, 215/247, 6, 219/224; all 416/495, 449/495,
-/// 8, 441/449.
+/// 8, 441/449. A sticky GPU fault's first report on a WARNING line is the cause, and the first
+/// report of the error two Ray workers died of (the first one's traceback cut off): tune line
+/// 237/248. Batch AA (ids 946-975: 16 failed, 14 healthy; ik_llama.cpp issues, pull requests and
+/// discussions from its archive, vLLM and SGLang on DGX Spark and GH200, llama.cpp on a T4),
+/// measured as it came: 15/16 class, 15/16 line, 0 none, 14/14 quiet. Tune 234/256, 245/256, 2,
+/// 229/232; held 197/255, 222/255, 6, 226/231; all 431/511, 467/511, 8, 455/463.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 91.5, 94.3, 98.6, 2),
-    ("held", 76.5, 87.0, 97.7, 6),
-    ("all", 84.0, 90.7, 98.2, 8),
+    ("tune", 91.4, 95.7, 98.7, 2),
+    ("held", 77.2, 87.0, 97.8, 6),
+    ("all", 84.3, 91.3, 98.2, 8),
 ];
 
 #[test]

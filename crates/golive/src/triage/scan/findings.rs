@@ -37,7 +37,7 @@ pub struct RawFinding {
     pub last_ts: Option<u64>,
     /// Hash of the message without its prefixes (timestamps, pids): what makes two
     /// occurrences "the same failure".
-    pub(super) msg_hash: u64,
+    pub(crate) msg_hash: u64,
     /// Merged into an earlier occurrence (dropped at the end).
     pub(super) merged: bool,
     /// Raised while the HTTP server handled one request (its traceback runs through the ASGI
