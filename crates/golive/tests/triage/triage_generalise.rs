@@ -1455,11 +1455,7 @@ Fatal Python error: Segmentation fault
     let p = report.primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Nccl, 3), "{p:?}");
     // The crash line is the primary's, not another error beside it.
-    assert!(
-        report.secondary.iter().all(|s| s.line != 3),
-        "{:?}",
-        report.secondary
-    );
+    assert_not_among_the_other_errors(&report.secondary, 3);
     let elsewhere = log.replace(
         "/dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc",
         "/opt/sgl/kernel/csrc/moe/moe_align.cu",
@@ -1588,11 +1584,7 @@ fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
         Some("RayWorkerWrapper pid=91931, ip=10.0.0.5")
     );
     // Shown once: not again among the other errors.
-    assert!(
-        report.secondary.iter().all(|s| s.line != 2),
-        "{:?}",
-        report.secondary
-    );
+    assert_not_among_the_other_errors(&report.secondary, 2);
     // A different error earlier is not the same report.
     let other = log.replacen(
         "RuntimeError: Error Internal",
@@ -1600,4 +1592,12 @@ fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
         1,
     );
     assert_eq!(triage_text(&other).primary.unwrap().line, 10);
+}
+
+/// The primary's line is shown once: not again among the other errors.
+fn assert_not_among_the_other_errors(secondary: &[Finding], line: u64) {
+    assert!(
+        secondary.iter().all(|s| s.line != line),
+        "line {line} again among the other errors: {secondary:?}"
+    );
 }
