@@ -35,10 +35,10 @@ pub(super) fn decide(
     };
     // Where the primary shows, when another finding's line says it first: the crash line a
     // backtrace frame follows, or an earlier report of the same error.
-    let crash = primary
+    let shown_on = primary
         .and_then(|p| crash_of_frame(rules, &all, p).or_else(|| first_report(&judge, &all, p)));
-    let primary_finding = primary.map(|(fi, f)| words.primary(&all, fi, f, crash));
-    let shown = Shown { primary, crash };
+    let primary_finding = primary.map(|(fi, f)| words.primary(&all, fi, f, shown_on));
+    let shown = Shown { primary, shown_on };
     let survived = survived(&judge, &words, &all, &shown);
     let secondary = secondary(&judge, &words, &all, &shown);
     TriageReport {
@@ -360,13 +360,14 @@ impl Words<'_> {
 
     /// The primary's finding, with its context, refined in order: the error a lone
     /// consequence quotes, the engine as the owner of what no rule ties to a layer, a hint of
-    /// its class, NCCL's own first warning.
+    /// its class, NCCL's own first warning; then shown on `shown_on`'s line when another
+    /// finding states it first.
     fn primary(
         &self,
         all: &[Found<'_>],
         fi: usize,
         f: &RawFinding,
-        crash: Option<Found<'_>>,
+        shown_on: Option<Found<'_>>,
     ) -> Finding {
         let mut p = self.finding(fi, f, true);
         self.quoted_error(&mut p);
@@ -380,7 +381,7 @@ impl Words<'_> {
         }
         self.hint(all, &mut p);
         self.nccl_first_warning(all, &mut p);
-        if let Some((_, c)) = crash {
+        if let Some((_, c)) = shown_on {
             p.line = c.line;
             p.text = c.text.clone();
             p.context = c.context.clone();
@@ -460,15 +461,16 @@ fn engine_owns_unknown(p: &mut Finding) {
     p.next_step = format!("{} {}", p.next_step, ENGINE_NEXT_STEP);
 }
 
-/// The primary, and the crash line it is shown on when a backtrace frame named it.
+/// The primary, and the line it is shown on when another finding states it first (the crash
+/// line a backtrace frame follows, an earlier report of the same error).
 struct Shown<'a> {
     primary: Option<Found<'a>>,
-    crash: Option<Found<'a>>,
+    shown_on: Option<Found<'a>>,
 }
 
-/// Whether `x` is the primary, or the crash line the primary is shown on.
+/// Whether `x` is the primary, or the line the primary is shown on.
 fn is_primary(shown: &Shown<'_>, (fi, f): &Found<'_>) -> bool {
-    [shown.primary, shown.crash]
+    [shown.primary, shown.shown_on]
         .into_iter()
         .flatten()
         .any(|(pfi, pf)| pfi == *fi && pf.line == f.line)

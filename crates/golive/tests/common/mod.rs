@@ -432,13 +432,20 @@ impl Drop for Neighbour {
     }
 }
 
-/// Keeps `url` as busy as the replica beside it will be when both serve: 4 long requests in
-/// flight (the ramp's largest step) until dropped.
+/// The two-replica checks' ramp: its most requests in flight, answer length and context.
+const RAMP_MOST_IN_FLIGHT: u32 = 4;
+const RAMP_OUTPUT_TOKENS: u32 = 16;
+const RAMP_MAX_CONTEXT: u32 = 256;
+
+/// Keeps `url` as busy as the replica beside it will be when both serve: the ramp's largest
+/// step of its longest requests, until dropped.
 fn busy_neighbour(url: &str) -> Neighbour {
+    let prompt = RAMP_MAX_CONTEXT - RAMP_OUTPUT_TOKENS;
     let child = Command::new(golive_bin())
-        .args(["load", "--url", url, "--ignore-eos"])
-        .args(["--concurrency", "4", "--duration", "1h"])
-        .args(["--prompt-tokens", "240", "--max-tokens", "16"])
+        .args(["load", "--url", url, "--ignore-eos", "--duration", "1h"])
+        .args(["--concurrency", &RAMP_MOST_IN_FLIGHT.to_string()])
+        .args(["--prompt-tokens", &prompt.to_string()])
+        .args(["--max-tokens", &RAMP_OUTPUT_TOKENS.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -456,22 +463,11 @@ fn busy_neighbour(url: &str) -> Neighbour {
 pub fn accept_one_replica(url: &str, neighbour: &str, out: &Path) -> std::process::Output {
     let _busy = busy_neighbour(neighbour);
     accept_without_agent(url, out)
-        .args([
-            "--concurrency",
-            "4",
-            "--ramp-requests",
-            "4",
-            "--output-tokens",
-            "16",
-        ])
-        .args([
-            "--max-context",
-            "256",
-            "--slo-e2e-p95-ms",
-            "120000",
-            "--target-rate",
-            "1",
-        ])
+        .args(["--concurrency", &RAMP_MOST_IN_FLIGHT.to_string()])
+        .args(["--ramp-requests", "4"])
+        .args(["--output-tokens", &RAMP_OUTPUT_TOKENS.to_string()])
+        .args(["--max-context", &RAMP_MAX_CONTEXT.to_string()])
+        .args(["--slo-e2e-p95-ms", "120000", "--target-rate", "1"])
         .args(RAMP_ONLY)
         .output()
         .unwrap()
