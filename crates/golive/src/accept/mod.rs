@@ -239,7 +239,6 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> crate::Result<AcceptO
             events: events.clone(),
         });
     }
-    crate::outfile::create_dirs(&args.out)?;
     let mut report = Report::new(nodes.iter().map(|n| n.target.base_url.clone()).collect());
     report.profile = args.profile.clone();
     report.reviewer = args.reviewer.clone();

@@ -61,25 +61,15 @@ impl Publisher {
 
     /// The report so far: report.json is rewritten.
     pub(super) fn update(&self, report: &Report) -> anyhow::Result<()> {
-        self.events
-            .emit(Event::ReportUpdated(Arc::new(redacted(report))));
+        self.events.emit(Event::report_updated(report));
         self.events.check()
     }
 
     /// The final report: every file is written.
     pub(super) fn finish(&self, report: &Report) -> anyhow::Result<()> {
-        self.events
-            .emit(Event::ReportFinished(Arc::new(redacted(report))));
+        self.events.emit(Event::report_finished(report));
         self.events.check()
     }
-}
-
-/// The report as it may leave the process: URL passwords, Authorization headers and
-/// token-shaped words in any of its texts (a server's error body, a log line) redacted.
-/// (A report that does not survive the round trip through JSON, e.g. a NaN figure, goes
-/// out as it is: its URLs carry no userinfo and its log lines were redacted at triage.)
-fn redacted(report: &Report) -> Report {
-    crate::redact::redact_serde(report).unwrap_or_else(|_| report.clone())
 }
 
 pub(super) fn any_server_failure(report: &Report) -> bool {

@@ -171,6 +171,27 @@ pub struct ReportState<'a> {
     pub failed: usize,
 }
 
+impl Event {
+    /// [`Event::ReportUpdated`] with the report as it may leave the process ([`redacted`]).
+    pub fn report_updated(report: &Report) -> Self {
+        Event::ReportUpdated(Arc::new(redacted(report)))
+    }
+
+    /// [`Event::ReportFinished`] with the report as it may leave the process ([`redacted`]).
+    pub fn report_finished(report: &Report) -> Self {
+        Event::ReportFinished(Arc::new(redacted(report)))
+    }
+}
+
+/// The report as it may leave the process: URL passwords, Authorization headers and
+/// token-shaped words in any of its texts (a server's error body, a log line) redacted,
+/// so no reporter (the report files, the JSON event lines) sees a secret.
+/// (A report that does not survive the round trip through JSON, e.g. a NaN figure, goes
+/// out as it is: its URLs carry no userinfo and its log lines were redacted at triage.)
+fn redacted(report: &Report) -> Report {
+    crate::redact::redact_serde(report).unwrap_or_else(|_| report.clone())
+}
+
 impl<'a> From<&'a Report> for ReportState<'a> {
     fn from(r: &'a Report) -> Self {
         ReportState {
