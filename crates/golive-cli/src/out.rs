@@ -13,6 +13,9 @@
 use std::fmt::Display;
 use std::io::{ErrorKind, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Mutex, PoisonError};
+use std::thread::JoinHandle;
 
 use std::time::Instant;
 
@@ -74,20 +77,99 @@ pub fn json_pretty(value: &impl serde::Serialize) -> anyhow::Result<()> {
 /// The `--format json` reporter: every event as one JSON line on stdout, with the
 /// seconds since the command started (`{"t": 1.25, "event": "stage_started", "data":
 /// "basic"}`). A stdout that cannot be written stops the run (exit 4).
+///
+/// The lines are written by a thread of their own, through a queue of at most
+/// [`JsonEvents::QUEUE`] lines: a load's workers, which report every request, only wait
+/// for a slow reader of stdout (a pipe into a busy `jq`, a terminal being scrolled) once
+/// it is that far behind, so the reader does not slow the load it is watching, and
+/// memory stays bounded. [`JsonEvents::finish`] writes what is queued.
 pub struct JsonEvents {
     started: Instant,
-    /// Held while a line's time is taken and the line written: lines from the load's
-    /// workers keep their times in order.
-    writing: std::sync::Mutex<()>,
+    /// Held while a line's time is taken and the line queued: lines from the load's
+    /// workers keep their times in order. `None` once finished.
+    queue: Mutex<Option<SyncSender<String>>>,
+    /// The writing thread; it returns the first write that failed.
+    writer: Mutex<Option<JoinHandle<Result<(), OutputFailed>>>>,
 }
 
 impl JsonEvents {
+    /// Lines that may wait for stdout before a reporting worker waits too.
+    pub const QUEUE: usize = 16_384;
+
     /// A reporter whose clock starts now.
     pub fn new() -> Self {
+        let (queue, lines) = std::sync::mpsc::sync_channel::<String>(Self::QUEUE);
+        let writer = std::thread::spawn(move || lines.iter().try_for_each(line));
         JsonEvents {
             started: Instant::now(),
-            writing: std::sync::Mutex::new(()),
+            queue: Mutex::new(Some(queue)),
+            writer: Mutex::new(Some(writer)),
         }
+    }
+
+    /// Seconds since the reporter started, to the millisecond.
+    fn t(&self) -> f64 {
+        (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0
+    }
+
+    /// Queues one line, its time taken as it is queued: `{"t": .., <body>}`.
+    fn send(&self, body: impl FnOnce(f64) -> serde_json::Result<String>) -> anyhow::Result<()> {
+        let guard = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(queue) = guard.as_ref() else {
+            anyhow::bail!("the JSON event lines were already finished");
+        };
+        let json = body(self.t())?;
+        if queue.send(json).is_err() {
+            // The writer stopped at a failed write: that failure is the error.
+            drop(guard);
+            self.finish()?;
+        }
+        Ok(())
+    }
+
+    /// Writes every queued line and stops the writer; the first write that failed is the
+    /// error. Later events are refused.
+    pub fn finish(&self) -> Result<(), OutputFailed> {
+        drop(
+            self.queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
+        );
+        let writer = self
+            .writer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        match writer.map(JoinHandle::join) {
+            None | Some(Ok(Ok(()))) => Ok(()),
+            Some(Ok(Err(e))) => Err(e),
+            Some(Err(_)) => Err(OutputFailed {
+                what: "to stdout (the writer stopped)".into(),
+                source: anyhow::anyhow!("the JSON event writer panicked"),
+            }),
+        }
+    }
+
+    /// The command's own last line, in the events' shape: `{"t", "event", "data"}` (the
+    /// binary's result, such as `load`'s summary, that no library event carries); then
+    /// every line is written ([`JsonEvents::finish`]).
+    pub fn last<T: serde::Serialize>(&self, event: &str, data: &T) -> anyhow::Result<()> {
+        #[derive(serde::Serialize)]
+        struct Last<'a, T> {
+            t: f64,
+            event: &'a str,
+            data: &'a T,
+        }
+        self.send(|t| serde_json::to_string(&Last { t, event, data }))?;
+        Ok(self.finish()?)
+    }
+}
+
+impl Drop for JsonEvents {
+    /// A command that ends early (an error) still writes the lines it queued.
+    fn drop(&mut self) {
+        let _ = self.finish();
     }
 }
 
@@ -98,34 +180,9 @@ struct EventLine<'a> {
     event: &'a Event,
 }
 
-impl JsonEvents {
-    /// Seconds since the reporter started, to the millisecond.
-    fn t(&self) -> f64 {
-        (self.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0
-    }
-
-    /// The command's own last line, in the events' shape: `{"t", "event", "data"}` (the
-    /// binary's result, such as `load`'s summary, that no library event carries).
-    pub fn last<T: serde::Serialize>(&self, event: &str, data: &T) -> anyhow::Result<()> {
-        #[derive(serde::Serialize)]
-        struct Last<'a, T> {
-            t: f64,
-            event: &'a str,
-            data: &'a T,
-        }
-        let _in_order = self.writing.lock();
-        let t = self.t();
-        line(serde_json::to_string(&Last { t, event, data })?)?;
-        Ok(())
-    }
-}
-
 impl Reporter for JsonEvents {
     fn report(&self, event: &Event) -> Result<(), ReportError> {
-        let _in_order = self.writing.lock();
-        let json = serde_json::to_string(&EventLine { t: self.t(), event })
-            .map_err(anyhow::Error::from)?;
-        line(json).map_err(anyhow::Error::from)?;
+        self.send(|t| serde_json::to_string(&EventLine { t, event }))?;
         Ok(())
     }
 }

@@ -362,11 +362,15 @@ pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     let terminal: Arc<dyn Reporter> = Arc::new(Terminal {
         loads: LiveLoads::new("accept", true),
     });
-    let events = match format {
-        OutputFormat::Text => Events::new(terminal),
-        OutputFormat::Json => Events::new(Arc::new(out::JsonEvents::new())).and_first(terminal),
+    let json = (format == OutputFormat::Json).then(|| Arc::new(out::JsonEvents::new()));
+    let events = match &json {
+        None => Events::new(terminal),
+        Some(j) => Events::new(j.clone()).and_first(terminal),
     };
     let outcome = crate::runtime::block_on(accept::run(&opts, &events))??;
+    if let Some(j) = &json {
+        j.finish()?;
+    }
     let report = &outcome.report;
     let out_dir = opts.out.display();
     match outcome.end {

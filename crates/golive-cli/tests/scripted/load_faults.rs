@@ -233,3 +233,50 @@ fn golive_load_writes_json_and_csv() {
         .unwrap()
         .starts_with("index,scheduled_ms"));
 }
+
+/// `golive load --format json | slow-reader`: the event lines wait in golive's own queue,
+/// not in the load's workers, so a reader that has not read for seconds does not slow the
+/// load down. The reader here starts only after `PAUSE`, when the pipe (64 KiB) has long
+/// been full: the load still ended before that, by its own clock, and every line arrives.
+#[test]
+fn a_reader_that_stops_reading_json_events_does_not_hold_up_the_load() {
+    const REQUESTS: usize = 400;
+    const PAUSE: Duration = Duration::from_secs(6);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(start(Fault::Ok {
+        tokens: 3,
+        delay_ms: 0,
+    }));
+    let mut child = std::process::Command::new(common::golive_bin())
+        .args(["load", "--url", &server.url, "--concurrency", "8"])
+        .args(["--requests", &REQUESTS.to_string(), "--max-tokens", "3"])
+        .args(["--no-calibrate", "--format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(PAUSE);
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut stdout).unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    assert!(
+        stdout.len() > 64 * 1024,
+        "more than a pipe holds: {}",
+        stdout.len()
+    );
+    let lines: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let named = |name: &'static str| lines.iter().filter(move |l| l["event"] == name);
+    assert_eq!(named("request").count(), REQUESTS, "every line arrives");
+    let finished = named("load_finished").next().expect("load_finished");
+    let t = finished["t"].as_f64().unwrap();
+    assert!(
+        t < PAUSE.as_secs_f64(),
+        "the load ended at {t} s, while stdout was not read for {PAUSE:?}"
+    );
+    let times: Vec<f64> = lines.iter().map(|l| l["t"].as_f64().unwrap()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "times in order");
+    assert_eq!(lines.last().unwrap()["event"], "load_summary");
+}
