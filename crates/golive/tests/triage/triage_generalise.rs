@@ -1554,6 +1554,8 @@ ERROR 01-06 15:47:24 [engine.py:366] RuntimeError: Error in model execution: Err
     let p = triage_text(dump).primary.unwrap();
     assert_ne!(p.line, 2, "{p:?}");
     assert_ne!(p.class, Class::GpuFault, "{p:?}");
+    // CUTLASS's `Error Internal`: the kernel library has no kernel for this GPU or shape.
+    assert_eq!((p.class, p.line), (Class::Dependency, 3), "{p:?}");
 }
 
 /// Two Ray workers die of the same error: the first one's traceback is cut off where the log
@@ -1565,7 +1567,7 @@ fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
     let w2 = "(RayWorkerWrapper pid=91936, ip=10.0.0.5) ERROR 03-11 15:24:48 [worker_base.py:620]";
     let log = format!(
         "{w1}     torch.ops._C.cutlass_scaled_mm(out, a, b, scale_a, scale_b, bias)
-{w1} RuntimeError: Error Internal
+{w1} RuntimeError: the op returned status 7
 (RayWorkerWrapper pid=91936, ip=10.0.0.5) INFO 03-11 15:24:46 [loader.py:429] Loading weights took 52.44 seconds
 {w2} Error executing method 'load_model'. This might cause deadlock in distributed execution.
 {w2} Traceback (most recent call last):
@@ -1573,7 +1575,7 @@ fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
 {w2}     return run_method(self, method, args, kwargs)
 {w2}   File \"/opt/venv/lib/python3.10/site-packages/vllm/worker/model_runner.py\", line 1113, in load_model
 {w2}     self.model = get_model(vllm_config=self.vllm_config)
-{w2} RuntimeError: Error Internal
+{w2} RuntimeError: the op returned status 7
 "
     );
     let report = triage_text(&log);
@@ -1587,8 +1589,8 @@ fn the_first_report_of_an_error_two_workers_died_of_is_the_cause() {
     assert_not_among_the_other_errors(&report.secondary, 2);
     // A different error earlier is not the same report.
     let other = log.replacen(
-        "RuntimeError: Error Internal",
-        "RuntimeError: Error Unrelated",
+        "RuntimeError: the op returned status 7",
+        "RuntimeError: the op returned status 9",
         1,
     );
     assert_eq!(triage_text(&other).primary.unwrap().line, 10);

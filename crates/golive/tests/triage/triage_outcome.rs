@@ -289,6 +289,16 @@ fn messages_that_name_the_blame_give_its_class() {
             "dep-jit-build",
         ),
         (
+            "(EngineCore pid=293) ERROR 08-14 08:00:06 [core.py:1330] RuntimeError: cutlass_gemm_caller, /workspace/csrc/libtorch_stable/quantization/w8a8/cutlass/c3x/cutlass_gemm_caller.cuh:62, Error Internal",
+            Class::Dependency,
+            "dep-kernel-unsupported",
+        ),
+        (
+            "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 106496, Hardware limit: 101376. Reducing block sizes or `num_stages` may help.",
+            Class::Dependency,
+            "dep-kernel-unsupported",
+        ),
+        (
             "INFO 12-01 10:00:01 [__init__.py:250] No platform detected, vLLM is running on UnspecifiedPlatform",
             Class::Container,
             "container-no-platform",

@@ -350,13 +350,22 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// (ids 976-996: 9 failed, 12 healthy; vLLM 0.5 to 0.24 and SGLang committed runs, ik_llama.cpp
 /// archive blocks, ollama on Metal, a T4 and CPU), measured as it came: 8/9 class, 9/9 line,
 /// 0 none, 12/12 quiet. Tune 237/260, 249/260, 2, 235/238; held 202/260, 227/260, 6, 232/237;
-/// all 439/520, 476/520, 8, 467/475.
+/// all 439/520, 476/520, 8, 467/475. Batch AC (ids 997-1027: 13 failed, 18 healthy; vLLM and
+/// SGLang on DGX Spark and GH200 under slurm, ik_llama.cpp archive blocks, llama.cpp on Windows,
+/// ollama), measured as it came: 8/13 class, 13/13 line, 0 none, 18/18 quiet (four of the five
+/// class misses are FlashInfer's `Unsupported`/`Invalid configuration` labelled `engine`). Label
+/// rule 8 (a kernel library with no kernel for this GPU, shape or dtype is `dependency`), read
+/// from the logs alone on the 131 failed rows naming a kernel library, changed 22 rows: tune
+/// 239/267, 256/267, 2, 244/247; held 211/266, 233/266, 6, 241/246. CUTLASS's `Error Internal`,
+/// Triton's shared-memory `OutOfResources` and DeepGEMM's own assertions read as that rule: tune
+/// 246/267, 257/267, 2, 244/247; held 213/266, 233/266, 6, 241/246; all 459/533, 490/533, 8,
+/// 485/493.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 91.1, 95.7, 98.7, 2),
-    ("held", 77.6, 87.3, 97.8, 6),
-    ("all", 84.4, 91.5, 98.3, 8),
+    ("tune", 92.1, 96.2, 98.7, 2),
+    ("held", 80.0, 87.5, 97.9, 6),
+    ("all", 86.1, 91.9, 98.3, 8),
 ];
 
 #[test]
