@@ -359,13 +359,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 239/267, 256/267, 2, 244/247; held 211/266, 233/266, 6, 241/246. CUTLASS's `Error Internal`,
 /// Triton's shared-memory `OutOfResources` and DeepGEMM's own assertions read as that rule: tune
 /// 246/267, 257/267, 2, 244/247; held 213/266, 233/266, 6, 241/246; all 459/533, 490/533, 8,
-/// 485/493.
+/// 485/493. vLLM's `No valid attention backend found` (no backend serves the settings) is
+/// configuration, as a chosen backend it refuses is: tune 247/267, held 214/266, all 461/533.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.1, 96.2, 98.7, 2),
-    ("held", 80.0, 87.5, 97.9, 6),
-    ("all", 86.1, 91.9, 98.3, 8),
+    ("tune", 92.5, 96.2, 98.7, 2),
+    ("held", 80.4, 87.5, 97.9, 6),
+    ("all", 86.4, 91.9, 98.3, 8),
 ];
 
 #[test]
