@@ -361,12 +361,17 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 246/267, 257/267, 2, 244/247; held 213/266, 233/266, 6, 241/246; all 459/533, 490/533, 8,
 /// 485/493. vLLM's `No valid attention backend found` (no backend serves the settings) is
 /// configuration, as a chosen backend it refuses is: tune 247/267, held 214/266, all 461/533.
+/// Batch AD (ids 1028-1048: 8 failed, 13 healthy; SGLang and vLLM on DGX Spark and Blackwell,
+/// vLLM 0.17 evaluation servers with hundreds of rejected over-long requests, ik_llama.cpp,
+/// ollama on Metal, an L4 and CPU), labelled under rule 8, measured as it came: 8/8 class, 8/8
+/// line, 0 none, 13/13 quiet. Tune 251/271, 261/271, 2, 250/253; held 218/270, 237/270, 6,
+/// 248/253; all 469/541, 498/541, 8, 498/506.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.5, 96.2, 98.7, 2),
-    ("held", 80.4, 87.5, 97.9, 6),
-    ("all", 86.4, 91.9, 98.3, 8),
+    ("tune", 92.6, 96.3, 98.8, 2),
+    ("held", 80.7, 87.7, 98.0, 6),
+    ("all", 86.6, 92.0, 98.4, 8),
 ];
 
 #[test]
