@@ -1268,7 +1268,9 @@ fn cudnn_finding_no_engine_is_the_build() {
 
 /// vLLM refuses a backend with "Selected backend ... is not valid for this configuration" only
 /// when the deployment chose it (`--attention-backend`): the choice is the configuration's, not
-/// a build without the kernel. A backend vLLM finds unsupported by itself stays a dependency.
+/// a build without the kernel. When vLLM finds no backend by itself, the reasons say whose it is:
+/// a KV-cache dtype no backend takes is the deployment's setting; a head size none takes is a
+/// build without the kernel.
 #[test]
 fn a_chosen_backend_that_is_not_valid_is_configuration() {
     let h = "(EngineCore pid=3608) ERROR 06-13 11:14:51 [core.py:1199] ";
@@ -1294,6 +1296,16 @@ fn a_chosen_backend_that_is_not_valid_is_configuration() {
     );
     let p = triage_text(&own).primary.unwrap();
     assert_eq!((p.class, p.line), (Class::Dependency, 6), "{p:?}");
+    let setting = log.replace(
+        "Selected backend AttentionBackendEnum.FLASH_ATTN is not valid for this configuration. Reason: ['partial multimodal token full attention not supported']",
+        "No valid attention backend found for cuda with AttentionSelectorConfig(head_size=256, kv_cache_dtype=nvfp4). Reasons: {FLASH_ATTN: [kv_cache_dtype not supported]}",
+    );
+    let p = triage_text(&setting).primary.unwrap();
+    assert_eq!(
+        (p.class, p.line, p.rule.as_str()),
+        (Class::Config, 6, "config-no-valid-backend"),
+        "{p:?}"
+    );
 }
 
 /// Python's "unsupported operand type(s) for -: 'Tensor' and 'NoneType'" is a value the code did
