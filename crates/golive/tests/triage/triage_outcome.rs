@@ -299,6 +299,11 @@ fn messages_that_name_the_blame_give_its_class() {
             "dep-kernel-unsupported",
         ),
         (
+            "(RayWorkerWrapper pid=2395) ERROR 04-25 06:14:36 [ray_utils.py:87] RuntimeError: Assertion error (/workspace/vllm-src/.deps/deepgemm-src/csrc/apis/../jit_kernels/impls/../heuristics/../../utils/layout.hpp:76): Unknown recipe",
+            Class::Dependency,
+            "dep-kernel-unsupported",
+        ),
+        (
             "(EngineCore pid=125) ERROR 06-10 07:31:04 [core.py:1199] ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=256, dtype=torch.bfloat16, kv_cache_dtype=nvfp4, block_size=None, use_mla=False). Reasons: {FLASH_ATTN: [kv_cache_dtype not supported]}",
             Class::Config,
             "config-no-valid-backend",

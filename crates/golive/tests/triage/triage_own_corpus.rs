@@ -359,8 +359,9 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 239/267, 256/267, 2, 244/247; held 211/266, 233/266, 6, 241/246. CUTLASS's `Error Internal`,
 /// Triton's shared-memory `OutOfResources` and DeepGEMM's own assertions read as that rule: tune
 /// 246/267, 257/267, 2, 244/247; held 213/266, 233/266, 6, 241/246; all 459/533, 490/533, 8,
-/// 485/493. vLLM's `No valid attention backend found` (no backend serves the settings) is
-/// configuration, as a chosen backend it refuses is: tune 247/267, held 214/266, all 461/533.
+/// 485/493. vLLM's `No valid attention backend found` whose reasons name a setting the
+/// deployment chose (the KV-cache dtype, the block size) is configuration, as a chosen backend
+/// it refuses is: tune 247/267, held 214/266, all 461/533.
 /// Batch AD (ids 1028-1048: 8 failed, 13 healthy; SGLang and vLLM on DGX Spark and Blackwell,
 /// vLLM 0.17 evaluation servers with hundreds of rejected over-long requests, ik_llama.cpp,
 /// ollama on Metal, an L4 and CPU), labelled under rule 8, measured as it came: 8/8 class, 8/8
