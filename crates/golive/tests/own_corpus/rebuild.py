@@ -16,7 +16,9 @@ Sources (see README.md): `owner/repo:path@commit` is `git show commit:path`, byt
 JSON list V:PATH@COMMIT, field body, CRLF->LF, re.findall(r'```[^\\n]*\\n(.*?)```', body, re.S)[K],
 written as UTF-8; `owner/repo#N issue code block K (...); via V:PATH@COMMIT` is block K (same
 expression, CRLF->LF) of the Markdown file V:PATH@COMMIT that archives issue N with its comments
-(ik_llama.cpp's github-data/issues/; `pull request` and `discussion` blocks alike). Every file is checked against the sha256 column; prints a summary (built OK / sha
+(ik_llama.cpp's github-data/issues/; `pull request` and `discussion` blocks alike);
+`owner/repo:PATH@COMMIT markdown code block K (...)` is block K (same expression, CRLF->LF) of a
+Markdown file committed to a repository (a write-up that pastes the log). Every file is checked against the sha256 column; prints a summary (built OK / sha
 mismatch / source missing, by source kind) and the ids that failed with the reason. Exit code 1 if
 any log is missing or mismatched."""
 import argparse, hashlib, json, os, re, subprocess, sys
@@ -50,6 +52,18 @@ def gitdir(repo):
             if is_gitdir(p):
                 return p
     return None
+
+
+def markdown_block(repo, commit, path, k):
+    """Code block k (fences excluded, CRLF->LF) of a Markdown file, as UTF-8 bytes."""
+    raw, err = show(repo, commit, path)
+    if raw is None:
+        return None, err
+    text = raw.decode('utf-8').replace('\r\n', '\n')
+    blocks = re.findall(r'```[^\n]*\n(.*?)```', text, re.S)
+    if k < len(blocks):
+        return blocks[k].encode('utf-8'), None
+    return None, f"no code block {k} (file has {len(blocks)})"
 
 
 def show(repo, commit, path):
@@ -100,14 +114,14 @@ for c in rows:
             err = "unparsed source"
         else:
             _, _, k, via, path, commit = m.groups()
-            raw, err = show(via, commit, path)
-            if raw is not None:
-                text = raw.decode('utf-8').replace('\r\n', '\n')
-                blocks = re.findall(r'```[^\n]*\n(.*?)```', text, re.S)
-                if int(k) < len(blocks):
-                    data = blocks[int(k)].encode('utf-8')
-                else:
-                    err = f"no code block {k} (file has {len(blocks)})"
+            data, err = markdown_block(via, commit, path, int(k))
+    elif ' markdown code block ' in src:
+        kind = 'markdown-file'
+        m = re.match(r'(\S+?/[^:]+):(.+)@([0-9a-f]{40}) markdown code block (\d+) \(', src)
+        if not m:
+            err = "unparsed source"
+        else:
+            data, err = markdown_block(m.group(1), m.group(3), m.group(2), int(m.group(4)))
     else:
         kind = 'committed-file'
         m = re.match(r'(\S+?/[^:]+):(.+)@([0-9a-f]{40})$', src)

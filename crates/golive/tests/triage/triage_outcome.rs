@@ -805,6 +805,79 @@ fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not()
     assert_eq!((p.class, p.line), (Class::GpuFault, line_of(&text, FATAL)));
 }
 
+/// vLLM V1 traces every teardown with `[shutdown]` lines: a worker that fails to load makes
+/// the executor shut down (its lines come before the worker's own traceback, flushed later),
+/// and that is no orderly stop; the trigger of one is (a signal), and then teardown errors are
+/// noise again.
+#[test]
+fn vllms_shutdown_trace_is_an_orderly_stop_only_after_its_trigger() {
+    let w = "(Worker_TP1 pid=32) ERROR 08-01 01:16:44 [multiproc_executor.py:901]";
+    let e = "(EngineCore pid=26) ERROR 08-01 01:16:47 [core.py:1330]";
+    let mut failed_start = vec![
+        "(APIServer pid=12) INFO 08-01 01:16:02 [api_server.py:1951] vLLM API server version 0.23.1".to_string(),
+        "(Worker_TP0 pid=30) INFO 08-01 01:16:29 [gpu_model_runner.py:5248] Starting to load model /models/glm".to_string(),
+        "(EngineCore pid=26) INFO 08-01 01:16:39 [multiproc_executor.py:429] [shutdown] Executor: waiting for worker exit count=4".to_string(),
+        "(EngineCore pid=26) WARNING 08-01 01:16:44 [multiproc_executor.py:441] [shutdown] Executor: workers still running after grace period; sending SIGTERM count=2".to_string(),
+        format!("{w} WorkerProc failed to start."),
+        format!("{w} Traceback (most recent call last):"),
+        format!("{w}   File \"/vllm/model_executor/model_loader/weight_utils.py\", line 1013, in safetensors_weights_iterator"),
+        format!("{w}     param = f.get_tensor(name)"),
+        format!("{w} ValueError: could not determine the shape of object type 'torch.storage.UntypedStorage'"),
+        format!("{e} EngineCore failed to start."),
+    ];
+    let text = log(&failed_start);
+    let p = triage(&text)
+        .primary
+        .expect("a start that failed under the executor's shutdown trace is a failure");
+    assert_eq!(p.line, line_of(&text, "could not determine the shape"));
+
+    // The same trace after a signal: the server was stopped, its teardown errors are noise.
+    failed_start.insert(
+        2,
+        "(EngineCore pid=26) INFO 08-01 01:16:38 [core.py:1093] [shutdown] EngineCore: trigger received signal=SIGTERM".into(),
+    );
+    let stopped = log(&failed_start);
+    let r = triage(&stopped);
+    assert!(r.primary.is_none(), "{:#?}", r.primary);
+    assert!(
+        r.outcome.iter().any(|o| o.ended == Ended::Orderly),
+        "{:#?}",
+        r.outcome
+    );
+}
+
+/// A request the process made (huggingface_hub probing optional files) logs the answer it got:
+/// a 404 there is no failure, and the fatal error after it is the cause.
+#[test]
+fn a_request_the_process_made_is_no_failure_whatever_its_answer() {
+    let probe = "[2026-02-26 05:20:05 TP0] HTTP Request: GET https://huggingface.co/api/models/zai-org/GLM-5-FP8/tree/main/additional_chat_templates?recursive=false&expand=false \"HTTP/1.1 404 Not Found\"";
+    let text = log(&[
+        "[2026-02-26 05:19:58] server_args=ServerArgs(model_path='zai-org/GLM-5-FP8', tp_size=8)",
+        probe,
+        "[2026-02-26 05:21:00 TP0] Load weight begin. avail mem=250.11 GB",
+        "[2026-02-26 05:35:12 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "  File \"/sgl-workspace/sglang/python/sglang/srt/models/deepseek_v2.py\", line 2010, in forward_absorb_fused_mla_rope_prepare",
+        "    attn_logits, _, kv_indptr, kv_indices, _, _, _ = (",
+        "TypeError: cannot unpack non-iterable ForwardMetadata object",
+        "[2026-02-26 05:35:13] Received sigquit from a child process. It usually means the child failed.",
+    ]);
+    let r = triage(&text);
+    let p = r
+        .primary
+        .as_ref()
+        .expect("the scheduler's crash is a failure");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::Engine, line_of(&text, "TypeError: cannot unpack"))
+    );
+    let probe_line = line_of(&text, "additional_chat_templates");
+    assert!(
+        r.secondary.iter().all(|s| s.line != probe_line),
+        "{:#?}",
+        r.secondary
+    );
+}
+
 #[test]
 fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() {
     let mut lines: Vec<String> = vec![

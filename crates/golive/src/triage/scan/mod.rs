@@ -764,7 +764,12 @@ impl Scanner<'_> {
         match kind {
             // A request the process made (urllib3's `https://huggingface.co:443 "HEAD /x
             // HTTP/1.1" 200 0`) is no request it served.
-            RuleKind::Serving if super::lifecycle::is_outgoing_request(msg) => {}
+            // Nor is its answer a failure (huggingface_hub's `HTTP Request: GET
+            // https://huggingface.co/.../additional_chat_templates "HTTP/1.1 404 Not Found"`
+            // probes an optional file): the process decides what a status means, and an
+            // exception says so when it cannot go on.
+            RuleKind::Serving | RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint
+                if super::lifecycle::is_outgoing_request(msg) => {}
             RuleKind::Serving => {
                 if self.res.serving_line.is_none() {
                     self.res.serving_line = Some(line_no);
