@@ -813,7 +813,7 @@ fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not()
 fn vllms_shutdown_trace_is_an_orderly_stop_only_after_its_trigger() {
     let w = "(Worker_TP1 pid=32) ERROR 08-01 01:16:44 [multiproc_executor.py:901]";
     let e = "(EngineCore pid=26) ERROR 08-01 01:16:47 [core.py:1330]";
-    let mut failed_start = vec![
+    let failed_start = vec![
         "(APIServer pid=12) INFO 08-01 01:16:02 [api_server.py:1951] vLLM API server version 0.23.1".to_string(),
         "(Worker_TP0 pid=30) INFO 08-01 01:16:29 [gpu_model_runner.py:5248] Starting to load model /models/glm".to_string(),
         "(EngineCore pid=26) INFO 08-01 01:16:39 [multiproc_executor.py:429] [shutdown] Executor: waiting for worker exit count=4".to_string(),
@@ -831,19 +831,22 @@ fn vllms_shutdown_trace_is_an_orderly_stop_only_after_its_trigger() {
         .expect("a start that failed under the executor's shutdown trace is a failure");
     assert_eq!(p.line, line_of(&text, "could not determine the shape"));
 
-    // The same trace after a signal: the server was stopped, its teardown errors are noise.
-    failed_start.insert(
-        2,
-        "(EngineCore pid=26) INFO 08-01 01:16:38 [core.py:1093] [shutdown] EngineCore: trigger received signal=SIGTERM".into(),
-    );
-    let stopped = log(&failed_start);
-    let r = triage(&stopped);
-    assert!(r.primary.is_none(), "{:#?}", r.primary);
-    assert!(
-        r.outcome.iter().any(|o| o.ended == Ended::Orderly),
-        "{:#?}",
-        r.outcome
-    );
+    // The same trace after a signal (a stop, or ^C): the server was stopped, its teardown
+    // errors are noise.
+    for signal in ["SIGTERM", "SIGINT"] {
+        let mut stopped = failed_start.clone();
+        stopped.insert(
+            2,
+            format!("(EngineCore pid=26) INFO 08-01 01:16:38 [core.py:1093] [shutdown] EngineCore: trigger received signal={signal}"),
+        );
+        let r = triage(&log(&stopped));
+        assert!(r.primary.is_none(), "{signal}: {:#?}", r.primary);
+        assert!(
+            r.outcome.iter().any(|o| o.ended == Ended::Orderly),
+            "{signal}: {:#?}",
+            r.outcome
+        );
+    }
 }
 
 /// A request the process made (huggingface_hub probing optional files) logs the answer it got:
