@@ -289,6 +289,22 @@ fn messages_that_name_the_blame_give_its_class() {
             "dep-jit-build",
         ),
         (
+            "(EngineCore pid=173) ERROR 06-11 18:49:33 [core.py:1199] torch._inductor.exc.InductorError: RuntimeError: Failed to run autotuning code block: CUDA driver error: operation not permitted",
+            Class::Dependency,
+            "dep-inductor",
+        ),
+        (
+            "torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:",
+            Class::Dependency,
+            "dep-inductor",
+        ),
+        // A cause the compiler's error wraps keeps its own class.
+        (
+            "(EngineCore pid=173) ERROR 06-11 18:49:33 [core.py:1199] torch._inductor.exc.InductorError: OSError: [Errno 28] No space left on device",
+            Class::Config,
+            "config-disk-full",
+        ),
+        (
             "(EngineCore pid=293) ERROR 08-14 08:00:06 [core.py:1330] RuntimeError: cutlass_gemm_caller, /workspace/csrc/libtorch_stable/quantization/w8a8/cutlass/c3x/cutlass_gemm_caller.cuh:62, Error Internal",
             Class::Dependency,
             "dep-kernel-unsupported",

@@ -373,12 +373,15 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// too, so only their trigger (`signal=SIGTERM`, `API server: shutdown triggered`) is an orderly
 /// stop; a request the process made is no failure whatever its status: tune 256/277, 267/277,
 /// 2, 260/263; held 225/277, 244/277, 6, 258/263; all 481/554, 511/554, 8, 518/526.
+/// torch.compile's Inductor failing (`torch._inductor.exc.InductorError`) with no cause of its own
+/// named is the toolchain's, `dependency` (of the 7 rows with it, 6 name their cause; one tune
+/// row's class became right): tune 257/277, all 482/554.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.4, 96.3, 98.8, 2),
+    ("tune", 92.7, 96.3, 98.8, 2),
     ("held", 81.2, 88.0, 98.0, 6),
-    ("all", 86.8, 92.2, 98.4, 8),
+    ("all", 86.9, 92.2, 98.4, 8),
 ];
 
 #[test]
