@@ -54,16 +54,21 @@ def gitdir(repo):
     return None
 
 
+def code_block(text, k, where):
+    """Fenced code block k of Markdown `text` (CRLF->LF, fences excluded) as UTF-8 bytes, or the
+    reason there is none (`where` names the text: body, file)."""
+    blocks = re.findall(r'```[^\n]*\n(.*?)```', text.replace('\r\n', '\n'), re.S)
+    if k < len(blocks):
+        return blocks[k].encode('utf-8'), None
+    return None, f"no code block {k} ({where} has {len(blocks)})"
+
+
 def markdown_block(repo, commit, path, k):
-    """Code block k (fences excluded, CRLF->LF) of a Markdown file, as UTF-8 bytes."""
+    """Code block k of a Markdown file committed to `repo`."""
     raw, err = show(repo, commit, path)
     if raw is None:
         return None, err
-    text = raw.decode('utf-8').replace('\r\n', '\n')
-    blocks = re.findall(r'```[^\n]*\n(.*?)```', text, re.S)
-    if k < len(blocks):
-        return blocks[k].encode('utf-8'), None
-    return None, f"no code block {k} (file has {len(blocks)})"
+    return code_block(raw.decode('utf-8'), k, 'file')
 
 
 def show(repo, commit, path):
@@ -99,12 +104,7 @@ for c in rows:
             if not ent:
                 err = f"issue {num} not in dump"
             else:
-                body = (ent[0].get('body') or '').replace('\r\n', '\n')
-                blocks = re.findall(r'```[^\n]*\n(.*?)```', body, re.S)
-                if int(k) < len(blocks):
-                    data = blocks[int(k)].encode('utf-8')
-                else:
-                    err = f"no code block {k} (body has {len(blocks)})"
+                data, err = code_block(ent[0].get('body') or '', int(k), 'body')
     elif re.match(r'\S+?#\d+ (issue|pull request|discussion) code block', src):
         # An issue, pull request or discussion archived as a Markdown file in the project's own
         # repository (ik_llama.cpp's github-data/): block K over the whole file, comments included.
