@@ -359,6 +359,9 @@ impl Reporter for Terminal {
 pub fn run(args: AcceptArgs) -> anyhow::Result<u8> {
     let format = args.format;
     let opts = AcceptOptions::from(args);
+    // The agent's own tools and cases are read at parse time: a typo exits 2 before the
+    // first request.
+    golive::agent::validate(&opts.agent)?;
     let terminal: Arc<dyn Reporter> = Arc::new(Terminal {
         loads: LiveLoads::new("accept", true),
     });

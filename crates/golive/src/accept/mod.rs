@@ -2,9 +2,10 @@
 //!
 //! Stages: environment (from `--bundle`), service and basic (per `--url`), prefix
 //! cache, agent, ramp, soak. After every stage the report as it stands goes out as an
-//! event (`complete: false`) and report.json is rewritten from it, so an interrupted run
-//! (Ctrl-C included) keeps what it measured; at the end the verdict is decided and the
-//! final report goes out, from which every file is written ([`ReportFiles`]).
+//! event (`complete: false`), at the run's next pause, and report.json is rewritten from
+//! it, so an interrupted run (Ctrl-C included) keeps what it measured; at the end the
+//! verdict is decided and the final report goes out, from which every file is written
+//! ([`ReportFiles`]).
 //!
 //! Verdict rules (README): environment or agent-interface failures -> rebuild;
 //! capacity failures at the expected load -> expand; failures only beyond the expected
@@ -220,13 +221,13 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> crate::Result<AcceptO
             log.display()
         );
     }
-    // The inputs are read and checked before the first request.
+    // The inputs are read and checked before the first request (the agent's own tools
+    // and cases at parse time, by the caller: `agent::validate`).
     // The profile, loaded once: the contract stage and the worksheet read it.
     let profile = match &args.profile {
         Some(p) => crate::profile::Profile::load(p)?,
         None => crate::profile::Profile::generic().clone(),
     };
-    crate::agent::validate(&args.agent)?;
     let publisher = Publisher::new(events, &args.out);
     let events = &publisher.events;
     let mut nodes = Vec::new();
@@ -247,13 +248,21 @@ pub async fn run(args: &AcceptOptions, events: &Events) -> crate::Result<AcceptO
         .clone()
         .or_else(|| std::env::var("USER").ok())
         .or_else(|| std::env::var("LOGNAME").ok());
-    publisher.update(&report)?;
-    let outcome = tokio::select! {
-        r = run_stages(args, &profile, &publisher, &mut nodes, &mut report) => Some(r?),
-        () = interrupted() => None,
-    };
+    // A report that cannot be written stops the run before its first request.
+    publisher.publish(&report, false)?;
+    let ctx = StageCtx::new(events, &mut report);
     let worksheet = profile.worksheet_items();
-    let end = finish(args, &publisher, &mut report, outcome, &worksheet).await?;
+    let work = async {
+        let outcome = tokio::select! {
+            r = run_stages(args, &profile, &mut nodes, &ctx) => Some(r?),
+            () = interrupted() => None,
+        };
+        let end = finish(args, &ctx, outcome, &worksheet).await;
+        ctx.finish();
+        anyhow::Ok(end)
+    };
+    // The report leaves in one place, beside the stages; a write that fails stops them.
+    let (end, ()) = tokio::try_join!(work, ctx.save(&publisher))?;
     Ok(AcceptOutcome { end, report })
 }
 
@@ -284,53 +293,66 @@ enum StagesEnd {
     Unreachable,
 }
 
+/// What the run adds at the end: triage of the server's log on a server-side failure, the
+/// reviewer on every check, and the verdict (none when interrupted); then the report is final.
 async fn finish(
     args: &AcceptOptions,
-    publisher: &Publisher,
-    report: &mut Report,
+    ctx: &StageCtx<'_>,
     outcome: Option<StagesEnd>,
     worksheet: &[crate::report::worksheet::ItemSpec],
-) -> anyhow::Result<AcceptEnd> {
-    if let Some(log) = &args.server_log {
-        attach_triage(report, log);
-    } else if let Some(name) = &args.server_container {
-        if any_server_failure(report) {
-            match container_logs(name, &args.out).await {
-                Ok(log) => attach_triage(report, &log),
-                Err(e) => publisher
-                    .events
-                    .warning(format!("cannot read the logs of container {name}: {e:#}")),
+) -> AcceptEnd {
+    let log = server_log(args, ctx).await;
+    ctx.edit(|report| {
+        if let Some(log) = &log {
+            attach_triage(report, log);
+        }
+        for c in &mut report.checks {
+            if c.reviewer.is_none() {
+                c.reviewer = args.reviewer.clone();
+            }
+            if args.agent.no_content && c.stage != Stage::Agent {
+                strip_content(c);
             }
         }
-    }
-    for c in &mut report.checks {
-        if c.reviewer.is_none() {
-            c.reviewer = args.reviewer.clone();
+        match &outcome {
+            None => {
+                // Interrupted: keep what was measured, decide nothing.
+                report.complete = false;
+                report.verdict = None;
+                report.verdict_reason =
+                    "interrupted before the end; the checks so far are kept".into();
+            }
+            Some(_) => {
+                report.decide();
+                report.complete = true;
+                report.finished_at = Some(chrono::Utc::now());
+            }
         }
-        if args.agent.no_content && c.stage != Stage::Agent {
-            strip_content(c);
-        }
-    }
+        report.worksheet = crate::report::worksheet::evaluate(worksheet, report);
+    });
     match outcome {
-        None => {
-            // Interrupted: keep what was measured, decide nothing.
-            report.complete = false;
-            report.verdict = None;
-            report.verdict_reason = "interrupted before the end; the checks so far are kept".into();
-            report.worksheet = crate::report::worksheet::evaluate(worksheet, report);
-            publisher.finish(report)?;
-            Ok(AcceptEnd::Interrupted)
-        }
-        Some(end) => {
-            report.decide();
-            report.complete = true;
-            report.finished_at = Some(chrono::Utc::now());
-            report.worksheet = crate::report::worksheet::evaluate(worksheet, report);
-            publisher.finish(report)?;
-            Ok(match end {
-                StagesEnd::Unreachable => AcceptEnd::Unreachable,
-                StagesEnd::Done => AcceptEnd::Decided,
-            })
+        None => AcceptEnd::Interrupted,
+        Some(StagesEnd::Unreachable) => AcceptEnd::Unreachable,
+        Some(StagesEnd::Done) => AcceptEnd::Decided,
+    }
+}
+
+/// The server's log to triage: `--server-log`, else, on a server-side failure, the logs of
+/// `--server-container` saved next to the report.
+async fn server_log(args: &AcceptOptions, ctx: &StageCtx<'_>) -> Option<PathBuf> {
+    if let Some(log) = &args.server_log {
+        return Some(log.clone());
+    }
+    let name = args.server_container.as_ref()?;
+    if !ctx.edit(|r| any_server_failure(r)) {
+        return None;
+    }
+    match container_logs(name, &args.out).await {
+        Ok(log) => Some(log),
+        Err(e) => {
+            ctx.events()
+                .warning(format!("cannot read the logs of container {name}: {e:#}"));
+            None
         }
     }
 }
@@ -376,53 +398,51 @@ fn environment_checks(
 async fn run_stages(
     args: &AcceptOptions,
     profile: &crate::profile::Profile,
-    publisher: &Publisher,
     nodes: &mut [Node],
-    report: &mut Report,
+    ctx: &StageCtx<'_>,
 ) -> anyhow::Result<StagesEnd> {
-    let ctx = StageCtx::new(publisher, report);
     let mut tracker = StageTracker::new();
     // The bundles are read once: judged here, and their layout sizes the capacity answer.
     let bundles = crate::check::load_bundles(&args.bundle);
     if !args.bundle.is_empty() {
         ctx.keep(StageResult::of_checks(environment_checks(
             &bundles, profile,
-        )))?;
+        )));
     }
     let gpus_per_server = bundles
         .as_ref()
         .ok()
         .and_then(|b| crate::check::gpus_per_server(b));
-    tracker.enter(Stage::Service, &ctx);
-    let Some(infos) = service(nodes, args.expect_auth, &ctx).await? else {
-        tracker.end(&ctx);
+    tracker.enter(Stage::Service, ctx);
+    let Some(infos) = service(nodes, args.expect_auth, ctx).await else {
+        tracker.end(ctx);
         return Ok(StagesEnd::Unreachable);
     };
-    let Some(model) = resolve_model(&mut nodes[0], &ctx).await? else {
-        tracker.end(&ctx);
+    let Some(model) = resolve_model(&mut nodes[0], ctx).await else {
+        tracker.end(ctx);
         return Ok(StagesEnd::Done);
     };
-    tracker.enter(Stage::Basic, &ctx);
-    let basic_ok = basic(nodes, &model, &ctx).await?;
+    tracker.enter(Stage::Basic, ctx);
+    let basic_ok = basic(nodes, &model, ctx).await;
     let learned = plan::Learned {
         infos,
         model,
         basic_ok,
         gpus_per_server,
     };
-    let (plan, mix_error) = AcceptPlan::resolve(args, profile, nodes, learned, &ctx).await;
+    let (plan, mix_error) = AcceptPlan::resolve(args, profile, nodes, learned, ctx).await;
     ctx.apply(StageResult::of_checks(mix_error.into_iter().collect()));
     // The stages after basic: each runs, or is skipped by the plan's one rule.
     for p in &PLANNED {
-        tracker.enter(p.stage, &ctx);
-        let result = match plan.skip_reason(p, &ctx) {
+        tracker.enter(p.stage, ctx);
+        let result = match plan.skip_reason(p, ctx) {
             Some(why) => AcceptPlan::skipped(p, &why),
-            None => run_stage(p.stage, &plan, &ctx).await?,
+            None => run_stage(p.stage, &plan, ctx).await?,
         };
-        ctx.keep(result)?;
+        ctx.keep(result);
     }
-    ctx.keep(closing_checks(&plan, &ctx))?;
-    tracker.end(&ctx);
+    ctx.keep(closing_checks(&plan, ctx));
+    tracker.end(ctx);
     Ok(StagesEnd::Done)
 }
 
@@ -456,11 +476,7 @@ async fn run_stage(
 }
 
 /// The service stage on every node; `None` when no node answered at all.
-async fn service(
-    nodes: &[Node],
-    expect_auth: bool,
-    ctx: &StageCtx<'_>,
-) -> anyhow::Result<Option<Vec<ServerInfo>>> {
+async fn service(nodes: &[Node], expect_auth: bool, ctx: &StageCtx<'_>) -> Option<Vec<ServerInfo>> {
     let mut infos = Vec::new();
     let mut all_unreachable = true;
     for (i, node) in nodes.iter().enumerate() {
@@ -477,22 +493,22 @@ async fn service(
         r.engine = infos.first().map(|i| i.engine_name().to_string());
         r.urls.join(", ")
     });
-    ctx.publish()?;
+    ctx.publish();
     if all_unreachable {
         ctx.events()
             .emit(Event::Unreachable(format!("no server answered at {urls}")));
-        return Ok(None);
+        return None;
     }
-    Ok(Some(infos))
+    Some(infos)
 }
 
 /// The model under test (`--model`, else what the first node serves); `None`, with a failed
 /// check, when neither is known.
-async fn resolve_model(node: &mut Node, ctx: &StageCtx<'_>) -> anyhow::Result<Option<String>> {
+async fn resolve_model(node: &mut Node, ctx: &StageCtx<'_>) -> Option<String> {
     match node.target.resolve_model(&node.client.http).await {
         Ok(model) => {
             ctx.edit(|r| r.model = Some(model.clone()));
-            Ok(Some(model))
+            Some(model)
         }
         Err(e) => {
             let mut c = Check::new(
@@ -504,22 +520,22 @@ async fn resolve_model(node: &mut Node, ctx: &StageCtx<'_>) -> anyhow::Result<Op
             c.measurement = "no model".into();
             c.evidence = format!("{e:#}");
             c.impact = Impact::Environment;
-            ctx.keep(StageResult::of_checks(vec![c]))?;
-            Ok(None)
+            ctx.keep(StageResult::of_checks(vec![c]));
+            None
         }
     }
 }
 
 /// The basic stage on every node; whether the first node passed it.
-async fn basic(nodes: &[Node], model: &str, ctx: &StageCtx<'_>) -> anyhow::Result<bool> {
+async fn basic(nodes: &[Node], model: &str, ctx: &StageCtx<'_>) -> bool {
     let mut first_ok = true;
     for (i, node) in nodes.iter().enumerate() {
         let checks = service::basic_stage(node, i, model).await;
         first_ok &= i > 0 || checks.iter().all(|c| c.status != Status::Fail);
         ctx.apply(StageResult::of_checks(checks));
     }
-    ctx.publish()?;
-    Ok(first_ok)
+    ctx.publish();
+    first_ok
 }
 
 /// The checks over ramp and soak together: stream silences, and the agent cases under load.

@@ -59,15 +59,10 @@ impl Publisher {
         }
     }
 
-    /// The report so far: report.json is rewritten.
-    pub(super) fn update(&self, report: &Report) -> anyhow::Result<()> {
-        self.events.emit(Event::report_updated(report));
-        self.events.check()
-    }
-
-    /// The final report: every file is written.
-    pub(super) fn finish(&self, report: &Report) -> anyhow::Result<()> {
-        self.events.emit(Event::report_finished(report));
+    /// The report so far (report.json is rewritten), or, when it is `last`, the final
+    /// report (every file is written).
+    pub(super) fn publish(&self, report: &Report, last: bool) -> anyhow::Result<()> {
+        self.events.emit(Event::report(report, last));
         self.events.check()
     }
 }

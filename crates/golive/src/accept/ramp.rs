@@ -286,10 +286,7 @@ pub(super) async fn stage(plan: &AcceptPlan<'_>, ctx: &StageCtx<'_>) -> StageRes
         ctx.apply(part);
         ctx.events()
             .emit(Event::RampStepDone(Box::new(step.clone())));
-        if let Err(e) = ctx.publish() {
-            ctx.events()
-                .warning(format!("cannot save the report: {e:#}"));
-        }
+        ctx.publish();
     };
     let dcgm = plan.args.dcgm.as_deref();
     let outcome = run(plan.node(), plan.info(), &plan.model, &cfg, dcgm, on_step).await;

@@ -1,9 +1,12 @@
 //! The shape of an accept stage: the resolved [`AcceptPlan`](super::plan::AcceptPlan) and a
 //! [`StageCtx`] in, a [`StageResult`] out, filled by the stage itself. The run merges every
-//! result into the report and saves it; a long stage (the ramp) hands in parts as it goes, so
-//! an interrupted run keeps them.
+//! result into the report; a long stage (the ramp) hands in parts as it goes, so an
+//! interrupted run keeps them. The report leaves the run in one place, [`StageCtx::save`],
+//! which runs beside the stages and writes it out each time it changed.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
 
 use super::outputs::Publisher;
 use super::silence::GapRow;
@@ -19,7 +22,7 @@ pub(super) struct StageResult {
     pub checks: Vec<Check>,
     /// Its measurements: the stage fills its own list.
     pub measurements: Measurements,
-    /// Its part of the baseline ([`Baseline::merge`] says how parts combine).
+    /// Its part of the baseline ([`merge_baseline`] says how parts combine).
     pub baseline: Baseline,
     /// What the later stages read of it.
     pub carry: Carry,
@@ -57,37 +60,43 @@ impl StageResult {
         m.prefix_cache.extend(self.measurements.prefix_cache);
         m.ramp.extend(self.measurements.ramp);
         m.soak.extend(self.measurements.soak);
-        report.baseline.merge(self.baseline);
+        merge_baseline(&mut report.baseline, self.baseline);
         carry.accepted = self.carry.accepted.or(carry.accepted);
         carry.soak_gaps = self.carry.soak_gaps.or(carry.soak_gaps.take());
         carry.soak_agent = self.carry.soak_agent.or(carry.soak_agent.take());
     }
 }
 
-/// The run's report as the stages fill it, and where it is saved.
+/// The run's report as the stages fill it; [`StageCtx::save`] writes it out.
 pub(super) struct StageCtx<'a> {
-    publisher: &'a Publisher,
+    events: Events,
     kept: Mutex<Kept<'a>>,
+    /// The report changed since it was last written.
+    changed: Notify,
 }
 
 struct Kept<'a> {
     report: &'a mut Report,
     carry: Carry,
+    /// The report is final: every file is written, and saving ends.
+    finished: bool,
 }
 
 impl<'a> StageCtx<'a> {
-    pub fn new(publisher: &'a Publisher, report: &'a mut Report) -> Self {
+    pub fn new(events: &Events, report: &'a mut Report) -> Self {
         StageCtx {
-            publisher,
+            events: events.clone(),
             kept: Mutex::new(Kept {
                 report,
                 carry: Carry::default(),
+                finished: false,
             }),
+            changed: Notify::new(),
         }
     }
 
     pub fn events(&self) -> &Events {
-        &self.publisher.events
+        &self.events
     }
 
     fn lock(&self) -> MutexGuard<'_, Kept<'a>> {
@@ -97,19 +106,25 @@ impl<'a> StageCtx<'a> {
     /// Merges `part` into the report, unsaved.
     pub fn apply(&self, part: StageResult) {
         let mut kept = self.lock();
-        let Kept { report, carry } = &mut *kept;
+        let Kept { report, carry, .. } = &mut *kept;
         part.apply(report, carry);
     }
 
-    /// Saves the report as it stands (report.json).
-    pub fn publish(&self) -> anyhow::Result<()> {
-        self.publisher.update(self.lock().report)
+    /// Has the report as it stands saved (report.json), at the run's next pause.
+    pub fn publish(&self) {
+        self.changed.notify_one();
     }
 
-    /// Merges `part` into the report and saves it.
-    pub fn keep(&self, part: StageResult) -> anyhow::Result<()> {
+    /// Merges `part` into the report and has it saved.
+    pub fn keep(&self, part: StageResult) {
         self.apply(part);
-        self.publish()
+        self.publish();
+    }
+
+    /// The report is final: every file is written from it, and [`StageCtx::save`] ends.
+    pub fn finish(&self) {
+        self.lock().finished = true;
+        self.publish();
     }
 
     /// Reads or changes the report in place.
@@ -120,6 +135,21 @@ impl<'a> StageCtx<'a> {
     /// Reads what earlier stages left.
     pub fn carried<R>(&self, f: impl FnOnce(&Carry) -> R) -> R {
         f(&self.lock().carry)
+    }
+
+    /// Runs beside the stages: each time the report changed, it goes to `publisher`
+    /// (report.json), and once it is final, every file is written and saving ends. Changes
+    /// that come faster than the disk are written once. A write that fails ends it with the
+    /// error, and the run stops with it.
+    pub async fn save(&self, publisher: &Publisher) -> anyhow::Result<()> {
+        loop {
+            self.changed.notified().await;
+            let kept = self.lock();
+            publisher.publish(kept.report, kept.finished)?;
+            if kept.finished {
+                return Ok(());
+            }
+        }
     }
 }
 
@@ -159,5 +189,90 @@ impl StageTracker {
         if let Some(done) = self.current.take() {
             ctx.events().emit(Event::StageFinished(done));
         }
+    }
+}
+
+/// Adds a later stage's part of the baseline to `into`: a figure it measured replaces the earlier one, except the
+/// peaks (KV-cache usage, waiting requests), which keep the higher, and the accepted
+/// concurrency, which the first stage that accepts one sets (the ramp, else the soak).
+fn merge_baseline(into: &mut Baseline, later: Baseline) {
+    fn peak(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+        match (a, b) {
+            (Some(x), Some(y)) => Some(x.max(y)),
+            (x, y) => x.or(y),
+        }
+    }
+    let Baseline {
+        cache_hit_ratio,
+        ttft_p50_ms,
+        ttft_p95_ms,
+        itl_p95_ms,
+        prefill_warm_ms,
+        error_rate,
+        accepted_concurrency,
+        request_rate_rps,
+        kv_cache_usage_max,
+        waiting_max,
+        capacity_rps,
+        objectives,
+    } = later;
+    into.cache_hit_ratio = cache_hit_ratio.or(into.cache_hit_ratio);
+    into.ttft_p50_ms = ttft_p50_ms.or(into.ttft_p50_ms);
+    into.ttft_p95_ms = ttft_p95_ms.or(into.ttft_p95_ms);
+    into.itl_p95_ms = itl_p95_ms.or(into.itl_p95_ms);
+    into.prefill_warm_ms = prefill_warm_ms.or(into.prefill_warm_ms);
+    into.error_rate = error_rate.or(into.error_rate);
+    into.accepted_concurrency = into.accepted_concurrency.or(accepted_concurrency);
+    into.request_rate_rps = request_rate_rps.or(into.request_rate_rps);
+    into.kv_cache_usage_max = peak(into.kv_cache_usage_max, kv_cache_usage_max);
+    into.waiting_max = peak(into.waiting_max, waiting_max);
+    into.capacity_rps = capacity_rps.or(into.capacity_rps);
+    into.objectives = objectives.or(into.objectives);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_stage_replaces_figures_keeps_peaks_and_the_first_accepted_concurrency() {
+        let mut b = Baseline {
+            ttft_p95_ms: Some(100.0),
+            error_rate: Some(0.0),
+            accepted_concurrency: Some(8),
+            kv_cache_usage_max: Some(0.9),
+            waiting_max: Some(2.0),
+            prefill_warm_ms: Some(12.0),
+            ..Baseline::default()
+        };
+        merge_baseline(
+            &mut b,
+            Baseline {
+                ttft_p95_ms: Some(150.0),
+                error_rate: Some(0.01),
+                accepted_concurrency: Some(4),
+                kv_cache_usage_max: Some(0.5),
+                waiting_max: Some(7.0),
+                request_rate_rps: Some(3.0),
+                ..Baseline::default()
+            },
+        );
+        assert_eq!(b.ttft_p95_ms, Some(150.0));
+        assert_eq!(b.error_rate, Some(0.01));
+        assert_eq!(b.accepted_concurrency, Some(8));
+        assert_eq!(b.kv_cache_usage_max, Some(0.9));
+        assert_eq!(b.waiting_max, Some(7.0));
+        assert_eq!(b.request_rate_rps, Some(3.0));
+        // What the later part did not measure stays.
+        assert_eq!(b.prefill_warm_ms, Some(12.0));
+        let mut none = Baseline::default();
+        merge_baseline(
+            &mut none,
+            Baseline {
+                accepted_concurrency: Some(4),
+                ..Baseline::default()
+            },
+        );
+        assert_eq!(none.accepted_concurrency, Some(4));
     }
 }

@@ -177,9 +177,11 @@ pub async fn run_stage(
     checks
 }
 
-/// Reads and checks `--tools` and `--cases` as the stage will: called before the first
-/// request, so a typo is an error at the start, not a failed check at the end.
-pub fn validate(opts: &AgentOptions) -> anyhow::Result<()> {
+/// Reads and checks `--tools` and `--cases` as the stage will. The caller checks its options
+/// with it as it parses them (the CLI does, before `accept` sends its first request), so a
+/// typo is an input error at the start; left unchecked, the stage reports the file as a
+/// failed check (`agent_inputs`) at the end.
+pub fn validate(opts: &AgentOptions) -> crate::Result<()> {
     if opts.tools.is_none() && opts.cases.is_none() {
         return Ok(());
     }
@@ -187,7 +189,9 @@ pub fn validate(opts: &AgentOptions) -> anyhow::Result<()> {
         max_tokens: opts.agent_max_tokens.max(16),
         cut_tokens: opts.agent_cut_tokens.max(1),
     };
-    plan(opts, &budget).map(drop)
+    plan(opts, &budget)
+        .map(drop)
+        .map_err(|e| crate::Error::new(crate::ErrorKind::Input, e))
 }
 
 /// The cases to run: the built-in set, with the user's tools and cases in place of the examples.

@@ -172,14 +172,15 @@ pub struct ReportState<'a> {
 }
 
 impl Event {
-    /// [`Event::ReportUpdated`] with the report as it may leave the process ([`redacted`]).
-    pub fn report_updated(report: &Report) -> Self {
-        Event::ReportUpdated(Arc::new(redacted(report)))
-    }
-
-    /// [`Event::ReportFinished`] with the report as it may leave the process ([`redacted`]).
-    pub fn report_finished(report: &Report) -> Self {
-        Event::ReportFinished(Arc::new(redacted(report)))
+    /// The report as it may leave the process ([`redacted`]): [`Event::ReportFinished`] when
+    /// it is `last`, else [`Event::ReportUpdated`].
+    pub fn report(report: &Report, last: bool) -> Self {
+        let report = Arc::new(redacted(report));
+        if last {
+            Event::ReportFinished(report)
+        } else {
+            Event::ReportUpdated(report)
+        }
     }
 }
 

@@ -507,44 +507,6 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    /// Adds a later stage's part: a figure it measured replaces the earlier one, except the
-    /// peaks (KV-cache usage, waiting requests), which keep the higher, and the accepted
-    /// concurrency, which the first stage that accepts one sets (the ramp, else the soak).
-    pub fn merge(&mut self, later: Baseline) {
-        fn peak(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-            match (a, b) {
-                (Some(x), Some(y)) => Some(x.max(y)),
-                (x, y) => x.or(y),
-            }
-        }
-        let Baseline {
-            cache_hit_ratio,
-            ttft_p50_ms,
-            ttft_p95_ms,
-            itl_p95_ms,
-            prefill_warm_ms,
-            error_rate,
-            accepted_concurrency,
-            request_rate_rps,
-            kv_cache_usage_max,
-            waiting_max,
-            capacity_rps,
-            objectives,
-        } = later;
-        self.cache_hit_ratio = cache_hit_ratio.or(self.cache_hit_ratio);
-        self.ttft_p50_ms = ttft_p50_ms.or(self.ttft_p50_ms);
-        self.ttft_p95_ms = ttft_p95_ms.or(self.ttft_p95_ms);
-        self.itl_p95_ms = itl_p95_ms.or(self.itl_p95_ms);
-        self.prefill_warm_ms = prefill_warm_ms.or(self.prefill_warm_ms);
-        self.error_rate = error_rate.or(self.error_rate);
-        self.accepted_concurrency = self.accepted_concurrency.or(accepted_concurrency);
-        self.request_rate_rps = request_rate_rps.or(self.request_rate_rps);
-        self.kv_cache_usage_max = peak(self.kv_cache_usage_max, kv_cache_usage_max);
-        self.waiting_max = peak(self.waiting_max, waiting_max);
-        self.capacity_rps = capacity_rps.or(self.capacity_rps);
-        self.objectives = objectives.or(self.objectives);
-    }
-
     /// The baseline as labelled, formatted rows (`None`: not measured), so every
     /// reporter shows the same numbers the same way.
     pub fn rows(&self) -> Vec<(&'static str, Option<String>)> {
@@ -809,42 +771,6 @@ mod tests {
         let mut c = Check::new(id, Stage::Basic, status, "t");
         c.impact = impact;
         c
-    }
-
-    #[test]
-    fn a_later_stage_replaces_figures_keeps_peaks_and_the_first_accepted_concurrency() {
-        let mut b = Baseline {
-            ttft_p95_ms: Some(100.0),
-            error_rate: Some(0.0),
-            accepted_concurrency: Some(8),
-            kv_cache_usage_max: Some(0.9),
-            waiting_max: Some(2.0),
-            prefill_warm_ms: Some(12.0),
-            ..Baseline::default()
-        };
-        b.merge(Baseline {
-            ttft_p95_ms: Some(150.0),
-            error_rate: Some(0.01),
-            accepted_concurrency: Some(4),
-            kv_cache_usage_max: Some(0.5),
-            waiting_max: Some(7.0),
-            request_rate_rps: Some(3.0),
-            ..Baseline::default()
-        });
-        assert_eq!(b.ttft_p95_ms, Some(150.0));
-        assert_eq!(b.error_rate, Some(0.01));
-        assert_eq!(b.accepted_concurrency, Some(8));
-        assert_eq!(b.kv_cache_usage_max, Some(0.9));
-        assert_eq!(b.waiting_max, Some(7.0));
-        assert_eq!(b.request_rate_rps, Some(3.0));
-        // What the later part did not measure stays.
-        assert_eq!(b.prefill_warm_ms, Some(12.0));
-        let mut none = Baseline::default();
-        none.merge(Baseline {
-            accepted_concurrency: Some(4),
-            ..Baseline::default()
-        });
-        assert_eq!(none.accepted_concurrency, Some(4));
     }
 
     #[test]
