@@ -232,7 +232,72 @@ fn merge_baseline(into: &mut Baseline, later: Baseline) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn save_writes_report_json_as_parts_come_and_every_file_once_final() {
+        let dir = tempfile::tempdir().unwrap();
+        let publisher = Publisher::new(&Events::default(), dir.path());
+        let mut report = Report::new(vec!["http://x".into()]);
+        let ctx = StageCtx::new(&publisher.events, &mut report);
+        let json = dir.path().join("report.json");
+        let work = async {
+            ctx.keep(StageResult::of_checks(vec![Check::new(
+                "basic_chat",
+                Stage::Basic,
+                Status::Pass,
+                "t",
+            )]));
+            tokio::task::yield_now().await;
+            // Saved at the pause, before the run is final.
+            let saved = Report::load(dir.path()).unwrap();
+            assert_eq!(saved.checks.len(), 1);
+            assert!(!dir.path().join("report.md").exists());
+            ctx.edit(|r| r.complete = true);
+            ctx.finish();
+            anyhow::Ok(())
+        };
+        runtime()
+            .block_on(async { tokio::try_join!(work, ctx.save(&publisher)) })
+            .unwrap();
+        assert!(Report::load(dir.path()).unwrap().complete);
+        for name in ["report.md", "junit.xml", "report.html"] {
+            assert!(dir.path().join(name).exists(), "{name}");
+        }
+        assert!(json.exists());
+    }
+
+    #[test]
+    fn a_save_that_fails_stops_the_stages_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file where the folder should be: nothing can be written under it.
+        let blocked = dir.path().join("out");
+        std::fs::write(&blocked, "").unwrap();
+        let publisher = Publisher::new(&Events::default(), &blocked);
+        let mut report = Report::new(vec![]);
+        let ctx = StageCtx::new(&publisher.events, &mut report);
+        let stages = async {
+            ctx.publish();
+            std::future::pending::<()>().await;
+            anyhow::Ok(())
+        };
+        let both = async { tokio::try_join!(stages, ctx.save(&publisher)) };
+        let e = runtime()
+            .block_on(async { tokio::time::timeout(Duration::from_secs(10), both).await })
+            .expect("the failed write ends the run, not a hang")
+            .expect_err("the failed write ends the run");
+        let typed = e.downcast_ref::<crate::Error>().expect("a typed error");
+        assert_eq!(typed.kind(), crate::ErrorKind::Write, "{e:#}");
+    }
 
     #[test]
     fn a_later_stage_replaces_figures_keeps_peaks_and_the_first_accepted_concurrency() {
