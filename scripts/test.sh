@@ -83,14 +83,6 @@ cargo build --workspace --all-targets
 # against 206 s with every test passing. Every [[test]] binary of golive-cli runs, each once.
 cargo test --workspace --exclude golive-cli -- --test-threads 2
 cargo test -p golive-cli --bins -- --test-threads 2
-# Real vLLM takes about a minute of both cores to start. It starts in the background now,
-# while the timer-bound tests (`scripted`) run, and `alone` finds it serving: the script
-# reuses a server it started with the same flags (the list `alone` itself asks for).
-mapfile -t VLLM_TOOLS < crates/golive-cli/tests/alone/vllm-tools.flags
-mkdir -p .golive-local
-scripts/vllm-server.sh start --port 18400 -- "${VLLM_TOOLS[@]}" >/dev/null 2>.golive-local/vllm-prewarm.log &
-PREWARM=$!
-trap 'kill "$PREWARM" 2>/dev/null; scripts/local-server.sh stop; stop_test_servers' EXIT
 threads_for() { case "$1" in scripted) echo 4 ;; *) echo 2 ;; esac; }
 for t in $(awk '/^\[\[test\]\]/ {t = 1; next} t && /^name *=/ {gsub(/"/, "", $3); print $3; t = 0}' crates/golive-cli/Cargo.toml); do
   cargo test -p golive-cli --test "$t" -- --test-threads "$(threads_for "$t")"

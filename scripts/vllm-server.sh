@@ -152,24 +152,16 @@ start() {
   ( flock 8; start_locked ) 8>"$RUN/$PORT.lock"
 }
 
-# Reuses the server this checkout started on the port when it runs the same command (a
-# start in the background, e.g. test.sh's, is waited for through the lock); one with other
-# flags is stopped and started again with these.
 start_locked() {
-  local logf="$RUN/$PORT.log" pid rc=0 t0=$SECONDS limit="${GOLIVE_VLLM_START_TIMEOUT:-900}"
-  serve_cmd "$MODEL_ARG" ${EXTRA[@]+"${EXTRA[@]}"}
-  local want; want="$(printf '%q ' "${CMD[@]}")"
   if healthy "$PORT"; then
     ours || foreign_server
-    if [[ "$(cat "$RUN/$PORT.cmd" 2>/dev/null)" == "$want" ]]; then
-      log "already serving on 127.0.0.1:$PORT"
-      echo "http://127.0.0.1:$PORT"; return 0
-    fi
-    log "serving on 127.0.0.1:$PORT with other flags: restarting it"
-    stop_port
+    log "already serving on 127.0.0.1:$PORT"
+    echo "http://127.0.0.1:$PORT"; return 0
   fi
+  local logf="$RUN/$PORT.log" pid rc=0 t0=$SECONDS limit="${GOLIVE_VLLM_START_TIMEOUT:-900}"
+  serve_cmd "$MODEL_ARG" ${EXTRA[@]+"${EXTRA[@]}"}
   log "starting vLLM $VLLM_VERSION on 127.0.0.1:$PORT (log: $logf; about 1 min on idle cores)"
-  printf '%s' "$want" > "$RUN/$PORT.cmd"
+  printf '%q ' "${CMD[@]}" > "$RUN/$PORT.cmd"
   # setsid: stop ends the whole process group (API server, EngineCore, Worker).
   setsid nohup "${CMD[@]}" > "$logf" 2>&1 8>&- 9>&- < /dev/null &
   pid=$!

@@ -20,14 +20,14 @@ use serde_json::Value;
 
 const PORT: u16 = 18400;
 /// The tests' server: auto tool choice with vLLM's hermes parser and the project's
-/// tool-call template (prefix caching is on by default). One flag per line; `scripts/test.sh`
-/// starts this server in the background while the timer-bound tests run, and the first
-/// phase finds it serving (`vllm-server.sh start` reuses a server of the same command).
-const TOOLS_FILE: &str = include_str!("vllm-tools.flags");
-
-fn tools() -> Vec<&'static str> {
-    TOOLS_FILE.lines().filter(|l| !l.is_empty()).collect()
-}
+/// tool-call template (prefix caching is on by default).
+const TOOLS: &[&str] = &[
+    "--enable-auto-tool-choice",
+    "--tool-call-parser",
+    "hermes",
+    "--chat-template",
+    "scripts/templates/gemma3-tool-calls.jinja",
+];
 
 fn script() -> PathBuf {
     common::repo_root().join("scripts/vllm-server.sh")
@@ -49,7 +49,7 @@ fn vllm(flags: &[&str]) -> Vllm {
     let mut slot = SLOT.lock().unwrap_or_else(|e| e.into_inner());
     let want: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
     if slot.flags.as_ref() != Some(&want) {
-        // The script reuses a server it started with these flags, else (re)starts it.
+        stop_vllm();
         slot.flags = None;
         let t0 = Instant::now();
         let out = Command::new(script())
@@ -106,7 +106,7 @@ fn accept(url: &str, out: &Path, extra: &[&str]) -> std::process::Output {
 // ---- 1. the acceptance run against vLLM -------------------------------------------
 
 fn t1_acceptance_against_vllm_measures_its_own_counters_and_parser() {
-    let server = vllm(&tools());
+    let server = vllm(TOOLS);
     let tmp = tempfile::tempdir().unwrap();
     let run = tmp.path().join("accepted");
     // A strict tool: vLLM 0.32 constrains a call's arguments only for strict tools (or
@@ -258,7 +258,7 @@ const KEY: &str = "golive-test-key-3f9c";
 // ---- 2. load ------------------------------------------------------------------------
 
 fn t2_load_against_vllm_streams_every_token() {
-    let server = vllm(&tools());
+    let server = vllm(TOOLS);
     let tmp = tempfile::tempdir().unwrap();
     let json = tmp.path().join("load.json");
     let o = Command::new(common::golive_bin())
@@ -297,7 +297,7 @@ fn t2_load_against_vllm_streams_every_token() {
 // ---- 3. watch across a restart, then the cache-off control ----------------------------
 
 fn t3_watch_sees_a_vllm_restart_and_the_cache_off_control_fails_as_feature_off() {
-    let server = vllm(&tools());
+    let server = vllm(TOOLS);
     let url = server.url.clone();
     let tmp = tempfile::tempdir().unwrap();
     let watch_out = tmp.path().join("watch.txt");
