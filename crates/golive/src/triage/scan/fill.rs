@@ -8,9 +8,18 @@
 //! bytes read. (A `Read` between the two threads cost the scanner a copy and a zeroing of every
 //! byte: 13% of its time on the crash-loop benchmark.) A slice is copied into buffers of its
 //! size ([`SliceFill`]).
+//!
+//! Once the scanner has chosen its prefilter ([`Fill::search_with`]), the reader's thread also
+//! searches each buffer's whole lines for the needles as it fills them ([`Searched`]): the
+//! search then runs one buffer ahead of the line work instead of beside it, where the
+//! scanner caught up with its block helper in every buffer and searched itself (on the
+//! crash-loop benchmark the scanner's thread spent a third of its time searching).
 
 use std::io::{self, Read};
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::{Arc, OnceLock};
+
+use super::super::prefilter::Prefilter;
 
 /// Buffers in use at most: one scanned, one being filled, the rest filled and waiting (with
 /// fewer, the scanner waited for a whole buffer while only the reader could run).
@@ -26,6 +35,32 @@ pub(super) struct Filled {
     pub(super) last: bool,
     /// The read error that ended the input, after the bytes read.
     pub(super) err: Option<io::Error>,
+    /// The needle occurrences of the whole lines read, when the reader searched them.
+    pub(super) searched: Option<Searched>,
+}
+
+/// The needle occurrences of buf[start..cut) of a [`Filled`]: its whole lines (all the bytes
+/// read, after the last read), searched by the thread that filled it.
+pub(super) struct Searched {
+    /// The end of the bytes searched: after the last newline read, or the end of the input.
+    pub(super) cut: usize,
+    /// Their occurrences, sorted, relative to `start` (as [`Prefilter::occurrences`] gives).
+    pub(super) occ: Vec<u64>,
+}
+
+impl Searched {
+    /// The occurrences of `f`'s whole lines under `filter`; `None` when it read no newline.
+    fn of(filter: &Prefilter, f: &Filled) -> Option<Self> {
+        let read = &f.buf[f.start..f.end];
+        let cut = if f.last {
+            f.end
+        } else {
+            f.start + memchr::memrchr(b'\n', read)? + 1
+        };
+        let mut occ = Vec::new();
+        filter.occurrences(&f.buf, f.start, cut, &mut occ);
+        Some(Searched { cut, occ })
+    }
 }
 
 /// A source of filled buffers.
@@ -35,6 +70,9 @@ pub(super) trait Fill {
     fn next(&mut self, room: usize) -> Option<Filled>;
     /// A buffer the scanner is done with, to fill again.
     fn recycle(&mut self, _buf: Vec<u8>) {}
+    /// The prefilter the scanner chose: a source that fills on its own thread searches the
+    /// buffers it fills from now on with it ([`Filled::searched`]).
+    fn search_with(&mut self, _filter: Arc<Prefilter>) {}
 }
 
 /// Fills buf[start..] from `inner` until it is full, the input ends or a read fails.
@@ -45,6 +83,7 @@ fn fill_from<R: Read>(inner: &mut R, buf: Vec<u8>, start: usize) -> Filled {
         end: start,
         last: false,
         err: None,
+        searched: None,
     };
     while f.end < f.buf.len() {
         match inner.read(&mut f.buf[f.end..]) {
@@ -70,6 +109,8 @@ pub(super) struct ReadAhead {
     spent: Sender<Vec<u8>>,
     room: usize,
     ended: bool,
+    /// The prefilter the reader searches the buffers it fills with, once the scanner set it.
+    filter: Arc<OnceLock<Arc<Prefilter>>>,
 }
 
 impl ReadAhead {
@@ -77,6 +118,8 @@ impl ReadAhead {
         // Filled buffers wait while the next is filled (memory stays bounded).
         let (tx, rx) = sync_channel(BUFFERS - 2);
         let (spent, spent_rx) = channel::<Vec<u8>>();
+        let filter = Arc::new(OnceLock::<Arc<Prefilter>>::new());
+        let search = filter.clone();
         std::thread::spawn(move || {
             let mut made = 0;
             loop {
@@ -92,7 +135,10 @@ impl ReadAhead {
                         Err(_) => break, // the scanner is gone
                     },
                 };
-                let f = fill_from(&mut inner, buf, room);
+                let mut f = fill_from(&mut inner, buf, room);
+                if let Some(p) = search.get() {
+                    f.searched = Searched::of(p, &f);
+                }
                 let last = f.last;
                 if tx.send(f).is_err() || last {
                     break;
@@ -104,6 +150,7 @@ impl ReadAhead {
             spent,
             room,
             ended: false,
+            filter,
         }
     }
 }
@@ -125,6 +172,10 @@ impl Fill for ReadAhead {
 
     fn recycle(&mut self, buf: Vec<u8>) {
         let _ = self.spent.send(buf);
+    }
+
+    fn search_with(&mut self, filter: Arc<Prefilter>) {
+        let _ = self.filter.set(filter);
     }
 }
 

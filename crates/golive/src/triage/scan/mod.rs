@@ -64,7 +64,7 @@ struct Scanner<'a> {
     tracebacks: FxHashMap<String, Traceback>,
     force_slow_until: u64,
     /// Prefilter keys chosen from this input's first bytes (`None`: the rule set's own).
-    filter: Option<Prefilter>,
+    filter: Option<std::sync::Arc<Prefilter>>,
     /// Needle occurrences of the region (kept for the next region).
     occ: Vec<u64>,
     /// Pattern occurrences (start, pattern) on the line being handled.
@@ -103,6 +103,10 @@ struct Scanner<'a> {
     /// The last lines a benign rule quieted (bounded): the end-of-log reading skips them.
     quiet_lines: std::collections::VecDeque<u64>,
 }
+
+/// Regions whose occurrences came from the reader's search (tests check it is used).
+#[cfg(test)]
+static SEARCHED_BY_READER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Scans one input stream, read on its own thread.
 pub fn scan_reader<R: Read + Send + 'static>(
@@ -197,6 +201,8 @@ fn scan<F: fill::Fill>(
     let mut buf_at_line_start = true;
     let mut read_err: Option<io::Error> = None;
     let mut probe = BinaryProbe::default();
+    // The occurrences the reader found in this buffer's new bytes.
+    let mut pre: Option<occ::Pre>;
     while !eof {
         // The next buffer, with the history kept for context and the unscanned rest of this
         // one moved in front of its new bytes.
@@ -212,6 +218,11 @@ fn scan<F: fill::Fill>(
                 }
                 start -= keep_from;
                 lines.shift(keep_from);
+                pre = f.searched.take().map(|s| occ::Pre {
+                    from: tail.len(),
+                    cut: s.cut - nb,
+                    occ: s.occ,
+                });
                 let spent = std::mem::replace(&mut buf, f.buf);
                 if spent.capacity() > 0 {
                     src.recycle(spent);
@@ -231,6 +242,7 @@ fn scan<F: fill::Fill>(
             }
             None => {
                 eof = true;
+                pre = None;
                 0
             }
         };
@@ -249,7 +261,10 @@ fn scan<F: fill::Fill>(
         if first {
             first = false;
             if text.len() >= SAMPLE {
-                sc.filter = Some(Prefilter::new(rules.needles.clone(), &text[..SAMPLE]));
+                let filter =
+                    std::sync::Arc::new(Prefilter::new(rules.needles.clone(), &text[..SAMPLE]));
+                src.search_with(filter.clone());
+                sc.filter = Some(filter);
             }
         }
         if skipping {
@@ -274,13 +289,19 @@ fn scan<F: fill::Fill>(
         };
         if end > start {
             // Lines longer than MAX_LINE inside the region are cut in scan_region.
-            sc.scan_region(text, start, end, &mut lines, buf_at_line_start);
+            // The reader's search holds when it ended where the region does.
+            let pre = pre.take().filter(|p| p.cut == end);
+            #[cfg(test)]
+            if pre.is_some() {
+                SEARCHED_BY_READER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            sc.scan_region(text, start, end, &mut lines, buf_at_line_start, pre);
             start = end;
         }
         if !eof && text.len() - start >= MAX_LINE {
             // An over-long line: scan its first MAX_LINE bytes, skip the rest.
             let cut = start + MAX_LINE;
-            sc.scan_region(text, start, cut, &mut lines, buf_at_line_start);
+            sc.scan_region(text, start, cut, &mut lines, buf_at_line_start, None);
             sc.res.notes.push(format!(
                 "line {} is longer than {} MiB; only its start was read",
                 lines.next_line(),
@@ -1004,6 +1025,49 @@ mod tests {
             let got = scan_slice_in_chunks(&rules, data.as_bytes(), 3, chunk).unwrap();
             assert_eq!(got, whole, "read {chunk} bytes at a time");
         }
+    }
+
+    /// Read from a stream, the buffers after the first few come searched by the reader's
+    /// thread (the partial line kept in front of each searched here): the result is that of
+    /// one read, and the reader's searches were used.
+    #[test]
+    fn a_stream_searched_by_its_reader_gives_the_result_of_one_read() {
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let h = "(EngineCore pid=2) ERROR 08-03 21:49:23 [core.py:1231]";
+        let mut data = String::new();
+        let mut i = 0;
+        // Lines of varying length, so each buffer ends inside another line; a failure every
+        // few hundred lines, a traceback across buffer ends.
+        while data.len() < 12 << 20 {
+            data.push_str(&format!(
+                "(APIServer pid=1) INFO 08-03 21:02:48 [loggers.py:{i}] Avg prompt throughput: {} tokens/s{}\n",
+                i % 97,
+                "x".repeat(i % 53)
+            ));
+            if i % 700 == 0 {
+                data.push_str(&format!(
+                    "{h} Traceback (most recent call last):\n\
+                     {h}   File \"/venv/vllm/v1/engine/core.py\", line 1200, in run_engine_core\n\
+                     {h} RuntimeError: CUDA error: out of memory (step {i})\n"
+                ));
+            }
+            i += 1;
+        }
+        let whole = scan_slice(&rules, data.as_bytes(), 3).unwrap();
+        assert!(!whole.findings.is_empty());
+        let used = SEARCHED_BY_READER.load(std::sync::atomic::Ordering::Relaxed);
+        let got = scan(
+            &rules,
+            fill::ReadAhead::new(io::Cursor::new(data.into_bytes()), ROOM, 1 << 20),
+            3,
+            true,
+        )
+        .unwrap();
+        assert!(got == whole, "{got:#?}\n{whole:#?}");
+        assert!(
+            SEARCHED_BY_READER.load(std::sync::atomic::Ordering::Relaxed) > used,
+            "no buffer came searched"
+        );
     }
 
     /// A worker label cut off at its line's end closes nowhere: the `)` of the next line is

@@ -116,6 +116,17 @@ impl<'a> Blocks<'a> {
     }
 }
 
+/// The needle occurrences the reader found in a buffer's new bytes (see
+/// [`super::fill::Searched`]), in the positions of the text scanned.
+pub(super) struct Pre {
+    /// Where the bytes searched start: after the text kept from the buffer before.
+    pub(super) from: usize,
+    /// Where they end.
+    pub(super) cut: usize,
+    /// Their occurrences, sorted, relative to `from`.
+    pub(super) occ: Vec<u64>,
+}
+
 /// The occurrences known so far of buf[a..b) (sorted; positions relative to `a`).
 pub(super) struct OccView<'b, 'a> {
     /// The prefilter whose needles these are.
@@ -152,6 +163,46 @@ impl<'b, 'a> OccView<'b, 'a> {
             a,
             known_to,
             blocks,
+            next_block: 0,
+            reach: filter.reach(),
+        }
+    }
+
+    /// All occurrences of buf[a..b) from `pre`, those of buf[pre.from..b) that the reader
+    /// searched (`pre.cut` is `b`), and the seam before it (the partial line kept from the
+    /// buffer before) searched here: the needles starting before `pre.from` lie inside the
+    /// next `reach` bytes.
+    pub(super) fn searched(
+        filter: &'b Prefilter,
+        buf: &[u8],
+        a: usize,
+        b: usize,
+        mut occ: Vec<u64>,
+        pre: &Pre,
+    ) -> Self {
+        debug_assert_eq!(pre.cut, b);
+        occ.clear();
+        if a < pre.from {
+            filter.occurrences(buf, a, (pre.from + filter.reach()).min(b), &mut occ);
+            let seam = pre.from - a;
+            occ.retain(|&o| occ_parts(o).0 < seam);
+        }
+        // The reader's positions are relative to pre.from.
+        occ.extend(pre.occ.iter().filter_map(|&o| {
+            let at = pre.from + occ_parts(o).0;
+            let shift = |d: usize| (d as u64) << 32;
+            if pre.from >= a {
+                Some(o + shift(pre.from - a))
+            } else {
+                (at >= a).then(|| o - shift(a - pre.from))
+            }
+        }));
+        OccView {
+            filter,
+            occ,
+            a,
+            known_to: usize::MAX,
+            blocks: None,
             next_block: 0,
             reach: filter.reach(),
         }
@@ -208,6 +259,40 @@ impl<'b, 'a> OccView<'b, 'a> {
 mod tests {
     use super::*;
     use crate::triage::rules::RuleSet;
+
+    /// The region's occurrences from the reader's search of its new bytes and the seam
+    /// searched here are those of the whole region, wherever the region starts: in the text
+    /// kept from the buffer before (a partial line), at the new bytes, or inside them (the
+    /// rest of an over-long line skipped).
+    #[test]
+    fn the_reader_s_search_and_the_seam_give_the_whole_region_s_occurrences() {
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let f = &rules.prefilter;
+        let line = "(EngineCore pid=1) ERROR 08-03 21:49:23 [core.py:1231] RuntimeError: CUDA error: out of memory; NCCL error: unhandled system error\n";
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while buf.len() < 20_000 {
+            buf.extend_from_slice(&line.as_bytes()[i % 11..]);
+            i += 1;
+        }
+        let b = buf.len();
+        let mut checked = 0;
+        // The new bytes start anywhere, needles straddling them included.
+        for from in (1000..1400).step_by(7) {
+            let mut occ = Vec::new();
+            f.occurrences(&buf, from, b, &mut occ);
+            let pre = Pre { from, cut: b, occ };
+            for a in [0, 500, from - 3, from, from + 5, from + 300] {
+                let mut whole = Vec::new();
+                f.occurrences(&buf, a, b, &mut whole);
+                let v = OccView::searched(f, &buf, a, b, Vec::new(), &pre);
+                assert!(v.complete());
+                assert_eq!(v.occ, whole, "from {from}, a {a}");
+                checked += whole.len();
+            }
+        }
+        assert!(checked > 1000);
+    }
 
     #[test]
     fn the_occurrences_pulled_block_by_block_are_those_of_the_whole_region() {

@@ -16,11 +16,20 @@ impl Scanner<'_> {
         b: usize,
         lines: &mut LineCount,
         buf_at_line_start: bool,
+        pre: Option<occ::Pre>,
     ) {
         let rules = self.rules;
         let filter = self.filter.take();
-        let f = filter.as_ref().unwrap_or(&rules.prefilter);
+        let f = filter.as_deref().unwrap_or(&rules.prefilter);
         let occ = std::mem::take(&mut self.occ);
+        if let Some(pre) = pre {
+            // The reader searched the region already, but for its seam.
+            let mut view = occ::OccView::searched(f, buf, a, b, occ, &pre);
+            self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
+            self.occ = view.occ;
+            self.filter = filter;
+            return;
+        }
         // A large region is searched block by block beside the line work.
         let blocks = occ::Blocks::new(f, buf, a, b);
         let occ = std::thread::scope(|s| {
