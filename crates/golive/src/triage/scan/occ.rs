@@ -1,4 +1,6 @@
-//! The needle occurrences of a region as the scanner consumes them. A large region is searched
+//! The needle occurrences of a region as the scanner consumes them. A stream's buffers after
+//! the first few come searched by the thread that read them ([`OccView::searched`]: only the
+//! seam in front is searched here). Otherwise (a slice, the first buffers) a large region is searched
 //! block by block: a helper thread takes the blocks in order while the scanner handles the
 //! lines of the blocks before, so the search of the region and the line work overlap on the
 //! two cores (before, both cores searched the whole region and then one handled its lines).
