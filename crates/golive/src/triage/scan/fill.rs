@@ -39,6 +39,10 @@ pub(super) struct Filled {
     pub(super) searched: Option<Searched>,
 }
 
+/// Occurrences a searched buffer may hold: one per this many bytes (8 bytes each, so at most
+/// an eighth of the buffer's size more memory per buffer waiting).
+const MAX_DENSITY: usize = 64;
+
 /// The needle occurrences of buf[start..cut) of a [`Filled`]: its whole lines (all the bytes
 /// read, after the last read), searched by the thread that filled it.
 pub(super) struct Searched {
@@ -59,6 +63,13 @@ impl Searched {
         };
         let mut occ = Vec::new();
         filter.occurrences(&f.buf, f.start, cut, &mut occ);
+        // Memory: up to BUFFERS - 1 searched buffers wait for the scanner. A buffer dense in
+        // needles (hostile input; real logs hold about one per hundred bytes) is left to the
+        // scanner, which searches one region at a time.
+        if occ.len() > (cut - f.start) / MAX_DENSITY {
+            return None;
+        }
+        occ.shrink_to_fit();
         Some(Searched { cut, occ })
     }
 }
@@ -252,6 +263,32 @@ mod tests {
         });
         assert_eq!(got, data);
         assert_eq!(n, data.len().div_ceil(1000));
+    }
+
+    /// The reader keeps the occurrences of a usual buffer; one dense in needles (hostile
+    /// input) it leaves to the scanner, so waiting buffers stay small.
+    #[test]
+    fn a_buffer_dense_in_needles_is_left_to_the_scanner() {
+        let rules = crate::triage::rules::RuleSet::load(&[] as &[&str]).unwrap();
+        let filled = |text: String| {
+            let mut buf = vec![0u8; 16];
+            buf.extend_from_slice(text.as_bytes());
+            Filled {
+                end: buf.len(),
+                buf,
+                start: 16,
+                last: false,
+                err: None,
+                searched: None,
+            }
+        };
+        let usual = "the quick brown fox jumps over the lazy dog, again and again\n".repeat(200)
+            + "RuntimeError: CUDA error: out of memory\n";
+        let s = Searched::of(&rules.prefilter, &filled(usual.clone())).expect("searched");
+        assert!(!s.occ.is_empty());
+        assert_eq!(s.cut, 16 + usual.len());
+        let dense = "NCCL error CUDA error OOM ERROR Traceback\n".repeat(1000);
+        assert!(Searched::of(&rules.prefilter, &filled(dense)).is_none());
     }
 
     #[test]
