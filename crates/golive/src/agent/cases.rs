@@ -36,6 +36,16 @@ pub struct Budget {
     pub cut_tokens: u32,
 }
 
+impl Budget {
+    /// The budget of `opts`: at least 16 tokens for an answer, at least 1 for the cut-off case.
+    pub fn of(opts: &super::AgentOptions) -> Self {
+        Budget {
+            max_tokens: opts.agent_max_tokens.max(16),
+            cut_tokens: opts.agent_cut_tokens.max(1),
+        }
+    }
+}
+
 /// The built-in example tools (an OpenAI `tools` array).
 pub fn builtin_tools() -> Value {
     json!([

@@ -50,10 +50,7 @@ impl AgentMix {
             share > 0.0 && share <= 1.0,
             "--agent-mix must be above 0 and at most 1 (the share of agent requests), not {share}"
         );
-        let budget = Budget {
-            max_tokens: opts.agent_max_tokens.max(16),
-            cut_tokens: opts.agent_cut_tokens.max(1),
-        };
+        let budget = Budget::of(opts);
         let cases: Vec<MixCase> = super::plan(opts, &budget)?
             .into_iter()
             .filter(|c| matches!(c.answer, Answer::Tool { .. } | Answer::Json { .. }))

@@ -117,10 +117,7 @@ pub async fn run_stage(
         c.measurement = "skipped (--skip-agent)".into();
         return vec![c];
     }
-    let budget = Budget {
-        max_tokens: opts.agent_max_tokens.max(16),
-        cut_tokens: opts.agent_cut_tokens.max(1),
-    };
+    let budget = Budget::of(opts);
     let cases = match plan(opts, &budget) {
         Ok(c) => c,
         Err(e) => {
@@ -185,10 +182,7 @@ pub fn validate(opts: &AgentOptions) -> crate::Result<()> {
     if opts.tools.is_none() && opts.cases.is_none() {
         return Ok(());
     }
-    let budget = Budget {
-        max_tokens: opts.agent_max_tokens.max(16),
-        cut_tokens: opts.agent_cut_tokens.max(1),
-    };
+    let budget = Budget::of(opts);
     plan(opts, &budget)
         .map(drop)
         .map_err(|e| crate::Error::new(crate::ErrorKind::Input, e))
