@@ -192,9 +192,10 @@ impl StageTracker {
     }
 }
 
-/// Adds a later stage's part of the baseline to `into`: a figure it measured replaces the earlier one, except the
-/// peaks (KV-cache usage, waiting requests), which keep the higher, and the accepted
-/// concurrency, which the first stage that accepts one sets (the ramp, else the soak).
+/// Adds a later stage's part of the baseline to `into`: a figure it measured replaces the
+/// earlier one, except the peaks (KV-cache usage, waiting requests), which keep the higher,
+/// and the accepted concurrency, which the first stage that accepts one sets (the ramp, else
+/// the soak).
 fn merge_baseline(into: &mut Baseline, later: Baseline) {
     fn peak(a: Option<f64>, b: Option<f64>) -> Option<f64> {
         match (a, b) {

@@ -129,7 +129,7 @@ impl ShortSearcher {
 
 /// An occurrence: position (relative to the region start) in the high half, needle below,
 /// so that sorting orders by position.
-fn occ(pos: usize, needle: u32) -> u64 {
+pub fn occ(pos: usize, needle: u32) -> u64 {
     ((pos as u64) << 32) | u64::from(needle)
 }
 

@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use super::super::prefilter::{occ_parts, parallel, Prefilter, LATTICE};
+use super::super::prefilter::{self, occ_parts, parallel, Prefilter, LATTICE};
 
 /// Bytes per block after the first few (a multiple of the prefilter's lattice).
 const BLOCK: usize = 512 << 10;
@@ -189,15 +189,12 @@ impl<'b, 'a> OccView<'b, 'a> {
             let seam = pre.from - a;
             occ.retain(|&o| occ_parts(o).0 < seam);
         }
-        // The reader's positions are relative to pre.from.
+        // The reader's positions are relative to pre.from; those before `a` (inside the rest
+        // of an over-long line skipped) are not the region's.
         occ.extend(pre.occ.iter().filter_map(|&o| {
-            let at = pre.from + occ_parts(o).0;
-            let shift = |d: usize| (d as u64) << 32;
-            if pre.from >= a {
-                Some(o + shift(pre.from - a))
-            } else {
-                (at >= a).then(|| o - shift(a - pre.from))
-            }
+            let (p, needle) = occ_parts(o);
+            let at = pre.from + p;
+            (at >= a).then(|| prefilter::occ(at - a, needle as u32))
         }));
         OccView {
             filter,

@@ -22,25 +22,26 @@ impl Scanner<'_> {
         let filter = self.filter.take();
         let f = filter.as_deref().unwrap_or(&rules.prefilter);
         let occ = std::mem::take(&mut self.occ);
-        if let Some(pre) = pre {
+        self.occ = match pre {
             // The reader searched the region already, but for its seam.
-            let mut view = occ::OccView::searched(f, buf, a, b, occ, &pre);
-            self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
-            self.occ = view.occ;
-            self.filter = filter;
-            return;
-        }
-        // A large region is searched block by block beside the line work.
-        let blocks = occ::Blocks::new(f, buf, a, b);
-        let occ = std::thread::scope(|s| {
-            if let Some(bl) = &blocks {
-                s.spawn(|| bl.help());
+            Some(pre) => {
+                let mut view = occ::OccView::searched(f, buf, a, b, occ, &pre);
+                self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
+                view.occ
             }
-            let mut view = occ::OccView::new(f, buf, a, b, occ, blocks.as_ref());
-            self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
-            view.occ
-        });
-        self.occ = occ;
+            // A large region is searched block by block beside the line work.
+            None => {
+                let blocks = occ::Blocks::new(f, buf, a, b);
+                std::thread::scope(|s| {
+                    if let Some(bl) = &blocks {
+                        s.spawn(|| bl.help());
+                    }
+                    let mut view = occ::OccView::new(f, buf, a, b, occ, blocks.as_ref());
+                    self.scan_lines(buf, a, b, lines, buf_at_line_start, &mut view);
+                    view.occ
+                })
+            }
+        };
         self.filter = filter;
     }
 
