@@ -253,13 +253,17 @@ pub fn progress_of(msg: &str) -> Progress {
 /// What an access line says, read one way for the scanner's fast path and [`progress_of`]:
 /// `Some(true)` a request the process answered 2xx that is no control call (nor a poll of
 /// ollama's lists) and no request it made itself; `Some(false)` another access line; `None` no
-/// access line. Three formats: uvicorn's and most servers' quoted request
+/// access line. Four formats: uvicorn's and most servers' quoted request
 /// (`127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK`), llama.cpp's
-/// `log_server_r: request: POST /completion 127.0.0.1 200`, ollama's
+/// `log_server_r: request: POST /completion 127.0.0.1 200`, its server's older one (2024 and
+/// the forks that kept it: `log_server_request] request | ... status=200 method="POST"
+/// path="/completion"`), ollama's
 /// `[GIN] 2026/05/01 - 00:15:05 | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`.
 pub fn answered(line: &[u8]) -> Option<bool> {
     static GIN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"[GIN] "));
     static LLAMACPP: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"log_server_r: "));
+    static LLAMACPP_OLD: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"log_server_request] request"));
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     // The quoted form first, the most common: the other two never put a status after a quote.
     if let Some(answer) = quoted_answered(line) {
@@ -268,7 +272,30 @@ pub fn answered(line: &[u8]) -> Option<bool> {
     if let Some(g) = GIN.find(line) {
         return Some(gin_answered(&line[g..]));
     }
+    if let Some(r) = LLAMACPP_OLD.find(line) {
+        return Some(llamacpp_old_answered(&line[r..]));
+    }
     LLAMACPP.find(line).map(|r| llamacpp_answered(&line[r..]))
+}
+
+/// llama.cpp's older server: `log_server_request] request | tid=".." timestamp=..
+/// remote_addr=".." remote_port=.. status=200 method="POST" path="/completion" params={}`.
+fn llamacpp_old_answered(rest: &[u8]) -> bool {
+    let field = |key: &[u8]| {
+        let at = memchr::memmem::find(rest, key)? + key.len();
+        let val = &rest[at..];
+        let end = val
+            .iter()
+            .position(|&c| c == b' ' || c == b'"')
+            .unwrap_or(val.len());
+        Some(&val[..end])
+    };
+    let (Some(status), Some(method), Some(path)) =
+        (field(b" status="), field(b" method=\""), field(b" path=\""))
+    else {
+        return false;
+    };
+    is_2xx(status) && !is_control_call(&[method, b" ", path].concat())
 }
 
 /// ollama's `[GIN] ... | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`: the status is the second
@@ -608,6 +635,9 @@ mod tests {
             ("srv  log_server_r: done request: POST /v1/chat/completions 127.0.0.1 200", Some(true)),
             ("srv  log_server_r: request: POST /completion 127.0.0.1 500", Some(false)),
             ("srv  log_server_r: request: GET /slots 127.0.0.1 200", Some(false)),
+            ("INFO [      log_server_request] request | tid=\"1\" timestamp=1 remote_addr=\"10.0.0.8\" remote_port=5 status=200 method=\"POST\" path=\"/v1/chat/completions\" params={}", Some(true)),
+            ("INFO [      log_server_request] request | tid=\"1\" timestamp=1 remote_addr=\"10.0.0.8\" remote_port=5 status=500 method=\"POST\" path=\"/completion\" params={}", Some(false)),
+            ("INFO [      log_server_request] request | tid=\"1\" timestamp=1 remote_addr=\"10.0.0.8\" remote_port=5 status=200 method=\"GET\" path=\"/health\" params={}", Some(false)),
             ("[GIN] 2026/05/01 - 00:15:05 | 200 |  1.8ms | 127.0.0.1 | POST     \"/api/chat\"", Some(true)),
             ("[GIN] 2026/05/01 - 00:15:05 | 500 |  2.0s | 127.0.0.1 | POST     \"/api/generate\"", Some(false)),
             ("[GIN] 2026/05/01 - 00:15:05 | 200 |  38µs | 127.0.0.1 | GET      \"/api/tags\"", Some(false)),

@@ -64,10 +64,11 @@ pub struct Needles {
 
 /// The serving needles that mark an access line, whose answer
 /// [`super::lifecycle::answered`] reads.
-pub const ANSWERS: [&[u8]; 4] = [
+pub const ANSWERS: [&[u8]; 5] = [
     b"\" 200",
     b"log_server_r: request:",
     b"log_server_r: done request:",
+    b"log_server_request] request",
     b"[GIN] ",
 ];
 

@@ -98,6 +98,17 @@ const ENGINES: &[Engine] = &[
         ],
         fatal: "/app/ggml/src/ggml-cuda/ggml-cuda.cu:75: CUDA error: an illegal memory access was encountered",
     },
+    // The older server (2024, and forks such as ik_llama.cpp): its access line alone says it
+    // served.
+    Engine {
+        name: "llama.cpp, older server",
+        survived_error: "warning: failed to mlock 73728000-byte buffer (after previously locking 0 bytes): Cannot allocate memory\nTry increasing RLIMIT_MEMLOCK ('ulimit -l' as root).",
+        progress: "llama_new_context_with_model: KV self size  = 1952.00 MiB",
+        serving: &[
+            "INFO [      log_server_request] request | tid=\"1374\" timestamp=1741937581 remote_addr=\"10.0.0.89\" remote_port=56664 status=200 method=\"POST\" path=\"/v1/chat/completions\" params={}",
+        ],
+        fatal: "/app/ggml/src/ggml-cuda/ggml-cuda.cu:75: CUDA error: an illegal memory access was encountered",
+    },
     Engine {
         name: "TGI",
         survived_error: "2025-12-01T10:00:01.000000Z ERROR text_generation_launcher: Could not import Flash Attention enabled models: No module named 'flash_attn_2_cuda'",
@@ -331,6 +342,12 @@ fn messages_that_name_the_blame_give_its_class() {
         ),
         (
             "/app/src/llama-graph.cpp:185: GGML_ASSERT(seq_id < n_tokens) failed",
+            Class::Engine,
+            "native-abort",
+        ),
+        // GGML_ABORT's own message, capitalised as the code wrote it.
+        (
+            "/home/u/ik_llama.cpp/src/llama.cpp:18430: Deepseek2 does not support K-shift",
             Class::Engine,
             "native-abort",
         ),

