@@ -295,6 +295,15 @@ fn engine_class_for_the_engines_own_code() {
             ),
             Some((Class::Config, "config-keywords")),
         ),
+        // An assertion of the engine's code is code that broke, whatever words it holds.
+        (
+            "AssertionError: expected 786432 slots, the block table is not supported\n".into(),
+            Some((Class::Unknown, "code-python-assert")),
+        ),
+        (
+            "KeyError: 'model.layers.0.mlp.experts.w2_qweight' not found\n".into(),
+            Some((Class::Unknown, "exception-line")),
+        ),
         (
             "(EngineCore_DP0 pid=4188) ERROR 12-01 10:00:09 [multiproc_executor.py:959] WorkerProc failed.\n".into(),
             Some((Class::Engine, "error-log-line")),

@@ -384,12 +384,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// `failed to munlock` at exit teardown noise, and a GGML_ABORT sentence with a capitalised
 /// subject (`src/llama.cpp:18430: Deepseek2 does not support K-shift`) an abort: tune 264/285,
 /// 275/285, 2, 271/274; held 230/284, 251/284, 7, 268/273; all 494/569, 526/569, 9, 539/547.
+/// The configuration keywords read only exceptions that refuse (not an AssertionError, TypeError,
+/// KeyError, IndexError or AttributeError): held 231/284, all 495/569.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
     ("tune", 92.6, 96.4, 98.9, 2),
-    ("held", 80.9, 88.3, 98.1, 7),
-    ("all", 86.8, 92.4, 98.5, 9),
+    ("held", 81.3, 88.3, 98.1, 7),
+    ("all", 86.9, 92.4, 98.5, 9),
 ];
 
 #[test]
