@@ -225,6 +225,19 @@ fn engine_class_for_the_engines_own_code() {
             ),
             Some((Class::ToolParser, "frames-tool-parser")),
         ),
+        // A kernel library the engine vendors (vLLM's `third_party/flashmla`) is that library,
+        // under torch's dispatcher frames too.
+        (
+            tb(
+                &[
+                    ("vllm/v1/attention/backends/mla/flashmla_sparse.py", "forward_mqa"),
+                    ("vllm/third_party/flashmla/flash_mla_interface.py", "flash_mla_with_kvcache"),
+                    ("torch/_ops.py", "__call__"),
+                ],
+                "RuntimeError: torch_call_dispatcher( \"aten::new_empty\", \"\", stack.data(), TORCH_ABI_VERSION) API call failed",
+            ),
+            Some((Class::Dependency, "frames-dependency-kernels")),
+        ),
         // The distributed layer under the worker stays nccl.
         (
             tb(

@@ -386,12 +386,18 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 275/285, 2, 271/274; held 230/284, 251/284, 7, 268/273; all 494/569, 526/569, 9, 539/547.
 /// The configuration keywords read only exceptions that refuse (not an AssertionError, TypeError,
 /// KeyError, IndexError or AttributeError): held 231/284, all 495/569.
+/// Batch AG (ids 1118-1143: 5 failed, 21 healthy; vLLM under slurm, on DGX
+/// Spark and with EAGLE, ollama on CPU, MIG and slurm, llama.cpp on Metal, Vulkan and a T4),
+/// measured as it came: 3/5 class, 4/5 line, 1 none, 21/21 quiet. FlashMLA as vLLM vendors it
+/// (`vllm/third_party/flashmla/`) is the kernel library (one tune row right, its sibling labelled
+/// `engine` before rule 8 wrong): tune 265/287, 277/287, 2, 281/284; held 233/287, 253/287, 8,
+/// 279/284; all 498/574, 530/574, 10, 560/568.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.6, 96.4, 98.9, 2),
-    ("held", 81.3, 88.3, 98.1, 7),
-    ("all", 86.9, 92.4, 98.5, 9),
+    ("tune", 92.3, 96.5, 98.9, 2),
+    ("held", 81.1, 88.1, 98.2, 8),
+    ("all", 86.7, 92.3, 98.5, 10),
 ];
 
 #[test]
