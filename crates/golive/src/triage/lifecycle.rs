@@ -219,7 +219,11 @@ fn is_ollama_poll(gin: &[u8]) -> bool {
 
 /// Whether an access line's request (`GET /metrics HTTP/1.1`) is a control call.
 pub fn is_control_call(request: &[u8]) -> bool {
-    let path = request.split(|&c| c == b' ').nth(1).unwrap_or(b"");
+    is_control_path(request.split(|&c| c == b' ').nth(1).unwrap_or(b""))
+}
+
+/// Whether a request's path (`/metrics?x=1`) is a control call's.
+fn is_control_path(path: &[u8]) -> bool {
     let path = path.split(|&c| c == b'?').next().unwrap_or(b"");
     CONTROL_PATHS.iter().any(|p| p.as_bytes() == path)
 }
@@ -265,7 +269,7 @@ pub fn answered(line: &[u8]) -> Option<bool> {
     static LLAMACPP_OLD: LazyLock<Finder<'static>> =
         LazyLock::new(|| Finder::new(b"log_server_request] request"));
     let line = line.strip_suffix(b"\r").unwrap_or(line);
-    // The quoted form first, the most common: the other two never put a status after a quote.
+    // The quoted form first, the most common: the others never put a status after a quote.
     if let Some(answer) = quoted_answered(line) {
         return Some(answer);
     }
@@ -290,12 +294,10 @@ fn llamacpp_old_answered(rest: &[u8]) -> bool {
             .unwrap_or(val.len());
         Some(&val[..end])
     };
-    let (Some(status), Some(method), Some(path)) =
-        (field(b" status="), field(b" method=\""), field(b" path=\""))
-    else {
+    let (Some(status), Some(path)) = (field(b" status="), field(b" path=\"")) else {
         return false;
     };
-    is_2xx(status) && !is_control_call(&[method, b" ", path].concat())
+    is_2xx(status) && !is_control_path(path)
 }
 
 /// ollama's `[GIN] ... | 200 | 1.8ms | 127.0.0.1 | POST "/api/chat"`: the status is the second
