@@ -259,6 +259,19 @@ mod tests {
     use super::*;
     use crate::triage::rules::RuleSet;
 
+    /// At least `len` bytes of a real failure line, each copy cut by one more byte in front (up
+    /// to `shifts`), so needles fall at every offset.
+    fn shifted_failures(len: usize, shifts: usize) -> Vec<u8> {
+        let line = "(EngineCore pid=1) ERROR 08-03 21:49:23 [core.py:1231] RuntimeError: CUDA error: out of memory; NCCL error: unhandled system error\n";
+        let mut buf = Vec::new();
+        let mut i = 0;
+        while buf.len() < len {
+            buf.extend_from_slice(&line.as_bytes()[i % shifts..]);
+            i += 1;
+        }
+        buf
+    }
+
     /// The region's occurrences from the reader's search of its new bytes and the seam
     /// searched here are those of the whole region, wherever the region starts: in the text
     /// kept from the buffer before (a partial line), at the new bytes, or inside them (the
@@ -267,13 +280,7 @@ mod tests {
     fn the_reader_s_search_and_the_seam_give_the_whole_region_s_occurrences() {
         let rules = RuleSet::load(&[] as &[&str]).unwrap();
         let f = &rules.prefilter;
-        let line = "(EngineCore pid=1) ERROR 08-03 21:49:23 [core.py:1231] RuntimeError: CUDA error: out of memory; NCCL error: unhandled system error\n";
-        let mut buf = Vec::new();
-        let mut i = 0;
-        while buf.len() < 20_000 {
-            buf.extend_from_slice(&line.as_bytes()[i % 11..]);
-            i += 1;
-        }
+        let buf = shifted_failures(20_000, 11);
         let b = buf.len();
         let mut checked = 0;
         // The new bytes start anywhere, needles straddling them included.
@@ -297,14 +304,8 @@ mod tests {
     fn the_occurrences_pulled_block_by_block_are_those_of_the_whole_region() {
         let rules = RuleSet::load(&[] as &[&str]).unwrap();
         let f = &rules.prefilter;
-        // Needles across every block boundary: lines of real failure texts, shifted.
-        let line = "(EngineCore pid=1) ERROR 08-03 21:49:23 [core.py:1231] RuntimeError: CUDA error: out of memory; NCCL error: unhandled system error\n";
-        let mut buf = Vec::new();
-        let mut i = 0;
-        while buf.len() < 5 * BLOCK + 777 {
-            buf.extend_from_slice(&line.as_bytes()[i % 7..]);
-            i += 1;
-        }
+        // Needles across every block boundary.
+        let buf = shifted_failures(5 * BLOCK + 777, 7);
         let (a, b) = (13, buf.len());
         let mut whole = Vec::new();
         f.occurrences(&buf, a, b, &mut whole);
