@@ -308,6 +308,16 @@ fn engine_class_for_the_engines_own_code() {
             ),
             Some((Class::Config, "config-keywords")),
         ),
+        // "expected", "not found" and "requires" name a shape, a file or a package, not a setting
+        // the engine refuses: on the cause lines of the corpus's tune half they were never
+        // `config` (dependency 8, engine 5). The frames decide.
+        (
+            tb(
+                &with(("vllm/model_executor/layers/linear.py", "forward")),
+                "RuntimeError: expected scalar type BFloat16 but found Half",
+            ),
+            Some((Class::Engine, "frames-engine-vllm")),
+        ),
         // An assertion of the engine's code is code that broke, whatever words it holds.
         (
             "AssertionError: expected 786432 slots, the block table is not supported\n".into(),
