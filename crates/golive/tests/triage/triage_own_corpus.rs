@@ -394,12 +394,16 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 279/284; all 498/574, 530/574, 10, 560/568.
 /// The configuration keywords no longer read "expected", "not found", "no such", "requires" or
 /// "required" (on the tune half's cause lines: dependency 8, engine 5, config 0): held 234/287.
+/// Batch AH (ids 1144-1159: 6 failed, 10 healthy; vLLM V1 on DGX Spark and under a benchmark
+/// harness, TGI on Kubernetes, llama.cpp on a T4 and a GB10, ollama on CPU, an A40 and three mixed
+/// GPUs), measured as it came: 5/6 class, 5/6 line, 0 none, 10/10 quiet: tune 267/290, 279/290,
+/// 2, 286/289; held 237/290, 256/290, 8, 284/289; all 504/580, 535/580, 10, 570/578.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.3, 96.5, 98.9, 2),
-    ("held", 81.1, 88.1, 98.2, 8),
-    ("all", 86.7, 92.3, 98.5, 10),
+    ("tune", 92.0, 96.2, 98.9, 2),
+    ("held", 81.7, 88.2, 98.2, 8),
+    ("all", 86.8, 92.2, 98.6, 10),
 ];
 
 #[test]
