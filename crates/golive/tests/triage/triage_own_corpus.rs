@@ -398,12 +398,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// harness, TGI on Kubernetes, llama.cpp on a T4 and a GB10, ollama on CPU, an A40 and three mixed
 /// GPUs), measured as it came: 5/6 class, 5/6 line, 0 none, 10/10 quiet: tune 267/290, 279/290,
 /// 2, 286/289; held 237/290, 256/290, 8, 284/289; all 504/580, 535/580, 10, 570/578.
+/// The agreement audit (README) changed seven labels where a blind second and third reading agreed
+/// against the first: tune 266/290, 279/290; held 237/290, 256/290; all 503/580, 535/580.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.0, 96.2, 98.9, 2),
+    ("tune", 91.7, 96.2, 98.9, 2),
     ("held", 81.7, 88.2, 98.2, 8),
-    ("all", 86.8, 92.2, 98.6, 10),
+    ("all", 86.7, 92.2, 98.6, 10),
 ];
 
 #[test]
