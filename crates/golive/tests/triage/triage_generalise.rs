@@ -308,6 +308,16 @@ fn engine_class_for_the_engines_own_code() {
             ),
             Some((Class::Config, "config-keywords")),
         ),
+        // A ggml backend without a conversion kernel for the tensor's type is the kernel
+        // library's gap (label rule 8); another assertion of the same backend stays native code.
+        (
+            "GGML_ASSERT: /src/llama.cpp/ggml/src/ggml-cuda.cu:1254: to_fp16_cuda != nullptr\n".into(),
+            Some((Class::Dependency, "dep-ggml-missing-conversion")),
+        ),
+        (
+            "/src/llama.cpp/ggml/src/ggml-cuda.cu:731: GGML_ASSERT(tensor->view_src == nullptr) failed\n".into(),
+            Some((Class::Engine, "native-abort")),
+        ),
         // "expected", "not found" and "requires" name a shape, a file or a package, not a setting
         // the engine refuses: on the cause lines of the corpus's tune half they were never
         // `config` (dependency 8, engine 5). The frames decide.
@@ -1124,7 +1134,8 @@ RuntimeError: PassManager::run failed
 }
 
 /// llama.cpp's older assertion format names a Windows path (a drive letter, spaces) before the
-/// line number; ggml's assertion that a backend buffer came back without memory is the device's
+/// line number (an OpenCL build without a conversion kernel for the type is the backend's gap,
+/// label rule 8); ggml's assertion that a backend buffer came back without memory is the device's
 /// memory refused.
 #[test]
 fn older_ggml_asserts_on_windows_paths_and_a_null_backend_buffer_are_found() {
@@ -1137,11 +1148,17 @@ slot 0 is processing [task id: 0]
         )
     };
     let p = triage_text(&log(
-        "GGML_ASSERT: C:\\Users\\me\\Random projects\\llama.cpp\\ggml-opencl.cpp:1726: to_fp32_cl != nullptr",
+        "GGML_ASSERT: C:\\Users\\me\\Random projects\\llama.cpp\\ggml-cuda.cu:727: tensor->view_src == nullptr",
     ))
     .primary
     .expect("an abort after serving");
     assert_eq!((p.class, p.line), (Class::Engine, 3), "{p:?}");
+    let p = triage_text(&log(
+        "GGML_ASSERT: C:\\Users\\me\\Random projects\\llama.cpp\\ggml-opencl.cpp:1726: to_fp32_cl != nullptr",
+    ))
+    .primary
+    .unwrap();
+    assert_eq!((p.class, p.line), (Class::Dependency, 3), "{p:?}");
     let p = triage_text(&log(
         "GGML_ASSERT: D:\\a\\llama.cpp\\ggml-backend.c:96: base != NULL && \"backend buffer base cannot be NULL\"",
     ))

@@ -404,12 +404,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// and a benchmark harness, ik_llama.cpp on a 4090), measured as it came: 4/4 class, 3/4 line, 0
 /// none, 9/9 quiet: tune 268/292, 280/292, 2, 291/294; held 239/292, 258/292, 8, 288/293; all
 /// 507/584, 538/584, 10, 579/587.
+/// A ggml backend's missing conversion kernel (`to_fp32_cl != nullptr`) is `dependency` (rule 8;
+/// row 906, the same assertion as the audited 619, relabelled to agree): tune 269/292.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 91.7, 95.8, 98.9, 2),
+    ("tune", 92.1, 95.8, 98.9, 2),
     ("held", 81.8, 88.3, 98.2, 8),
-    ("all", 86.7, 92.1, 98.6, 10),
+    ("all", 86.9, 92.1, 98.6, 10),
 ];
 
 #[test]
