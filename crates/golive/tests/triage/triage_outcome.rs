@@ -1146,3 +1146,44 @@ fn an_offline_runs_unfinished_progress_bar_after_its_crash_does_not_excuse_it() 
     let done = log(&[offline.survived_error, offline.progress, finished]);
     assert!(triage(&done).primary.is_none());
 }
+
+/// Python's chain: its first exception is the cause line, unless that exception carries no
+/// message (a bare `StopIteration`): then the exception that wraps it states the cause.
+#[test]
+fn a_bare_exception_at_the_root_of_a_chain_gives_the_line_to_its_wrapper() {
+    let chained = |root: &str| {
+        let mut lines =
+            vec!["[2026-01-14 12:00:00] server_args=ServerArgs(model_path='m')".to_string()];
+        lines.extend(traceback(
+            "/usr/lib/python3.12/importlib/metadata/__init__.py",
+            root,
+        ));
+        lines.push(String::new());
+        lines.push(
+            "The above exception was the direct cause of the following exception:".to_string(),
+        );
+        lines.push(String::new());
+        lines.extend(traceback(
+            "/ws/sglang/srt/utils/common.py",
+            "importlib.metadata.PackageNotFoundError: No package metadata was found for flashinfer_python",
+        ));
+        log(&lines)
+    };
+    let text = chained("StopIteration");
+    let p = triage(&text)
+        .primary
+        .expect("the missing package is the cause");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::Dependency, line_of(&text, "PackageNotFoundError"))
+    );
+    // A root with a message is the cause line, with its wrapper's class.
+    let text = chained("KeyError: 'flashinfer_python'");
+    let p = triage(&text)
+        .primary
+        .expect("the missing package is the cause");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::Dependency, line_of(&text, "KeyError"))
+    );
+}

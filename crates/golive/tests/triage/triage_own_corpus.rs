@@ -406,12 +406,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 507/584, 538/584, 10, 579/587.
 /// A ggml backend's missing conversion kernel (`to_fp32_cl != nullptr`) is `dependency` (rule 8;
 /// row 906, the same assertion as the audited 619, relabelled to agree): tune 269/292.
+/// A bare exception at the root of Python's chain (`StopIteration`) gives the cause line to the
+/// exception that wraps it: tune 281/292 lines, all 539/584.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.1, 95.8, 98.9, 2),
+    ("tune", 92.1, 96.2, 98.9, 2),
     ("held", 81.8, 88.3, 98.2, 8),
-    ("all", 86.9, 92.1, 98.6, 10),
+    ("all", 86.9, 92.2, 98.6, 10),
 ];
 
 #[test]

@@ -355,6 +355,14 @@ struct LineAt<'b> {
     at_start: bool,
 }
 
+/// An exception line without a message (`StopIteration`, `KeyboardInterrupt`): it names no
+/// cause, so the exception that wraps it states one.
+fn bare_exception(text: &str) -> bool {
+    let parsed = super::line::parse(text.as_bytes());
+    let msg = parsed.msg().trim();
+    !msg.is_empty() && !msg.contains(|c: char| c == ':' || c.is_whitespace())
+}
+
 impl Scanner<'_> {
     /// A line printed late shows no progress after the errors before it: Ray's deduplicated
     /// summary of older lines (`... [repeated 3x across cluster]`, often flushed at exit), or a
@@ -391,6 +399,10 @@ impl Scanner<'_> {
             Class::Engine => 1,
             _ => 2,
         };
+        if root.class == Class::Unknown && rank(f.class) == 2 && bare_exception(&root.text) {
+            root.kind = RuleKind::Consequence;
+            return;
+        }
         if rank(root.class) < 2 && rank(f.class) > rank(root.class) {
             root.class = f.class;
             root.rule = f.rule;
