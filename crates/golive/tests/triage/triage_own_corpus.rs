@@ -408,12 +408,16 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// row 906, the same assertion as the audited 619, relabelled to agree): tune 269/292.
 /// A bare exception at the root of Python's chain (`StopIteration`) gives the cause line to the
 /// exception that wraps it: tune 281/292 lines, all 539/584.
+/// Batch AJ (ids 1173-1184: 4 failed, 8 healthy; ik_llama.cpp on CUDA, Vulkan and CPU, llama.cpp
+/// on Strix Halo, SGLang in docker and on Ascend under Kubernetes, vLLM V1 in docker), measured as
+/// it came: 4/4 class, 4/4 line, 0 none, 8/8 quiet: tune 271/294, 283/294, 2, 295/298; held
+/// 241/294, 260/294, 8, 292/297; all 512/588, 543/588, 10, 587/595.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
     ("tune", 92.1, 96.2, 98.9, 2),
-    ("held", 81.8, 88.3, 98.2, 8),
-    ("all", 86.9, 92.2, 98.6, 10),
+    ("held", 81.9, 88.4, 98.3, 8),
+    ("all", 87.0, 92.3, 98.6, 10),
 ];
 
 #[test]
