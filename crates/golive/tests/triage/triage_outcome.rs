@@ -813,6 +813,15 @@ fn traceback(file: &str, exc: &str) -> Vec<String> {
     ]
 }
 
+/// Two tracebacks joined by Python's chain words (`During handling of the above exception...`,
+/// `The above exception was the direct cause...`): (file, exception) of each.
+fn chain(first: (&str, &str), words: &str, then: (&str, &str)) -> Vec<String> {
+    let mut lines = traceback(first.0, first.1);
+    lines.extend([String::new(), words.to_string(), String::new()]);
+    lines.extend(traceback(then.0, then.1));
+    lines
+}
+
 #[test]
 fn teardown_errors_after_an_orderly_stop_are_noise_but_a_gpu_fault_then_is_not() {
     let teardown = [
@@ -927,18 +936,16 @@ fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() 
         "/ws/sglang/test/test_utils.py",
         "/ws/tests/test_throughput.py",
     ] {
-        lines.extend(traceback(
-            harness,
-            "AssertionError: 1975.97 not greater than or equal to 2078.33",
-        ));
-        lines.push(String::new());
-        lines.push(
-            "During handling of the above exception, another exception occurred:".to_string(),
-        );
-        lines.push(String::new());
-        lines.extend(traceback(
-            "/ws/sglang/srt/utils/common.py",
-            "Exception: retry() exceed maximum number of retries.",
+        lines.extend(chain(
+            (
+                harness,
+                "AssertionError: 1975.97 not greater than or equal to 2078.33",
+            ),
+            "During handling of the above exception, another exception occurred:",
+            (
+                "/ws/sglang/srt/utils/common.py",
+                "Exception: retry() exceed maximum number of retries.",
+            ),
         ));
         let r = triage(&log(&lines));
         assert!(r.primary.is_none(), "{harness}: {:#?}", r.primary);
@@ -1154,36 +1161,30 @@ fn a_bare_exception_at_the_root_of_a_chain_gives_the_line_to_its_wrapper() {
     let chained = |root: &str| {
         let mut lines =
             vec!["[2026-01-14 12:00:00] server_args=ServerArgs(model_path='m')".to_string()];
-        lines.extend(traceback(
-            "/usr/lib/python3.12/importlib/metadata/__init__.py",
-            root,
-        ));
-        lines.push(String::new());
-        lines.push(
-            "The above exception was the direct cause of the following exception:".to_string(),
-        );
-        lines.push(String::new());
-        lines.extend(traceback(
-            "/ws/sglang/srt/utils/common.py",
-            "importlib.metadata.PackageNotFoundError: No package metadata was found for flashinfer_python",
+        lines.extend(chain(
+            ("/usr/lib/python3.12/importlib/metadata/__init__.py", root),
+            "The above exception was the direct cause of the following exception:",
+            (
+                "/ws/sglang/srt/utils/common.py",
+                "importlib.metadata.PackageNotFoundError: No package metadata was found for flashinfer_python",
+            ),
         ));
         log(&lines)
     };
-    let text = chained("StopIteration");
-    let p = triage(&text)
-        .primary
-        .expect("the missing package is the cause");
-    assert_eq!(
-        (p.class, p.line),
-        (Class::Dependency, line_of(&text, "PackageNotFoundError"))
-    );
-    // A root with a message is the cause line, with its wrapper's class.
-    let text = chained("KeyError: 'flashinfer_python'");
-    let p = triage(&text)
-        .primary
-        .expect("the missing package is the cause");
-    assert_eq!(
-        (p.class, p.line),
-        (Class::Dependency, line_of(&text, "KeyError"))
-    );
+    // The cause line for each root; a root with a message is the cause line, with its
+    // wrapper's class.
+    for (root, cause) in [
+        ("StopIteration", "PackageNotFoundError"),
+        ("KeyError: 'flashinfer_python'", "KeyError"),
+    ] {
+        let text = chained(root);
+        let p = triage(&text)
+            .primary
+            .expect("the missing package is the cause");
+        assert_eq!(
+            (p.class, p.line),
+            (Class::Dependency, line_of(&text, cause)),
+            "{root}"
+        );
+    }
 }
