@@ -412,12 +412,14 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// on Strix Halo, SGLang in docker and on Ascend under Kubernetes, vLLM V1 in docker), measured as
 /// it came: 4/4 class, 4/4 line, 0 none, 8/8 quiet: tune 271/294, 283/294, 2, 295/298; held
 /// 241/294, 260/294, 8, 292/297; all 512/588, 543/588, 10, 587/595.
+/// The second agreement audit (README) changed six labels: tune 270/294, 283/294; held 240/294,
+/// 259/294; all 510/588, 542/588.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 92.1, 96.2, 98.9, 2),
-    ("held", 81.9, 88.4, 98.3, 8),
-    ("all", 87.0, 92.3, 98.6, 10),
+    ("tune", 91.8, 96.2, 98.9, 2),
+    ("held", 81.6, 88.0, 98.3, 8),
+    ("all", 86.7, 92.1, 98.6, 10),
 ];
 
 #[test]
