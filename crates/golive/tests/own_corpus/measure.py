@@ -1,19 +1,38 @@
 #!/usr/bin/env python3
-"""measure.py LABELS LOGDIR [GOLIVE]: `golive triage` on each labelled log of a new batch, before
-any rule changes for it; prints the misses and the totals (class, cause line within 2, healthy
-quiet, failed logs with no primary), and per split (`tune`, `held`) when the rows have one. GOLIVE
-defaults to target/debug/golive."""
-import json, subprocess, sys, os
-labels, logdir = sys.argv[1], sys.argv[2]
-binp = sys.argv[3] if len(sys.argv) > 3 else 'target/debug/golive'
+"""measure.py LABELS LOGDIR [GOLIVE] [--fragments]: `golive triage` on each labelled log of a new
+batch, before any rule changes for it; prints the misses and the totals (class, cause line within
+2, healthy quiet, failed logs with no primary), and per split (`tune`, `held`) when the rows have
+one. GOLIVE defaults to target/debug/golive.
+--fragments: each failed log cut to the 8 lines before its cause line and the 6 after, as an issue
+thread quotes a log (healthy logs are left out): how much triage leans on lines a quote drops."""
+import json, subprocess, sys, os, tempfile
+args = [a for a in sys.argv[1:] if a != '--fragments']
+fragments = '--fragments' in sys.argv
+labels, logdir = args[0], args[1]
+binp = args[2] if len(args) > 2 else 'target/debug/golive'
 rows = [l.rstrip('\n').split('\t') for l in open(labels)][1:]
+tmp = tempfile.mkdtemp()
+
+
+def fragment(path, line):
+    """The failed log cut around its cause line, and the cause line's number in the cut."""
+    lines = open(path, 'rb').read().split(b'\n')
+    start = max(0, line - 1 - 8)
+    cut = os.path.join(tmp, os.path.basename(path))
+    open(cut, 'wb').write(b'\n'.join(lines[start:line + 6]) + b'\n')
+    return cut, line - start
+
+
 new = lambda: dict(failed=0, cls=0, line=0, none=0, healthy=0, quiet=0)
 by_split = {}
 for r in rows:
     if len(r) < 10: continue
     rid, outcome, cls, line = r[0], r[1], r[2], r[3]
+    if fragments and outcome == 'healthy': continue
     s = by_split.setdefault(r[6], new())
     p = os.path.join(logdir, rid + '.log')
+    if fragments:
+        p, line = fragment(p, int(line))
     out = subprocess.run([binp, 'triage', '--format', 'json', p], capture_output=True, text=True)
     try:
         rep = json.loads(out.stdout)

@@ -318,6 +318,20 @@ fn engine_class_for_the_engines_own_code() {
             "/src/llama.cpp/ggml/src/ggml-cuda.cu:731: GGML_ASSERT(tensor->view_src == nullptr) failed\n".into(),
             Some((Class::Engine, "native-abort")),
         ),
+        // The model hub refused the download (HTTP 401/403 from huggingface.co or a mirror):
+        // a gated repository or a missing token, even without the library's wrapper.
+        (
+            "(APIServer pid=1) httpx.HTTPStatusError: Client error '401 Unauthorized' for url 'https://huggingface.co/meta-llama/Llama-3.1-8B-Instruct/resolve/main/config.json'\n".into(),
+            Some((Class::Config, "config-model-hub-denied")),
+        ),
+        (
+            "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://hf-mirror.com/facebook/opt-125m/resolve/main/config.json\n".into(),
+            Some((Class::Config, "config-model-hub-denied")),
+        ),
+        (
+            "requests.exceptions.HTTPError: 403 Client Error: Forbidden for url: https://hooks.example.com/notify\n".into(),
+            Some((Class::Unknown, "exception-line")),
+        ),
         // "expected", "not found" and "requires" name a shape, a file or a package, not a setting
         // the engine refuses: on the cause lines of the corpus's tune half they were never
         // `config` (dependency 8, engine 5). The frames decide.
