@@ -382,6 +382,21 @@ fn engine_class_for_the_engines_own_code() {
             "[2025-12-01 10:00:09] Initialization failed. warmup error: AssertionError: res=<Response [500]>\n".into(),
             Some((Class::Engine, "sglang-warmup-failed")),
         ),
+        // A quoted traceback whose frames run through the engine's package is the engine's
+        // code bug, though the quote shows nothing else of the engine; a user's own script's
+        // is not.
+        (
+            tb(
+                &[("vllm/model_executor/layers/linear.py", "weight_loader")],
+                "AssertionError",
+            )
+            .replace(h, ""),
+            Some((Class::Engine, "code-python-assert")),
+        ),
+        (
+            tb(&[("bench/run.py", "main")], "AssertionError").replace(h, ""),
+            Some((Class::Unknown, "code-python-assert")),
+        ),
         // A child's death only points back at its error: a consequence.
         (
             "[2025-12-01 10:00:09] Scheduler or DataParallelController 4321 terminated with -9\n".into(),

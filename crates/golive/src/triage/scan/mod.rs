@@ -756,6 +756,9 @@ impl Scanner<'_> {
         slot: usize,
     ) {
         f.exception = true;
+        if !self.res.facts.contains(ENGINE_FRAME) && engine_frames(&tb.frames) {
+            self.res.facts.insert(ENGINE_FRAME.to_string());
+        }
         f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
         let refusal = self
             .rules
@@ -933,6 +936,18 @@ impl Scanner<'_> {
 
 /// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
+/// The fact that a traceback ran through an engine's own package ([`engine_frames`]).
+pub(crate) const ENGINE_FRAME: &str = "engine_frame";
+
+/// A traceback frame in an engine's own package (vLLM, SGLang, TGI's server): the engine ran,
+/// even in a quoted piece of its log that shows nothing else of it (an issue's pasted
+/// traceback).
+fn engine_frames(frames: &str) -> bool {
+    ["/vllm/", "/sglang/", "/text_generation_server/"]
+        .iter()
+        .any(|pkg| frames.contains(pkg))
+}
+
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
 }
