@@ -334,7 +334,7 @@ fn engine_class_for_the_engines_own_code() {
         ),
         // "expected", "not found" and "requires" name a shape, a file or a package, not a setting
         // the engine refuses: on the cause lines of the corpus's tune half they were never
-        // `config` (dependency 8, engine 5). The frames decide.
+        // `config` (dependency 10, engine 5, nccl 1). The frames decide.
         (
             tb(
                 &with(("vllm/model_executor/layers/linear.py", "forward")),

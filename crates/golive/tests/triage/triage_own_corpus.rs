@@ -393,7 +393,8 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// `engine` before rule 8 wrong): tune 265/287, 277/287, 2, 281/284; held 233/287, 253/287, 8,
 /// 279/284; all 498/574, 530/574, 10, 560/568.
 /// The configuration keywords no longer read "expected", "not found", "no such", "requires" or
-/// "required" (on the tune half's cause lines: dependency 8, engine 5, config 0): held 234/287.
+/// "required" (on the tune half's cause lines: dependency 10, engine 5, nccl 1, config 0): held
+/// 234/287.
 /// Batch AH (ids 1144-1159: 6 failed, 10 healthy; vLLM V1 on DGX Spark and under a benchmark
 /// harness, TGI on Kubernetes, llama.cpp on a T4 and a GB10, ollama on CPU, an A40 and three mixed
 /// GPUs), measured as it came: 5/6 class, 5/6 line, 0 none, 10/10 quiet: tune 267/290, 279/290,
