@@ -939,13 +939,17 @@ impl Scanner<'_> {
 /// The fact that a traceback ran through an engine's own package ([`engine_frames`]).
 pub(crate) const ENGINE_FRAME: &str = "engine_frame";
 
-/// A traceback frame in an engine's own package (vLLM, SGLang, TGI's server): the engine ran,
-/// even in a quoted piece of its log that shows nothing else of it (an issue's pasted
-/// traceback).
+/// A traceback frame in an engine's own package (vLLM, SGLang, TGI's server) below its entry
+/// points: the engine ran, even in a quoted piece of its log that shows nothing else of it (an
+/// issue's pasted traceback). A frame in `entrypoints/` alone is a user's script calling the
+/// engine's API (`LLM(...)`), whose error it may be.
 fn engine_frames(frames: &str) -> bool {
-    ["/vllm/", "/sglang/", "/text_generation_server/"]
-        .iter()
-        .any(|pkg| frames.contains(pkg))
+    frames.lines().any(|frame| {
+        ["/vllm/", "/sglang/", "/text_generation_server/"]
+            .iter()
+            .any(|pkg| frame.contains(pkg))
+            && !frame.contains("/entrypoints/")
+    })
 }
 
 fn request_task(frames: &str) -> bool {
