@@ -934,8 +934,6 @@ impl Scanner<'_> {
     }
 }
 
-/// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
-/// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 /// The fact that a traceback ran through an engine's own package ([`engine_frames`]).
 pub(crate) const ENGINE_FRAME: &str = "engine_frame";
 
@@ -952,6 +950,8 @@ fn engine_frames(frames: &str) -> bool {
     })
 }
 
+/// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
+/// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 fn request_task(frames: &str) -> bool {
     frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
 }
