@@ -1224,6 +1224,25 @@ ggml-metal.m:1876: fatal error
     assert_eq!((p.class, p.line), (Class::Engine, 3), "{p:?}");
 }
 
+/// A native abort names its source file, and ggml's sources end in every C, C++, CUDA and
+/// Objective-C suffix: a CUDA header's `mmq.cuh:107: fatal error` (ik_llama.cpp on Windows) is
+/// as much the cause as a `.cpp` one.
+#[test]
+fn a_native_abort_is_found_in_every_source_suffix() {
+    for file in ["mmq.cuh", "ggml-impl.h", "common.hpp", "unary.cc", "ggml-cuda.cu", "ops.cpp", "ggml.c", "ggml-metal.mm"] {
+        let log = format!(
+            "llama server listening at http://127.0.0.1:8080
+slot 0 is processing [task id: 0]
+D:\\a\\ik_llama.cpp\\ggml\\src\\{file}:107: fatal error
+"
+        );
+        let p = triage_text(&log)
+            .primary
+            .unwrap_or_else(|| panic!("{file}: the abort is not found"));
+        assert_eq!((p.class, p.line), (Class::Engine, 3), "{file}: {p:?}");
+    }
+}
+
 /// PyTorch's caching allocator raises its NVML assert instead of the out-of-memory error where
 /// NVML cannot say who holds the memory: while the weights are allocated that is a startup
 /// out-of-memory. NVML failing to start at all is not one.
