@@ -21,6 +21,8 @@ use super::Class;
 
 /// Distinct process labels whose loading progress is kept (a hostile log cannot grow it).
 const MAX_LABELS: usize = 1024;
+/// Crashed runs kept per input (a hostile crash loop cannot grow it).
+const MAX_RUNS: usize = 256;
 /// Outcomes reported per input (the processes with a finding first).
 const MAX_OUTCOMES: usize = 16;
 
@@ -51,6 +53,14 @@ pub struct Lifecycle {
     pub serving_label: String,
     /// Requests answered 2xx in the whole log, by any process, across restarts.
     pub answers: u64,
+    /// The last line of progress (loading, serving) since the last start.
+    pub run_progress: u64,
+    /// A process of this run logged that it ended (an exit, an abort) after its last progress.
+    pub run_crashed: bool,
+    /// The runs that crashed and were started again: (first line, the restart's line, their
+    /// last progress). An error of such a run is survived only where that run itself went on
+    /// after it; the runs after it do not excuse it (a crash loop that came up in the end).
+    pub crashed_runs: Vec<(u64, u64, u64)>,
 }
 
 /// What a serving or progress line shows ([`progress_of`]).
@@ -87,6 +97,10 @@ impl Lifecycle {
 
     /// The process labelled `rank` (or the whole server) went on at `line`.
     pub fn went_on(&mut self, rank: Option<&str>, line: u64, progress: Progress) {
+        if progress != Progress::None {
+            self.run_progress = self.run_progress.max(line);
+            self.run_crashed = false;
+        }
         match progress {
             Progress::None => {}
             Progress::All => self.last_progress = self.last_progress.max(line),
@@ -125,6 +139,17 @@ impl Lifecycle {
         }
     }
 
+    /// A process logged that it ended (an exit line, an abort) at this point of the run.
+    pub fn crashed(&mut self) {
+        self.run_crashed = true;
+    }
+
+    /// The stop marker since the last start was a failed process cleaning up: no orderly stop.
+    pub fn stop_undone(&mut self) {
+        self.stopped = None;
+        self.stop_signal = None;
+    }
+
     /// An orderly stop at `line`, its line saying `msg`; only the first since the last start
     /// counts, and the first signal a stop line names.
     pub fn stopped(&mut self, line: u64, msg: &str) {
@@ -137,6 +162,13 @@ impl Lifecycle {
     /// A (re)start: serving and stopping describe the run before it. Progress stays: an error
     /// of the run before, followed by a run that serves, was got past.
     pub fn started(&mut self, line: u64) {
+        if let Some(first) = self.started {
+            if self.run_crashed && self.stopped.is_none() && self.crashed_runs.len() < MAX_RUNS {
+                self.crashed_runs.push((first, line, self.run_progress));
+            }
+        }
+        self.run_crashed = false;
+        self.run_progress = 0;
         self.started = Some(line);
         self.first_served = None;
         self.stopped = None;
@@ -144,10 +176,22 @@ impl Lifecycle {
         self.requests.clear();
     }
 
+    /// The run that holds `line`, where that run crashed and was started again: (its first
+    /// line, the restart's line, its last progress).
+    pub fn crashed_run_of(&self, line: u64) -> Option<(u64, u64, u64)> {
+        self.crashed_runs
+            .iter()
+            .copied()
+            .find(|(first, restart, _)| (*first..*restart).contains(&line))
+    }
+
     /// Whether the process labelled `rank` went on after `line`: the whole server worked
     /// later, that process went on, (a process that is not a worker) any process went on
     /// loading, or (a line no process labelled) the server served after it.
     pub fn went_on_after(&self, rank: Option<&str>, line: u64) -> bool {
+        if let Some((_, _, progress)) = self.crashed_run_of(line) {
+            return progress > line;
+        }
         let label = strip_pid(rank.unwrap_or(""));
         // A line no process labelled (the launching shell's, a wrapper's) before the server
         // first served, and a process that really went on (answered, loaded) after it: the
@@ -425,6 +469,10 @@ pub struct Outcome {
     /// The signal that stopped it in order, where its stop line names one (`SIGTERM`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// Where the log starts it again, for a run that crashed and was restarted (the outcome
+    /// after it is the last run's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restarted_at: Option<u64>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -493,40 +541,101 @@ pub fn outcomes(
     labels.truncate(MAX_OUTCOMES);
     labels
         .into_iter()
-        .map(|label| {
-            let (reached, reached_line) = match (life.first_served, life.went_on.get(&label)) {
-                (Some(s), _) => (Reached::Serving, Some(s)),
-                (None, Some(&l)) => (Reached::Loading, Some(l)),
-                (None, None) => (Reached::Started, life.started),
-            };
-            let (ended, line) = match first_fail.get(&label) {
-                Some(f) if is_kill(rules, f) => (Ended::Killed, Some(f.line)),
-                Some(f) => (Ended::Crash, Some(f.line)),
-                None => match life.stopped {
-                    Some(s) => (Ended::Orderly, Some(s)),
-                    None => (Ended::Running, None),
-                },
-            };
-            let requests = life.requests.get(&label).copied().unwrap_or(0);
-            Outcome {
-                file: file.to_string(),
-                process: if label.is_empty() {
-                    "server".to_string()
-                } else {
-                    label
-                },
-                reached,
-                reached_line,
-                ended,
-                line,
-                requests,
-                stopped_by: match ended {
-                    Ended::Orderly => life.stop_signal.map(str::to_string),
-                    _ => None,
-                },
+        .flat_map(|label| {
+            let fail = first_fail.get(&label).copied();
+            match fail.and_then(|f| life.crashed_run_of(f.line).map(|run| (f, run))) {
+                // A run that crashed and was started again: its outcome, then the last run's.
+                Some((f, run)) => vec![
+                    crashed_run(rules, file, &label, f, run),
+                    outcome(life, file, &label, None),
+                ],
+                None => vec![outcome(
+                    life,
+                    file,
+                    &label,
+                    fail.map(|f| (f, is_kill(rules, f))),
+                )],
             }
         })
+        .take(MAX_OUTCOMES)
         .collect()
+}
+
+/// The outcome of the process labelled `label` in the last run, ended by `fail` (and
+/// whether that was a kill) where it failed.
+fn outcome(
+    life: &Lifecycle,
+    file: &str,
+    label: &str,
+    fail: Option<(&RawFinding, bool)>,
+) -> Outcome {
+    let (reached, reached_line) = match (life.first_served, life.went_on.get(label)) {
+        (Some(s), _) => (Reached::Serving, Some(s)),
+        (None, Some(&l)) => (Reached::Loading, Some(l)),
+        (None, None) => (Reached::Started, life.started),
+    };
+    let (ended, line) = match fail {
+        Some((f, true)) => (Ended::Killed, Some(f.line)),
+        Some((f, false)) => (Ended::Crash, Some(f.line)),
+        None => match life.stopped {
+            Some(s) => (Ended::Orderly, Some(s)),
+            None => (Ended::Running, None),
+        },
+    };
+    Outcome {
+        file: file.to_string(),
+        process: process_name(label),
+        reached,
+        reached_line,
+        ended,
+        line,
+        requests: life.requests.get(label).copied().unwrap_or(0),
+        stopped_by: match ended {
+            Ended::Orderly => life.stop_signal.map(str::to_string),
+            _ => None,
+        },
+        restarted_at: None,
+    }
+}
+
+/// The outcome of a run that crashed at `f` and was started again (`run`: its first line, the
+/// restart's line, its last progress).
+fn crashed_run(
+    rules: &RuleSet,
+    file: &str,
+    label: &str,
+    f: &RawFinding,
+    (first, restart, progress): (u64, u64, u64),
+) -> Outcome {
+    let (reached, reached_line) = if progress > 0 {
+        (Reached::Loading, progress)
+    } else {
+        (Reached::Started, first)
+    };
+    Outcome {
+        file: file.to_string(),
+        process: process_name(label),
+        reached,
+        reached_line: Some(reached_line),
+        ended: if is_kill(rules, f) {
+            Ended::Killed
+        } else {
+            Ended::Crash
+        },
+        line: Some(f.line),
+        requests: 0,
+        stopped_by: None,
+        restarted_at: Some(restart),
+    }
+}
+
+/// A process label as the outcome names it: `server` for the lines without one.
+fn process_name(label: &str) -> String {
+    if label.is_empty() {
+        "server".to_string()
+    } else {
+        label.to_string()
+    }
 }
 
 /// The outcome in words: "EngineCore_DP0: loading (line 120), crashed at line 182".
@@ -552,7 +661,14 @@ pub fn describe(o: &Outcome) -> String {
         (Ended::Running, _) => "still running at the end of the log".to_string(),
         (e, _) => format!("{e:?}").to_lowercase(),
     };
-    format!("{}: {}{}, {}", o.process, reached, requests, ended)
+    let restarted = match o.restarted_at {
+        Some(l) => format!(", restarted at line {l}"),
+        None => String::new(),
+    };
+    format!(
+        "{}: {}{}, {}{}",
+        o.process, reached, requests, ended, restarted
+    )
 }
 
 #[cfg(test)]
@@ -662,5 +778,40 @@ mod tests {
             );
         }
         assert_eq!(life.went_on.len(), MAX_LABELS);
+    }
+
+    /// A run that logged its end and was started again keeps its errors: only its own
+    /// progress after an error excuses it, not the runs after it. A crash loop cannot grow the
+    /// list past its bound.
+    #[test]
+    fn a_crashed_runs_errors_are_excused_only_by_its_own_progress() {
+        let mut life = Lifecycle::default();
+        life.started(1);
+        life.went_on(None, 5, Progress::Loading);
+        life.crashed();
+        life.started(10);
+        life.served(None, 20, Progress::All);
+        assert!(
+            life.went_on_after(None, 3),
+            "its own loading went on after line 3"
+        );
+        assert!(
+            !life.went_on_after(None, 6),
+            "only a later run went on after line 6"
+        );
+        assert!(
+            life.went_on_after(None, 12),
+            "the last run served after line 12"
+        );
+        // A run stopped in order is no crash, whatever it logged.
+        life.crashed();
+        life.stopped(30, "Shutting down");
+        life.started(40);
+        assert_eq!(life.crashed_runs, vec![(1, 10, 5)]);
+        for i in 0..(MAX_RUNS as u64 + 50) {
+            life.crashed();
+            life.started(100 + i);
+        }
+        assert_eq!(life.crashed_runs.len(), MAX_RUNS);
     }
 }

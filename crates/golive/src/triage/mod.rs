@@ -223,8 +223,9 @@ pub struct TriageOptions {
 }
 
 /// Version of the triage JSON: 2 added the class `gpu_fault`, 3 the class `engine`, 4
-/// `outcome[]` and `survived[]` (outcome first: a survived error is never primary).
-pub const SCHEMA_VERSION: u32 = 4;
+/// `outcome[]` and `survived[]` (outcome first: a survived error is never primary), 5 an
+/// outcome of its own (`restarted_at`) for a run that crashed and was started again.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// At most this many secondary findings are reported.
 const MAX_SECONDARY: usize = 25;

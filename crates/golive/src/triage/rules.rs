@@ -70,6 +70,8 @@ struct RuleDef {
     #[serde(default)]
     backtrace_frame: bool,
     #[serde(default)]
+    failed_exit: bool,
+    #[serde(default)]
     before_serving: bool,
     #[serde(default)]
     chain: bool,
@@ -192,6 +194,10 @@ pub struct Rule {
     /// The line is a frame of a native crash's backtrace: it names the layer, and the crash
     /// line the backtrace follows (`Caught signal 11 ...`) is the line that states the cause.
     pub backtrace_frame: bool,
+    /// The process says it exits because of an error it met before serving (llama-server's
+    /// `exiting due to model loading error`): a stop marker of that run before it (`cleaning up
+    /// before exit...`) was the failed process cleaning up, not an orderly stop.
+    pub failed_exit: bool,
     /// A cause only on a line logged before the server first served (since its last start).
     pub before_serving: bool,
     /// Python's words between chained exceptions: the next exception wraps the one before.
@@ -335,6 +341,7 @@ impl Rule {
             child: false,
             announces: false,
             backtrace_frame: false,
+            failed_exit: false,
             before_serving: false,
             chain: false,
             quiets_chain: false,
@@ -546,6 +553,7 @@ impl RuleSet {
                 child: d.child,
                 announces: d.announces,
                 backtrace_frame: d.backtrace_frame,
+                failed_exit: d.failed_exit,
                 before_serving: d.before_serving,
                 chain: d.chain,
                 quiets_chain: d.quiets_chain,

@@ -1229,7 +1229,16 @@ ggml-metal.m:1876: fatal error
 /// as much the cause as a `.cpp` one.
 #[test]
 fn a_native_abort_is_found_in_every_source_suffix() {
-    for file in ["mmq.cuh", "ggml-impl.h", "common.hpp", "unary.cc", "ggml-cuda.cu", "ops.cpp", "ggml.c", "ggml-metal.mm"] {
+    for file in [
+        "mmq.cuh",
+        "ggml-impl.h",
+        "common.hpp",
+        "unary.cc",
+        "ggml-cuda.cu",
+        "ops.cpp",
+        "ggml.c",
+        "ggml-metal.mm",
+    ] {
         let log = format!(
             "llama server listening at http://127.0.0.1:8080
 slot 0 is processing [task id: 0]

@@ -1042,6 +1042,68 @@ fn a_run_after_an_orderly_stop_fails_on_its_own() {
     }
 }
 
+/// A log of appended launches where one crashed and a later one served: the crashed run is a
+/// process that ended badly, so the log failed, at that run's cause; a later run serving does
+/// not excuse it. Its outcome names the restart, then the last run's outcome follows. A run
+/// stopped by ^C (llama-server's `cleaning up before exit...` alone) before the restart
+/// crashed nowhere: the log is healthy and the error it logged while serving stays survived.
+#[test]
+fn a_run_that_crashed_is_not_excused_by_a_later_run_that_served() {
+    let start = "build: 8470 (db9d8aa42) with Clang 21.1.8 for Android aarch64";
+    let load_error = "llama_model_load: error loading model: llama_model_loader: failed to load model from /models/m.gguf";
+    let later = [
+        start,
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+        "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200",
+    ];
+    let crashed = [
+        start,
+        "main: loading model",
+        "gguf_init_from_file: failed to open GGUF file '/models/m.gguf' (No such file or directory)",
+        load_error,
+        "srv    operator(): operator(): cleaning up before exit...",
+        "main: exiting due to model loading error",
+    ];
+    let text = log(&[&crashed[..], &later[..]].concat());
+    let r = triage(&text);
+    let p = r.primary.expect("the crashed run's cause");
+    assert_eq!(p.class, Class::Config, "{p:?}");
+    assert!(
+        p.line >= line_of(&text, "gguf_init_from_file") && p.line <= line_of(&text, load_error),
+        "{p:?}"
+    );
+    assert_eq!(r.outcome.len(), 2, "{:#?}", r.outcome);
+    assert_eq!(r.outcome[0].ended, Ended::Crash, "{:#?}", r.outcome);
+    assert_eq!(r.outcome[0].restarted_at, Some(7), "{:#?}", r.outcome);
+    assert_eq!(
+        (
+            r.outcome[1].reached,
+            r.outcome[1].ended,
+            r.outcome[1].restarted_at
+        ),
+        (Reached::Serving, Ended::Running, None),
+        "{:#?}",
+        r.outcome
+    );
+
+    // The same launches, the first stopped by ^C after it served and logged an error.
+    let stopped = [
+        start,
+        "main: server is listening on http://127.0.0.1:8080 - starting the main loop",
+        "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200",
+        "srv    send_error: task id = 3, error: the request exceeds the available context size",
+        "srv    operator(): operator(): cleaning up before exit...",
+    ];
+    let text = log(&[&stopped[..], &later[..]].concat());
+    let r = triage(&text);
+    assert!(r.primary.is_none(), "{:#?}", r.primary);
+    assert!(
+        r.outcome.iter().all(|o| o.restarted_at.is_none()),
+        "{:#?}",
+        r.outcome
+    );
+}
+
 /// Ollama starts a runner per model load. A runner that dies fails the request that wanted
 /// the model (500); the next runner loading does not show the server got past it, a request
 /// answered afterwards does.

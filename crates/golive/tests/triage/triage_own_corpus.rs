@@ -421,12 +421,16 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// Spark, SGLang on 8 MI355X and on Ascend under Kubernetes, llama.cpp on Metal), measured as it
 /// came: 1/1 class, 1/1 line, 0 none, 11/11 quiet: tune 271/295, 284/295, 2, 300/303; held
 /// 240/294, 259/294, 8, 298/303; all 511/589, 543/589, 10, 598/606.
+/// A run that logged its end (an exit line, an abort) and was started again without an orderly
+/// stop crashed: its errors are no longer excused by a later run that served; llama-server's
+/// `exiting due to model loading error` undoes the `cleaning up before exit...` before it: tune
+/// 272/295, 285/295, 1; held 241/294, 260/294, 7; all 513/589, 545/589, 8.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 91.8, 96.2, 98.9, 2),
-    ("held", 81.6, 88.0, 98.3, 8),
-    ("all", 86.7, 92.1, 98.6, 10),
+    ("tune", 92.2, 96.6, 98.9, 1),
+    ("held", 81.9, 88.4, 98.3, 7),
+    ("all", 87.0, 92.5, 98.6, 8),
 ];
 
 #[test]

@@ -155,6 +155,11 @@ impl Scanner<'_> {
             return;
         }
         f.kind = recorded_kind(&f);
+        if (f.kind == RuleKind::Consequence && !f.during_shutdown)
+            || self.rules.rules.get(f.rule).is_some_and(|r| r.fatal)
+        {
+            self.res.life.crashed();
+        }
         f.answers_before = self.res.life.answers;
         // The next progress marker says whether this error was survived.
         self.want_progress = true;

@@ -851,6 +851,13 @@ impl Scanner<'_> {
                 }
             }
             RuleKind::Cause | RuleKind::Consequence | RuleKind::Hint => {
+                if self.rules.rules[ri].failed_exit
+                    && self.shutdown
+                    && self.res.life.first_served.is_none()
+                {
+                    self.shutdown = false;
+                    self.res.life.stop_undone();
+                }
                 let mut f = self.new_finding(ri, pl, line_no);
                 self.attach_context(&mut f, at.buf, at.ls, at.at_start);
                 self.record(f, line_no);
