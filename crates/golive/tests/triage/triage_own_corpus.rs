@@ -415,7 +415,7 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// 241/294, 260/294, 8, 292/297; all 512/588, 543/588, 10, 587/595.
 /// The second agreement audit (README) changed six labels: tune 270/294, 283/294; held 240/294,
 /// 259/294; all 510/588, 542/588.
-/// A native abort in a header or `.cc`/`.mm` source (`mmq.cuh:107: fatal error`) is read, as the
+/// A native abort in a header or an `.mm` source (`mmq.cuh:107: fatal error`) is read, as the
 /// regex always meant: whole logs unchanged; quotes (`--fragments`) tune 254 -> 255/294.
 /// Batch AK (ids 1185-1196: 1 failed, 11 healthy; vLLM 0.4 to 0.24 under slurm, on GH200 and DGX
 /// Spark, SGLang on 8 MI355X and on Ascend under Kubernetes, llama.cpp on Metal), measured as it
