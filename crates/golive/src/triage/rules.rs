@@ -134,10 +134,6 @@ struct TailDef {
     regex: String,
     why: String,
     next_step: String,
-    /// For a quote of a log (no server starting, loading or serving in it, all of it in the
-    /// lines looked at) instead: its first line this regex matches.
-    #[serde(default)]
-    quote: bool,
 }
 
 /// One entry of the frame-path -> class map: a traceback whose innermost matching frame is
@@ -455,8 +451,6 @@ pub struct RuleSet {
     /// The end-of-log entries (rule indices, in file order): tried only on the last lines of
     /// a log that stopped before serving with nothing else found, never by the prefilter.
     pub tail_rules: Vec<usize>,
-    /// The same for a quote of a log that shows no server at all (`quote = true`).
-    pub quote_rules: Vec<usize>,
     /// Prefilter pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR`
     /// for worker prefixes); the literals come first, in the order of `literals`.
     pub pattern_rule: Vec<Option<usize>>,
@@ -597,15 +591,11 @@ impl RuleSet {
                 ..Rule::base(f.id, RuleKind::Cause, f.class, f.why, f.next_step)
             });
         }
-        let (mut tail_rules, mut quote_rules) = (Vec::new(), Vec::new());
+        let mut tail_rules = Vec::new();
         for t in tail_defs {
             let re =
                 Regex::new(&t.regex).with_context(|| format!("tail {}: invalid regex", t.id))?;
-            if t.quote {
-                quote_rules.push(rules.len());
-            } else {
-                tail_rules.push(rules.len());
-            }
+            tail_rules.push(rules.len());
             rules.push(Rule::last_resort(t.id, t.class, re, t.why, t.next_step));
         }
         // The patterns of the prefilter, in the order that decides between two that start at
@@ -645,7 +635,6 @@ impl RuleSet {
         Ok(Self {
             frame_rules,
             tail_rules,
-            quote_rules,
             needles,
             prefilter,
             exception_rules,

@@ -593,40 +593,6 @@ fn a_log_that_stops_before_serving_names_its_last_error_as_the_cause() {
     assert_ne!(primary(&known).2, "end-error");
 }
 
-/// A quote of a log (what an issue pastes: no server starting, loading or serving in it) whose
-/// error no rule knows: its first line that says it failed hard is what it quotes as going
-/// wrong. A lone "failed ..., fall back" says nothing of an end; a long log with no server
-/// lines is no quote.
-#[test]
-fn a_quote_names_its_first_hard_error() {
-    let quote = "Capturing batches (bs=30 avail_mem=8.62 GB):   0%|          | 0/8
-[rank15]:[E1224 01:14:28.932556327 compiler_depend.ts:444] ReshapeAndCacheOperation setup failed!
-Exception raised from OperationSetup at build/third_party/op-plugin/compiler_depend.ts:203 (most recent call first):
-frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb0 (0xfffe251a48c0 in /usr/lib/libc10.so)
-";
-    let p = triage_text(quote).primary.expect("the quoted error");
-    assert_eq!((p.line, p.rule.as_str()), (2, "quote-error"), "{p:?}");
-    let named = "dispatch: rank 3 of 8 ready\ndispatch: rank 3 caught TilingFaultError while dispatching, giving up\n";
-    let p = triage_text(named).primary.expect("a named exception");
-    assert_eq!((p.line, p.rule.as_str()), (2, "quote-error"), "{p:?}");
-    let oom = "Native API failed. Native API returns: -5 (PI_ERROR_OUT_OF_MEMORY_X) -5\nException caught at file:/app/ggml/src/ggml-sycl.cpp, line:4313\n";
-    let (class, line, rule) = primary(oom);
-    assert_eq!(
-        (class, line, rule.as_str()),
-        (Class::OomStartup, 1, "quote-out-of-memory")
-    );
-    // Lines that say something failed and was got past are no quoted end.
-    for quiet in [
-        "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
-        "ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n",
-    ] {
-        assert!(triage_text(quiet).primary.is_none(), "{quiet}");
-    }
-    // More than a quote's 200 lines with no server in them: nothing says how it ended.
-    let long = format!("{}{named}", "step 1 of the batch job\n".repeat(250));
-    assert!(triage_text(&long).primary.is_none());
-}
-
 #[test]
 fn a_loading_line_that_states_a_failure_is_no_progress() {
     // Vulkan's out-of-memory status, then llama.cpp's KV-cache lines saying the step failed:

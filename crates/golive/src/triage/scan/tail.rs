@@ -4,12 +4,10 @@
 //! `PI_ERROR_OUT_OF_HOST_MEMORY`, an `InvalidModule` from the GPU runtime) even when no rule
 //! knows the message. The `[[tail]]` entries of `rules.toml` say which lines count and their
 //! class. The finding is kept apart from the others: `decide` uses it only when no cause and
-//! no lone consequence is found in any input. A longer log counts only where it shows a server
-//! starting or loading (a piece of a long log says nothing about how one ended). A quote (at
-//! most [`TAIL_LINES`] lines, no server starting, loading or serving: what an issue pastes) is
-//! read whole with the `quote = true` entries: its first error line is what it quotes as going
-//! wrong. Lines a rule judged (a finding, a benign line), traceback frames and access lines are
-//! skipped. Read once from the last buffer after the scan, so the hot loop is unchanged.
+//! no lone consequence is found in any input. Only a log that shows a server starting or
+//! loading counts (a fragment says nothing about how one ended); lines a rule judged (a
+//! finding, a benign line), traceback frames and access lines are skipped. Read once from the
+//! last buffer after the scan, so the hot loop is unchanged.
 
 use super::{RawFinding, Scanner, MAX_SHOWN};
 use crate::triage::{line, Class};
@@ -48,21 +46,14 @@ impl Scanner<'_> {
     /// serving, without an orderly stop, with a matching line after its last progress.
     pub(super) fn tail_finding(&self, text: &[u8], whole: bool) -> Option<RawFinding> {
         let life = &self.res.life;
-        // A quote short enough to be read whole that shows no server at all: what it quotes
-        // is what went wrong, its first error line.
-        let quote = !life.engine_ran() && self.res.lines <= TAIL_LINES as u64;
-        if (!life.engine_ran() && !quote)
+        // A fragment that shows no server starting or loading says nothing about how one ended.
+        if !life.engine_ran()
             || life.first_served.is_some()
             || life.stopped.is_some()
             || self.shutdown
         {
             return None;
         }
-        let entries = if quote {
-            &self.rules.quote_rules
-        } else {
-            &self.rules.tail_rules
-        };
         let after = life
             .last_progress
             .max(life.last_loading)
@@ -94,7 +85,7 @@ impl Scanner<'_> {
                 {
                     return None;
                 }
-                let ri = entries.iter().copied().find(|&ri| {
+                let ri = self.rules.tail_rules.iter().copied().find(|&ri| {
                     let r = &self.rules.rules[ri];
                     r.regex.as_ref().is_some_and(|re| re.is_match(pl.msg()))
                 })?;
