@@ -160,7 +160,8 @@ impl Lifecycle {
     }
 
     /// A (re)start: serving and stopping describe the run before it. Progress stays: an error
-    /// of the run before, followed by a run that serves, was got past.
+    /// of the run before, followed by a run that serves, was got past, unless that run crashed
+    /// (it logged its end and had no orderly stop): it is kept in `crashed_runs`.
     pub fn started(&mut self, line: u64) {
         if let Some(first) = self.started {
             if self.run_crashed && self.stopped.is_none() && self.crashed_runs.len() < MAX_RUNS {
@@ -187,7 +188,8 @@ impl Lifecycle {
 
     /// Whether the process labelled `rank` went on after `line`: the whole server worked
     /// later, that process went on, (a process that is not a worker) any process went on
-    /// loading, or (a line no process labelled) the server served after it.
+    /// loading, or (a line no process labelled) the server served after it. A line of a run
+    /// that crashed: only that run's own progress after it counts.
     pub fn went_on_after(&self, rank: Option<&str>, line: u64) -> bool {
         if let Some((_, _, progress)) = self.crashed_run_of(line) {
             return progress > line;
