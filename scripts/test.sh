@@ -83,7 +83,14 @@ cargo build --workspace --all-targets
 # against 206 s with every test passing. Every [[test]] binary of golive-cli runs, each once.
 cargo test --workspace --exclude golive-cli -- --test-threads 2
 cargo test -p golive-cli --bins -- --test-threads 2
-threads_for() { case "$1" in scripted) echo 4 ;; *) echo 2 ;; esac; }
+# The rate-boundary tests time an open-loop schedule (one request every 30 ms) and golive
+# rightly calls a step client-limited when it falls 30+ ms behind: beside three other tests on
+# 2 cores it did (CI at 3e907e0, lateness p99 36 ms), so they run after the rest, alone.
 for t in $(awk '/^\[\[test\]\]/ {t = 1; next} t && /^name *=/ {gsub(/"/, "", $3); print $3; t = 0}' crates/golive-cli/Cargo.toml); do
-  cargo test -p golive-cli --test "$t" -- --test-threads "$(threads_for "$t")"
+  if [[ "$t" == scripted ]]; then
+    cargo test -p golive-cli --test scripted -- --test-threads 4 --skip rate_boundary::
+    cargo test -p golive-cli --test scripted rate_boundary:: -- --test-threads 1
+  else
+    cargo test -p golive-cli --test "$t" -- --test-threads 2
+  fi
 done

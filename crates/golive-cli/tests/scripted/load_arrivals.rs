@@ -69,10 +69,10 @@ fn a_poisson_schedule_keeps_its_rate_and_reports_its_lateness() {
     assert_eq!(s["arrival"]["kind"], "poisson", "{s:#}");
     assert_eq!(s["requests"], 300);
     assert_eq!(s["schedule_lateness_ms"]["count"], 300, "{s:#}");
-    // Whether the client kept up is the lateness it measured (p99 above 10 ms at this rate),
+    // Whether the client kept up is the lateness it measured (p95 above 10 ms at this rate),
     // not a promise of this test: on 2 shared cores a busy neighbour can delay the client.
-    let late_p99 = s["schedule_lateness_ms"]["p99"].as_f64().unwrap();
-    assert_eq!(s["client_limited"], late_p99 > 10.0, "{s:#}");
+    let late_p95 = s["schedule_lateness_ms"]["p95"].as_f64().unwrap();
+    assert_eq!(s["client_limited"], late_p95 > 10.0, "{s:#}");
     // 300 exponential intervals of mean 5 ms: 1.5 s within a few standard deviations
     // (sd of the sum: 5 ms * sqrt(300) = 87 ms), plus the last answer.
     let secs = s["duration_s"].as_f64().unwrap();
@@ -93,16 +93,18 @@ fn a_client_that_cannot_keep_the_schedule_is_client_limited() {
     );
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(s["client_limited"], true, "{s:#}");
-    assert!(
-        s["schedule_lateness_ms"]["p99"].as_f64().unwrap() > 100.0,
-        "{s:#}"
-    );
-    // The same load with room in flight keeps the schedule.
+    let capped = s["schedule_lateness_ms"]["p95"].as_f64().unwrap();
+    assert!(capped > 100.0, "{s:#}");
+    // The same load with room in flight: the cap was what held the starts back. Whether the
+    // client kept the 10 ms interval is then the lateness it measured, not a promise of this
+    // test (a fresh clone at 90ebca0, beside three other tests on 2 cores: p95 11.3 ms).
     let (_, s, _) = load(
         &server.url,
         &["--rate", "100", "--requests", "20", "--concurrency", "64"],
     );
-    assert_eq!(s["client_limited"], false, "{s:#}");
+    let room = s["schedule_lateness_ms"]["p95"].as_f64().unwrap();
+    assert!(room * 4.0 < capped, "{room} ms against {capped} ms: {s:#}");
+    assert_eq!(s["client_limited"], room > 10.0, "{s:#}");
 }
 
 #[test]

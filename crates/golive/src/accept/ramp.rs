@@ -906,8 +906,8 @@ fn mark_client_limited(c: &mut Check, step: &mut RampStep, lateness: &Percentile
     c.impact = Impact::Info;
     c.owner = None;
     c.measurement.push_str(&format!(
-        "; golive could not keep the schedule (lateness p99 {:.0} ms): the step says what the client sent, not what the server can take",
-        lateness.p99
+        "; golive could not keep the schedule (lateness p95 {:.0} ms): the step says what the client sent, not what the server can take",
+        lateness.p95
     ));
     c.next_step = "run golive where it has CPU to spare (or from several machines, golive load --shard) to measure this rate".into();
     c.data = serde_json::to_value(&*step).unwrap_or_default();

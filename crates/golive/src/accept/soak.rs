@@ -484,8 +484,8 @@ fn self_check(c: &mut Check, plan: &LoadPlan, result: &LoadResult) {
     c.data["client_limited"] = json!(limited);
     if limited {
         c.measurement.push_str(&format!(
-            "; client-limited: requests started up to {:.0} ms late (p99), the rate is the client's",
-            lateness.p99
+            "; client-limited: requests started up to {:.0} ms late (p95), the rate is the client's",
+            lateness.p95
         ));
     }
 }

@@ -82,7 +82,7 @@ pub struct LoadSummary {
     /// golive's CPU seconds per wall second over the run (1.0: one core busy).
     #[serde(default)]
     pub client_cpu_share: f64,
-    /// The client could not keep an open loop's schedule (lateness p99 above the larger of
+    /// The client could not keep an open loop's schedule (lateness p95 above the larger of
     /// 10 ms and one interval): the figures say what the client sent, not what the server
     /// could take.
     #[serde(default)]
@@ -247,13 +247,16 @@ impl LoadSummary {
     }
 }
 
-/// Whether an open loop at `rate` fell behind its schedule: lateness p99 above the larger of
-/// 10 ms and one interval (a request later than the next one's planned start).
+/// Whether an open loop at `rate` fell behind its schedule: lateness p95 above the larger of
+/// 10 ms and one interval (one request in 20 later than the next one's planned start). Not the
+/// p99: in a rate step of 40 requests that is the latest one, and one start held up once (a
+/// page fault, a busy neighbour on 2 cores: 36 and 85 ms at 31.9 and 33.4 req/s, both runs'
+/// other starts on time) does not change the load the server was offered.
 pub fn client_limited(rate: Option<f64>, lateness: &Percentiles) -> bool {
     let Some(rate) = rate.filter(|r| *r > 0.0) else {
         return false;
     };
-    lateness.count > 0 && lateness.p99 > (1000.0 / rate).max(10.0)
+    lateness.count > 0 && lateness.p95 > (1000.0 / rate).max(10.0)
 }
 
 /// Per-request CSV rows (times in ms since the client's epoch).
