@@ -55,6 +55,10 @@ impl BodyPrefix {
         if memchr::memchr2(0x1b, b'\r', rest).is_some() {
             return None;
         }
+        // A line after a progress bar's last state starts after the bar (the parser's reading).
+        if super::line::last_bar_start(rest).is_some() {
+            return None;
+        }
         // One check of the whole text (the prefix came from a text: the message starts at a
         // character boundary).
         let text = simdutf8::basic::from_utf8(&raw[..self.0.len() + rest.len()]).ok()?;
@@ -110,6 +114,13 @@ mod tests {
                 true,
             ),
             ("Traceback (most recent call last):\r", "  File \"a.py\", line 3\r\r", false),
+            // A line written after a progress bar's last state starts after the bar (found by
+            // fuzzing).
+            (
+                "Traceback (most recent call last):",
+                "  gemm2:  33%|###  | 7/21 [00:01<00:09, 1.40it/s]2026-08-01 21:22:18,781 - INFO - x",
+                false,
+            ),
         ];
         for (header, body, fast) in cases {
             let h = parse(header.as_bytes());

@@ -92,6 +92,41 @@ pub fn parse_reference(raw: &[u8]) -> ParsedLine<'_> {
     parse_with(raw, false)
 }
 
+/// Where a line written after a progress bar starts: tqdm redraws its bar with `\r` and no
+/// newline, so a line another writer printed meanwhile follows the bar's last state on the
+/// same line (`Capturing batches (bs=30):   0%|  | 0/8 [00:00<?, ?it/s][rank15]:[E1224 ...]
+/// ... failed!`). The byte after the last bar's closing `]` when text follows it, else 0.
+fn after_progress_bar(text: &str) -> usize {
+    let b = text.as_bytes();
+    let Some(bar) = last_bar_start(b) else {
+        return 0;
+    };
+    // `| n/total [elapsed<remaining, rate]`: the bracket after the bar's closing `|`.
+    let Some(close) = memchr::memchr(b'|', &b[bar + 2..]).map(|i| bar + 2 + i) else {
+        return 0;
+    };
+    let Some(open) = memchr::memchr(b'[', &b[close..]).map(|i| close + i) else {
+        return 0;
+    };
+    let Some(end) = memchr::memchr(b']', &b[open..]).map(|i| open + i + 1) else {
+        return 0;
+    };
+    let stats = &text[close + 1..open];
+    let counts = stats.trim().split('/').count() == 2;
+    if counts && text[end..].trim().len() > 1 {
+        end
+    } else {
+        0
+    }
+}
+
+/// Where the last progress bar of a line starts (`NN%|`), if it has one. Cheap rejection: most
+/// lines have no `%` (one byte search: a `memmem` search for `%|` built its searcher on every
+/// line, 30% of the whole scan).
+pub(crate) fn last_bar_start(b: &[u8]) -> Option<usize> {
+    memchr::memrchr_iter(b'%', b).find(|&i| b.get(i + 1) == Some(&b'|'))
+}
+
 /// The length of a CRI log record's stream and tag after its time (`stdout F `, `stderr P `),
 /// else 0. A partial record (`P`) is read as a line of its own.
 fn cri_tag(rest: &[u8]) -> usize {
@@ -107,7 +142,7 @@ fn cri_tag(rest: &[u8]) -> usize {
 fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
     let text = clean(raw);
     let p = patterns();
-    let mut pos = 0usize;
+    let mut pos = after_progress_bar(&text);
     let mut ts = None;
     let mut stream = Stream::default();
     let mut rank = None;
@@ -249,11 +284,16 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
             b if may_be_digit(b) => p.py_logging_ts.captures(rest),
             _ => None,
         };
-        let second = rest.as_bytes().get(1).copied().unwrap_or(0);
+        // torch's C10 logger brackets glog's header: `[rank15]:[E1224 01:14:28.93 x.ts:444] `.
+        let glog = rest.strip_prefix('[').unwrap_or(rest);
+        let (first, second) = match glog.as_bytes() {
+            [a, b, ..] => (*a, *b),
+            _ => (0, 0),
+        };
         if let Some(c) = py_or_ray {
             ts = Some(captured_ts(&c, 2));
         } else if let Some(c) = (matches!(first, b'E' | b'W' | b'I' | b'F') && may_be_digit(second))
-            .then(|| p.glog_ts.captures(rest))
+            .then(|| p.glog_ts.captures(glog))
             .flatten()
         {
             level = Some(match first {
@@ -632,6 +672,38 @@ mod tests {
         assert!(!is_exception_line("    raise ValueError("));
         assert!(!is_exception_line("return forward_call(*args, **kwargs)"));
         assert!(is_frame("  File \"/x.py\", line 3, in f"));
+    }
+
+    #[test]
+    fn a_line_written_after_a_progress_bar_is_read_from_its_own_start() {
+        let l = parse(
+            b"Capturing batches (bs=30 avail_mem=8.62 GB):   0%|          | 0/8 [00:00<?, ?it/s][rank15]:[E1224 01:14:28.932556327 compiler_depend.ts:444] setup failed!",
+        );
+        assert_eq!(l.rank(), Some("rank15"));
+        assert_eq!(l.level, Some("ERROR"));
+        assert!(l.msg().ends_with("setup failed!"), "{}", l.msg());
+        // The bar's last state before the line (`\r` removed) is passed over too.
+        let l = parse(b"Loading: 50%|##  | 1/2 [00:01<00:01]Loading: 100%|####| 2/2 [00:02<00:00]Traceback (most recent call last):");
+        assert_eq!(l.msg(), "Traceback (most recent call last):");
+        // A bar alone, or a bar that ends the line, is the line's message.
+        for bar in [
+            "Loading safetensors checkpoint shards: 100% Completed | 5/5 [00:03<00:00,  1.50it/s]",
+            "INFO 12-01 10:00:00 [loader.py:1] Loading: 100%|####| 5/5 [00:03<00:00, 1.5it/s]",
+            "[2025-01-01 10:00:00 TP0] Capturing batches (bs=1):  50%|##  | 4/8 [00:01<00:01,  3.2it/s] ",
+        ] {
+            assert!(parse(bar.as_bytes()).msg().trim_end().ends_with(']'), "{bar}");
+            assert_eq!(super::after_progress_bar(bar), 0, "{bar}");
+        }
+    }
+
+    #[test]
+    fn torch_brackets_glogs_header_and_its_level_counts() {
+        let l = parse(b"[rank3]:[W104 05:55:02.122991448 compiler_depend.ts:207] Warning: x");
+        assert_eq!((l.rank(), l.level), (Some("rank3"), Some("WARNING")));
+        let l = parse(b"[E1224 01:14:28.932556327 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught collective operation timeout");
+        assert_eq!(l.level, Some("ERROR"));
+        // A bracket that only starts with a capital letter and a digit is no glog header.
+        assert_eq!(parse(b"[E1 sensor] reading 3").level, None);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub(super) fn patterns() -> &'static Patterns {
         // python logging: `2025-06-20 20:02:32,812 - name - ERROR - `
         py_logging_ts: re(r"^(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)[,.](\d+)"),
         // glog (torch c10d): `E0909 07:11:16.569000 `
-        glog_ts: re(r"^[EWIF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)"),
+        glog_ts: re(r"^[EWIF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)\.(\d+)"),
         // Ray: `[2024-11-11 09:36:27,146 E 221 275] `
         ray_ts: re(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d),(\d+) "),
         py_warning: re(r"^\S+:\d+: [A-Za-z]*Warning: "),

@@ -134,6 +134,14 @@ struct TailDef {
     regex: String,
     why: String,
     next_step: String,
+    /// For a quote of a log (no server starting, loading or serving in it, all of it in the
+    /// lines looked at) instead: its first line this regex matches.
+    #[serde(default)]
+    quote: bool,
+    /// Only lines logged at ERROR or above count (a line with no level may be an engine's
+    /// routine line: SGLang prints its info and warning lines without one).
+    #[serde(default)]
+    error_level: bool,
 }
 
 /// One entry of the frame-path -> class map: a traceback whose innermost matching frame is
@@ -448,9 +456,12 @@ pub struct RuleSet {
     pub exception_rules: Vec<usize>,
     /// The frame-path -> class map (rule indices, in file order).
     pub frame_rules: Vec<usize>,
-    /// The end-of-log entries (rule indices, in file order): tried only on the last lines of
-    /// a log that stopped before serving with nothing else found, never by the prefilter.
-    pub tail_rules: Vec<usize>,
+    /// The end-of-log entries (rule indices, in file order, each with whether only lines
+    /// logged at ERROR or above count: `error_level`): tried only on the last lines of a log
+    /// that stopped before serving with nothing else found, never by the prefilter.
+    pub tail_rules: Vec<(usize, bool)>,
+    /// The same for a quote of a log that shows no server at all (`quote = true`).
+    pub quote_rules: Vec<(usize, bool)>,
     /// Prefilter pattern index -> rule index (`None` for structural anchors, `WORKER_ANCHOR`
     /// for worker prefixes); the literals come first, in the order of `literals`.
     pub pattern_rule: Vec<Option<usize>>,
@@ -591,11 +602,16 @@ impl RuleSet {
                 ..Rule::base(f.id, RuleKind::Cause, f.class, f.why, f.next_step)
             });
         }
-        let mut tail_rules = Vec::new();
+        let (mut tail_rules, mut quote_rules) = (Vec::new(), Vec::new());
         for t in tail_defs {
             let re =
                 Regex::new(&t.regex).with_context(|| format!("tail {}: invalid regex", t.id))?;
-            tail_rules.push(rules.len());
+            let entries = if t.quote {
+                &mut quote_rules
+            } else {
+                &mut tail_rules
+            };
+            entries.push((rules.len(), t.error_level));
             rules.push(Rule::last_resort(t.id, t.class, re, t.why, t.next_step));
         }
         // The patterns of the prefilter, in the order that decides between two that start at
@@ -635,6 +651,7 @@ impl RuleSet {
         Ok(Self {
             frame_rules,
             tail_rules,
+            quote_rules,
             needles,
             prefilter,
             exception_rules,

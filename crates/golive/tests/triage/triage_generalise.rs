@@ -719,6 +719,13 @@ ERROR 06-06 00:28:27 [core.py:500] {exc}
             "vllm_ascend/worker/model_runner_v1.py",
             "RuntimeError: call aclnnInplaceZero failed, error code is 561103",
         ),
+        // ROCm's kernel library (aiter), and the engine's wrapper of its compiled custom ops
+        // (`vllm/_custom_ops.py`, which SGLang calls too): no kernel for this head count or dtype.
+        ("aiter/mla.py", "AssertionError: nhead=8 not supported"),
+        (
+            "vllm/_custom_ops.py",
+            "RuntimeError: expected scalar type Half but found BFloat16",
+        ),
     ] {
         let p = triage_text(&log(frame, exc)).primary.unwrap();
         assert_eq!((p.class, p.line), (Class::Dependency, 8), "{frame}: {p:?}");

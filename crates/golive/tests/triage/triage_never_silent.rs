@@ -593,6 +593,47 @@ fn a_log_that_stops_before_serving_names_its_last_error_as_the_cause() {
     assert_ne!(primary(&known).2, "end-error");
 }
 
+/// A quote of a log (what an issue pastes: no server starting, loading or serving in it) whose
+/// error no rule knows: its first line logged at ERROR level, or its first line that says the
+/// process crashed, is what it quotes as going wrong. A line with no level says nothing of its
+/// weight (SGLang prints its info lines without one); a long log with no server is no quote.
+#[test]
+fn a_quote_names_its_first_error_line_or_crash() {
+    // torch's C10 logger writes glog's header in brackets, here after a progress bar's last
+    // state on the same line (tqdm redraws with `\r`, no newline).
+    let quote = "load: ok
+Capturing batches (bs=30 avail_mem=8.62 GB):   0%|          | 0/8 [00:00<?, ?it/s][rank15]:[E1224 01:14:28.932556327 compiler_depend.ts:444] ReshapeAndCacheOperation setup failed!
+Exception raised from OperationSetup at build/third_party/op-plugin/compiler_depend.ts:203 (most recent call first):
+frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb0 (0xfffe251a48c0 in /usr/lib/libc10.so)
+";
+    let p = triage_text(quote).primary.expect("the quoted error");
+    assert_eq!((p.line, p.rule.as_str()), (2, "quote-error"), "{p:?}");
+    let logged = "2025-03-07 10:04:13,120 - dispatch - INFO - rank 3 of 8 ready\n2025-03-07 10:04:14,120 - dispatch - ERROR - rank 3 dispatch failed, giving up\n";
+    let p = triage_text(logged).primary.expect("the ERROR line");
+    assert_eq!((p.line, p.rule.as_str()), (2, "quote-error"), "{p:?}");
+    let oom = "2025-03-07 10:04:13,120 - sycl - ERROR - Native API returns: -5 (PI_ERROR_OUT_OF_MEMORY_X)\n";
+    assert_eq!(
+        primary(oom),
+        (Class::OomStartup, 1, "quote-out-of-memory".to_string())
+    );
+    let crash = "dispatch: rank 3 of 8 ready\nworker 3: fatal error: tile map exhausted\n";
+    let p = triage_text(crash).primary.expect("the fatal error");
+    assert_eq!((p.line, p.rule.as_str()), (2, "quote-crash"), "{p:?}");
+    // Lines with no level that name an error or an abort may be routine (SGLang's info and
+    // warning lines); a WARNING is got past.
+    for quiet in [
+        "[2025-03-07 10:04:13 TP0] Abort request for rid=8f2c not found\n",
+        "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
+        "dispatch: rank 3 caught TilingFaultError while dispatching, retrying\n",
+        "2025-03-07 10:04:13,120 - dispatch - WARNING - rank 3 stalled, retrying\n",
+    ] {
+        assert!(triage_text(quiet).primary.is_none(), "{quiet}");
+    }
+    // More than a quote's 200 lines with no server in them: nothing says how it ended.
+    let long = format!("{}{logged}", "step 1 of the batch job\n".repeat(250));
+    assert!(triage_text(&long).primary.is_none());
+}
+
 #[test]
 fn a_loading_line_that_states_a_failure_is_no_progress() {
     // Vulkan's out-of-memory status, then llama.cpp's KV-cache lines saying the step failed:

@@ -419,6 +419,22 @@ fn asgi_request(exc: &str) -> Vec<String> {
     v
 }
 
+/// The engine core's fatal error appended to `lines` (a request's failure before it) is the
+/// primary, at its own line.
+fn a_fatal_error_after_them_is_found(mut lines: Vec<String>) {
+    lines.push(format!(
+        "ERROR 12-01 10:00:12 [core.py:700] RuntimeError: {FATAL}"
+    ));
+    let failed = log(&lines);
+    let p = triage(&failed)
+        .primary
+        .expect("the fatal error after the request");
+    assert_eq!(
+        (p.class, p.line),
+        (Class::GpuFault, line_of(&failed, FATAL))
+    );
+}
+
 #[test]
 fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found() {
     let exc = "AssertionError: Expected reading 32 frames, but only loaded 17 frames from video.";
@@ -434,17 +450,40 @@ fn a_request_that_raised_is_survived_and_a_fatal_error_after_it_is_still_found()
         "{:?}",
         r.survived
     );
-    lines.push(format!(
-        "ERROR 12-01 10:00:12 [core.py:700] RuntimeError: {FATAL}"
-    ));
-    let failed = log(&lines);
-    let p = triage(&failed)
-        .primary
-        .expect("the fatal error after the request");
-    assert_eq!(
-        (p.class, p.line),
-        (Class::GpuFault, line_of(&failed, FATAL))
+    a_fatal_error_after_them_is_found(lines);
+}
+
+/// A request's exception whose message goes on over more lines (pydantic's `1 validation error
+/// for ChatCompletionResponseChoice`, the field, `  Input should be ...`): those lines state the
+/// same request's failure, not a configuration check that stopped the server. A fatal error
+/// after them is still found.
+#[test]
+fn the_lines_that_go_on_stating_a_requests_exception_failed_that_request_only() {
+    let mut lines = vec!["INFO:     Application startup complete.".to_string()];
+    let mut request = asgi_request(
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ChatCompletionResponseChoice",
     );
+    let answered = request.pop().unwrap();
+    request.extend([
+        "finish_reason".to_string(),
+        "  Input should be 'stop', 'length', 'tool_calls', 'content_filter' or 'function_call' [type=literal_error, input_value='abort', input_type=str]".to_string(),
+        "    For further information visit https://errors.pydantic.dev/2.9/v/literal_error".to_string(),
+        answered,
+    ]);
+    lines.extend(request);
+    // The log ends there, the server still running: nothing after the request says it went
+    // on, so only the request's scope keeps the lines from being the server's end.
+    let healthy = log(&lines);
+    let r = triage(&healthy);
+    assert!(r.primary.is_none(), "{:#?}", r.primary);
+    // The same lines at startup state a check of the engine's arguments: the cause.
+    let startup = log(&[
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+        "  Value error, invalid quantization method 'awq_marlinn' [type=value_error, input_value=ArgsKwargs((), {}), input_type=ArgsKwargs]",
+    ]);
+    let p = triage(&startup).primary.expect("the check that failed");
+    assert_eq!((p.class, p.line), (Class::Config, 2), "{p:#?}");
+    a_fatal_error_after_them_is_found(lines);
 }
 
 /// vLLM's OpenAI handler catches a request's exception, logs its summary and traceback at
@@ -1217,7 +1256,8 @@ fn an_offline_runs_unfinished_progress_bar_after_its_crash_does_not_excuse_it() 
 }
 
 /// Python's chain: its first exception is the cause line, unless that exception carries no
-/// message (a bare `StopIteration`): then the exception that wraps it states the cause.
+/// message (a bare `StopIteration`) or a one-word one (`KeyError: 'flashinfer_python'` says
+/// which lookup failed, not why): then the exception that wraps it states the cause.
 #[test]
 fn a_bare_exception_at_the_root_of_a_chain_gives_the_line_to_its_wrapper() {
     let chained = |root: &str| {
@@ -1237,7 +1277,11 @@ fn a_bare_exception_at_the_root_of_a_chain_gives_the_line_to_its_wrapper() {
     // wrapper's class.
     for (root, cause) in [
         ("StopIteration", "PackageNotFoundError"),
-        ("KeyError: 'flashinfer_python'", "KeyError"),
+        ("KeyError: 'flashinfer_python'", "PackageNotFoundError"),
+        (
+            "AttributeError: 'NoneType' object has no attribute 'read_text'",
+            "AttributeError",
+        ),
     ] {
         let text = chained(root);
         let p = triage(&text)

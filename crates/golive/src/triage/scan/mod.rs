@@ -33,6 +33,10 @@ const TB_STALE: u64 = 40;
 const STALE_MS: u64 = 60_000;
 /// Lines between an exception and Python's chain words that still join them.
 const CHAIN_GAP: u64 = 3;
+
+/// Lines after an exception line that may go on stating its message (pydantic's error count,
+/// the field, `  Input should be ...`, the documentation link).
+const MESSAGE_LINES: u64 = 4;
 /// Bytes around an access line's needle read for its line (a longer line is read in part).
 const ANSWER_REACH: usize = 512;
 /// The chain root of a benign exception whose wrappers are benign too ([`Rule::quiets_chain`]).
@@ -97,6 +101,9 @@ struct Scanner<'a> {
     last_exc: FxHashMap<String, (u64, u64)>,
     /// Per stream: the finding line of the exception the next one wraps (a chain).
     chain: FxHashMap<String, u64>,
+    /// The stream and line of the last exception that failed one request: the lines that go
+    /// on stating its message (pydantic's `  Input should be ...`) failed that request too.
+    request_exc: Option<(String, u64)>,
     /// Lines judged without a parse ([`Scanner::traceback_body_line`],
     /// [`Scanner::inert_line`]); off only to check them against the full line handler.
     fast_paths: bool,
@@ -182,6 +189,7 @@ fn scan<F: fill::Fill>(
         pending: FxHashSet::default(),
         last_exc: FxHashMap::default(),
         chain: FxHashMap::default(),
+        request_exc: None,
         fast_paths,
         quiet_lines: Default::default(),
     };
@@ -355,12 +363,17 @@ struct LineAt<'b> {
     at_start: bool,
 }
 
-/// An exception line without a message (`StopIteration`, `KeyboardInterrupt`): it names no
+/// An exception line without a message (`StopIteration`, `KeyboardInterrupt`), or whose
+/// message is one word (`KeyError: 'glm_moe_dsa'`: which lookup failed, not why): it names no
 /// cause, so the exception that wraps it states one.
 fn bare_exception(text: &str) -> bool {
     let parsed = super::line::parse(text.as_bytes());
     let msg = parsed.msg().trim();
-    !msg.is_empty() && !msg.contains(|c: char| c == ':' || c.is_whitespace())
+    let word = |s: &str| !s.is_empty() && !s.contains(char::is_whitespace);
+    match msg.split_once(':') {
+        None => word(msg),
+        Some((name, rest)) => word(name) && word(rest.trim()),
+    }
 }
 
 impl Scanner<'_> {
@@ -408,6 +421,14 @@ impl Scanner<'_> {
             root.rule = f.rule;
         }
         f.kind = RuleKind::Consequence;
+    }
+
+    /// Whether `pl` goes on stating the message of the last exception that failed one request:
+    /// its stream's next lines, up to [`MESSAGE_LINES`] after it.
+    fn states_request_exception(&self, pl: &ParsedLine, line_no: u64) -> bool {
+        self.request_exc.as_ref().is_some_and(|(stream, exc)| {
+            line_no <= exc + MESSAGE_LINES && stream.as_str() == pl.stream.as_str()
+        })
     }
 
     /// The last exception of a stream (its line, and the line of its chain's root finding,
@@ -760,6 +781,9 @@ impl Scanner<'_> {
             self.res.facts.insert(ENGINE_FRAME.to_string());
         }
         f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
+        if f.request {
+            self.request_exc = Some((pl.stream.as_str().to_string(), f.line));
+        }
         let refusal = self
             .rules
             .rules
@@ -859,6 +883,7 @@ impl Scanner<'_> {
                     self.res.life.stop_undone();
                 }
                 let mut f = self.new_finding(ri, pl, line_no);
+                f.request |= self.states_request_exception(pl, line_no);
                 self.attach_context(&mut f, at.buf, at.ls, at.at_start);
                 self.record(f, line_no);
             }

@@ -4,10 +4,12 @@
 //! `PI_ERROR_OUT_OF_HOST_MEMORY`, an `InvalidModule` from the GPU runtime) even when no rule
 //! knows the message. The `[[tail]]` entries of `rules.toml` say which lines count and their
 //! class. The finding is kept apart from the others: `decide` uses it only when no cause and
-//! no lone consequence is found in any input. Only a log that shows a server starting or
-//! loading counts (a fragment says nothing about how one ended); lines a rule judged (a
-//! finding, a benign line), traceback frames and access lines are skipped. Read once from the
-//! last buffer after the scan, so the hot loop is unchanged.
+//! no lone consequence is found in any input. A longer log counts only where it shows a server
+//! starting or loading (a piece of a long log says nothing about how one ended). A quote (at
+//! most [`TAIL_LINES`] lines, no server starting, loading or serving: what an issue pastes) is
+//! read whole with the `quote = true` entries: its first error line is what it quotes as going
+//! wrong. Lines a rule judged (a finding, a benign line), traceback frames and access lines are
+//! skipped. Read once from the last buffer after the scan, so the hot loop is unchanged.
 
 use super::{RawFinding, Scanner, MAX_SHOWN};
 use crate::triage::{line, Class};
@@ -33,6 +35,19 @@ fn last_lines(text: &[u8], last_line: u64, whole: bool) -> Vec<(u64, &[u8])> {
         .collect()
 }
 
+/// A line of a Python traceback (its header, an indented frame or source line, a caret line,
+/// the chain between two exceptions, the exception line): a quote's traceback is judged by the
+/// rules of its exception (a request's error that the server answered is no end), and vLLM's
+/// logger writes each of these lines at ERROR level.
+fn traceback_part(msg: &str) -> bool {
+    msg.starts_with([' ', '\t'])
+        || line::is_traceback_header(msg)
+        || line::is_exception_line(msg)
+        || msg.starts_with("The above exception was")
+        || msg.starts_with("During handling of the above exception")
+        || msg.trim().chars().all(|c| matches!(c, '^' | '~'))
+}
+
 impl Scanner<'_> {
     /// Remembers that a benign rule quieted `line` (only the last [`TAIL_LINES`] count).
     pub(super) fn quieted(&mut self, line: u64) {
@@ -46,14 +61,21 @@ impl Scanner<'_> {
     /// serving, without an orderly stop, with a matching line after its last progress.
     pub(super) fn tail_finding(&self, text: &[u8], whole: bool) -> Option<RawFinding> {
         let life = &self.res.life;
-        // A fragment that shows no server starting or loading says nothing about how one ended.
-        if !life.engine_ran()
+        // A quote short enough to be read whole that shows no server at all: what it quotes
+        // is what went wrong, its first error line.
+        let quote = !life.engine_ran() && self.res.lines <= TAIL_LINES as u64;
+        if (!life.engine_ran() && !quote)
             || life.first_served.is_some()
             || life.stopped.is_some()
             || self.shutdown
         {
             return None;
         }
+        let entries = if quote {
+            &self.rules.quote_rules
+        } else {
+            &self.rules.tail_rules
+        };
         let after = life
             .last_progress
             .max(life.last_loading)
@@ -82,12 +104,15 @@ impl Scanner<'_> {
                     || access
                     || judged.contains(&n)
                     || matches!(pl.level, Some("INFO" | "DEBUG"))
+                    || (quote && traceback_part(pl.msg()))
                 {
                     return None;
                 }
-                let ri = self.rules.tail_rules.iter().copied().find(|&ri| {
+                let error_level = matches!(pl.level, Some("ERROR" | "CRITICAL"));
+                let (ri, _) = entries.iter().copied().find(|&(ri, needs_level)| {
                     let r = &self.rules.rules[ri];
-                    r.regex.as_ref().is_some_and(|re| re.is_match(pl.msg()))
+                    (error_level || !needs_level)
+                        && r.regex.as_ref().is_some_and(|re| re.is_match(pl.msg()))
                 })?;
                 let mut f = self.new_finding(ri, &pl, n);
                 // A class the entry leaves open: the component the logger's file or the
