@@ -9,6 +9,18 @@ use std::path::Path;
 
 use common::check;
 
+/// The checks that failed, with their evidence (what a verdict assertion shows).
+fn failed_checks(r: &serde_json::Value) -> serde_json::Value {
+    r["checks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|c| c["status"] == "fail")
+        .cloned()
+        .collect::<Vec<_>>()
+        .into()
+}
+
 fn accept(url: &str, out: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value, String) {
     let o = common::accept_without_agent(url, out)
         .args([
@@ -56,7 +68,11 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     // 1. Prompt cache on (llama.cpp's default).
     let url = common::start_local_server(18201, &[]);
     let guard = common::ServerGuard(18201);
-    let (code, r, stderr) = accept(&url, &dir.path().join("on"), &[]);
+    // The fixture is a 270M base model: its greedy answer to the contract's question echoes
+    // the prompt in a loop, and whether that loop's unit is short enough to be called runaway
+    // repetition depends on the CPU's float path and the cache state (CI at 1e82dd1 failed
+    // contract_path here, a run on this machine passed). The contract is run in part 2.
+    let (code, r, stderr) = accept(&url, &dir.path().join("on"), &["--skip", "contract"]);
     drop(guard);
     assert_eq!(r["complete"], true, "{stderr}");
     assert_eq!(r["engine"], "llama.cpp");
@@ -99,8 +115,9 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
     let verdict = r["verdict"].as_str().unwrap();
     assert!(
         matches!(verdict, "release" | "observe"),
-        "{verdict}: {}",
-        r["verdict_reason"]
+        "{verdict}: {}; failed checks: {:#}",
+        r["verdict_reason"],
+        failed_checks(&r)
     );
     assert_eq!(code, Some(if verdict == "release" { 0 } else { 1 }));
 
@@ -125,6 +142,15 @@ fn accept_against_the_local_llama_server_proves_cache_reuse_and_detects_it_off()
         "{pc:#}"
     );
     assert_eq!(pc["impact"], "environment");
+    // The contract's greedy request reached the real server and its answer was judged (pass,
+    // or a degenerate pattern of the base model's echo loop), never an HTTP failure
+    // (`HTTP 0` when no answer came).
+    let path = check(&r, "contract_path");
+    let judged = path["measurement"].as_str().unwrap_or("");
+    assert!(
+        !judged.is_empty() && !judged.starts_with("HTTP "),
+        "{path:#}"
+    );
     assert_eq!(r["verdict"], "rebuild");
     assert_eq!(code, Some(1));
 }

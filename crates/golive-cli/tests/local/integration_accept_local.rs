@@ -265,7 +265,9 @@ fn real_accept_baseline_feeds_a_quiet_watch_valid_rules_and_a_rendered_report() 
     let guard = ServerGuard(port);
     let url = common::start_local_server(port, &[]);
     let run = tmp.path().join("accepted");
-    let o = accept(&url, &run, &[]);
+    // No contract stage: the 270M base model's greedy answer is an echo loop that may or may
+    // not read as runaway repetition on a given CPU (accept_e2e runs the contract).
+    let o = accept(&url, &run, &["--skip", "contract"]);
     let r = load_report(&run);
     assert_eq!(r["complete"], true, "{}", stderr(&o));
     assert!(
