@@ -402,6 +402,11 @@ fn engine_class_for_the_engines_own_code() {
             "[2025-12-01 10:00:09] Scheduler or DataParallelController 4321 terminated with -9\n".into(),
             Some((Class::Unknown, "conseq-sglang-child-died")),
         ),
+        // So is the scheduler watchdog's kill of a hung forward batch: a hang, not its cause.
+        (
+            "[2025-04-03 20:06:34 DP1 TP0] Watchdog timeout (self.watchdog_timeout=300)\n".into(),
+            Some((Class::Engine, "conseq-sglang-watchdog")),
+        ),
     ];
     for (text, want) in cases {
         let rep = triage_text(&text);
@@ -1726,4 +1731,18 @@ fn assert_not_among_the_other_errors(secondary: &[Finding], line: u64) {
         secondary.iter().all(|s| s.line != line),
         "line {line} again among the other errors: {secondary:?}"
     );
+}
+
+/// SGLang's watchdog kill reports a hang: an earlier error that explains the hang (a rank's
+/// transport failure) stays the cause, and the watchdog line is only its consequence.
+#[test]
+fn an_error_before_sglangs_watchdog_kill_stays_the_cause() {
+    let log = "[2025-04-03 19:59:10 DP0 TP1] The server is fired up and ready to roll!
+node1:2201:2290 [1] NCCL WARN Call to connect returned Connection refused, retrying
+[2025-04-03 20:06:34 DP0 TP0] Watchdog timeout (self.watchdog_timeout=300)
+[2025-04-03 20:06:34 DP0 TP0] Pyspy dump for PID 112694:
+";
+    let rep = triage_text(log);
+    let p = rep.primary.as_ref().expect("a cause");
+    assert_eq!((p.class, p.line), (Class::Nccl, 2), "{p:?}");
 }
