@@ -504,15 +504,18 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// An exception raised while the HTTP server handled one request failed that request: the
 /// server itself went on (a dead engine fails every request, and says so on its own lines).
 /// The failure of a process the server starts per model load (`child` in `rules.toml`) is
-/// survived only when the server answered a request after it.
+/// survived only when the server answered a request after it. An exception raised in a script
+/// of its own after the server served, with the server stopped in order after it, was a client's
+/// or a harness's that shares the log (a benchmark script, then its job stopping the server).
 pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
     let rule = rules.rules.get(f.rule);
     if rule.is_some_and(|r| r.child) {
         return life.answers > f.answers_before;
     }
+    let client = f.script && f.served && life.stopped.is_some_and(|s| s > f.last_line);
     !rule.is_some_and(|r| r.fatal)
         && f.class != Class::ToolParser
-        && (f.request || life.went_on_after(f.rank.as_deref(), f.last_line))
+        && (f.request || client || life.went_on_after(f.rank.as_deref(), f.last_line))
 }
 
 /// The outcome of each process of one input, the processes with a failure first.

@@ -1001,6 +1001,55 @@ fn a_test_harness_assertion_and_its_retry_wrapper_are_not_the_servers_failure() 
     assert_eq!(p.line, line_of(&text, "req_pool_indices"));
 }
 
+/// A benchmark script sharing the server's log (a batch job's output) crashes after the server
+/// served, and the job then stops the server in order: the script's traceback, none of whose
+/// frames is in an installed package or an engine, was a client's. Without the orderly stop after
+/// it, or with a frame in a package the server runs, it is a failure; and the server's own fatal
+/// error beside it is still found.
+#[test]
+fn a_client_scripts_crash_after_serving_is_survived_when_the_server_then_stops_in_order() {
+    let served = &SERVED_THEN_STOPPED[..3];
+    let stop = &SERVED_THEN_STOPPED[3..];
+    let script = traceback(
+        "/gpfs/u/bench/utils/reproducibility.py",
+        "AttributeError: 'torch._C._CudaDeviceProperties' object has no attribute 'total_mem'",
+    );
+    let with = |middle: &[String], tail: &[&str]| {
+        let mut lines: Vec<String> = served.iter().map(|l| l.to_string()).collect();
+        lines.extend(middle.iter().cloned());
+        lines.extend(tail.iter().map(|l| l.to_string()));
+        log(&lines)
+    };
+    let r = triage(&with(&script, stop));
+    assert!(r.primary.is_none(), "{:#?}", r.primary);
+    assert!(
+        r.survived.iter().any(|s| s.text.contains("total_mem")),
+        "{:#?}",
+        r.survived
+    );
+    // No orderly stop after it: the log ends with the crash.
+    let text = with(&script, &[]);
+    let p = triage(&text).primary.expect("a crash the log ends with");
+    assert_eq!(p.line, line_of(&text, "total_mem"));
+    // A frame in an installed package: the server's code may have raised it.
+    let package = traceback(
+        "/usr/local/lib/python3.12/site-packages/vllm_plugin/metrics.py",
+        "AttributeError: 'torch._C._CudaDeviceProperties' object has no attribute 'total_mem'",
+    );
+    let text = with(&package, stop);
+    let p = triage(&text).primary.expect("a package's crash");
+    assert_eq!(p.line, line_of(&text, "total_mem"));
+    // The server's fatal error after the script's crash is still the cause.
+    let mut both = script.clone();
+    both.extend(traceback(
+        "/usr/local/lib/python3.12/site-packages/vllm/worker/model_runner.py",
+        &format!("RuntimeError: {FATAL}"),
+    ));
+    let text = with(&both, stop);
+    let p = triage(&text).primary.expect("the server's GPU fault");
+    assert_eq!((p.class, p.line), (Class::GpuFault, line_of(&text, FATAL)));
+}
+
 /// A loader line that states its own failure (`model cannot be NULL`) is no progress, and
 /// Android's libc naming the signal ends the process: the load error before them is the cause
 /// of a crash, not an error the loader went on after.

@@ -46,6 +46,10 @@ pub struct RawFinding {
     /// The exception line that ends a traceback (an uncaught exception: what ended its
     /// process, unless something caught it).
     pub exception: bool,
+    /// Raised in a script of its own: no frame of its traceback is in an installed package or
+    /// an engine's source ([`super::own_script`]). Once the server served, that is a client or
+    /// a harness sharing the log (a benchmark script), not the server.
+    pub script: bool,
     /// Requests the server had answered when the (last occurrence of the) line was logged
     /// ([`super::super::lifecycle::Lifecycle::answers`]).
     pub answers_before: u64,

@@ -186,6 +186,7 @@ impl Scanner<'_> {
             request,
             exception: false,
             answers_before: 0,
+            script: false,
         }
     }
 

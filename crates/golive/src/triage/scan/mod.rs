@@ -781,6 +781,7 @@ impl Scanner<'_> {
             self.res.facts.insert(ENGINE_FRAME.to_string());
         }
         f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
+        f.script = own_script(&tb.frames);
         if f.request {
             self.request_exc = Some((pl.stream.as_str().to_string(), f.line));
         }
@@ -982,6 +983,26 @@ fn engine_frames(frames: &str) -> bool {
     })
 }
 
+/// Whether every frame of a traceback is a script's own: none in an installed package
+/// (`site-packages/`, `dist-packages/`) or an engine's source tree, and the frames were kept
+/// whole. A server's traceback always runs through its packages.
+pub(super) fn own_script(frames: &str) -> bool {
+    const PACKAGES: [&str; 5] = [
+        "site-packages/",
+        "dist-packages/",
+        "/vllm/",
+        "/sglang/",
+        "/text_generation_server/",
+    ];
+    let mut files = frames
+        .lines()
+        .filter(|l| l.starts_with("File \""))
+        .peekable();
+    frames.len() < MAX_FRAMES_TEXT
+        && files.peek().is_some()
+        && files.all(|f| !PACKAGES.iter().any(|p| f.contains(p)))
+}
+
 /// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
 fn request_task(frames: &str) -> bool {
@@ -1004,6 +1025,22 @@ fn caught_by_request_handler(frames: &str, exception_line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_script_of_its_own_has_no_frame_in_a_package() {
+        let own = "File \"<frozen runpy>\", line 198, in _run_module_as_main\nFile \"/gpfs/u/bench/run.py\", line 87, in run\n    meta = collect()\n";
+        assert!(own_script(own));
+        for package in [
+            "File \"/usr/local/lib/python3.12/site-packages/torch/cuda/__init__.py\", line 1, in f\n",
+            "File \"/usr/lib/python3/dist-packages/x.py\", line 1, in f\n",
+            "File \"/workspace/vllm/vllm/v1/engine/core.py\", line 1, in f\n",
+            "File \"/ws/sglang/python/sglang/srt/server.py\", line 1, in f\n",
+        ] {
+            assert!(!own_script(&format!("{own}{package}")), "{package}");
+        }
+        // No frame at all: nothing says whose it is.
+        assert!(!own_script("    meta = collect()\n"));
+    }
 
     #[test]
     fn nul_padding_is_not_binary_but_control_bytes_are() {
