@@ -619,12 +619,22 @@ frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb0 (0xfffe251a
     let crash = "dispatch: rank 3 of 8 ready\nworker 3: fatal error: tile map exhausted\n";
     let p = triage_text(crash).primary.expect("the fatal error");
     assert_eq!((p.line, p.rule.as_str()), (2, "quote-crash"), "{p:?}");
+    // A program's own error message opens its line (llama.cpp's tools), level or not.
+    for cli in [
+        "error: could not frobnicate the widget table",
+        "fatal: the shard map names 3 files, 2 were found",
+    ] {
+        let text = format!("main: build = 4585\n{cli}\n");
+        let p = triage_text(&text).primary.expect("the program's error");
+        assert_eq!((p.line, p.rule.as_str()), (2, "quote-cli-error"), "{p:?}");
+    }
     // Lines with no level that name an error or an abort may be routine (SGLang's info and
     // warning lines); a WARNING is got past.
     for quiet in [
         "[2025-03-07 10:04:13 TP0] Abort request for rid=8f2c not found\n",
         "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
         "dispatch: rank 3 caught TilingFaultError while dispatching, retrying\n",
+        "no error: the cache was warm\n",
         "2025-03-07 10:04:13,120 - dispatch - WARNING - rank 3 stalled, retrying\n",
     ] {
         assert!(triage_text(quiet).primary.is_none(), "{quiet}");
