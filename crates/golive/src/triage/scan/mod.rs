@@ -970,37 +970,35 @@ impl Scanner<'_> {
 /// The fact that a traceback ran through an engine's own package ([`engine_frames`]).
 pub(crate) const ENGINE_FRAME: &str = "engine_frame";
 
+/// The source trees of the engines whose tracebacks are read (vLLM, SGLang, TGI's server).
+const ENGINE_PACKAGES: [&str; 3] = ["/vllm/", "/sglang/", "/text_generation_server/"];
+
+/// The folders Python installs packages into.
+const INSTALLED_PACKAGES: [&str; 2] = ["site-packages/", "dist-packages/"];
+
 /// A traceback frame in an engine's own package (vLLM, SGLang, TGI's server) below its entry
 /// points: the engine ran, even in a quoted piece of its log that shows nothing else of it (an
 /// issue's pasted traceback). A frame in `entrypoints/` alone is a user's script calling the
 /// engine's API (`LLM(...)`), whose error it may be.
 fn engine_frames(frames: &str) -> bool {
     frames.lines().any(|frame| {
-        ["/vllm/", "/sglang/", "/text_generation_server/"]
-            .iter()
-            .any(|pkg| frame.contains(pkg))
-            && !frame.contains("/entrypoints/")
+        ENGINE_PACKAGES.iter().any(|pkg| frame.contains(pkg)) && !frame.contains("/entrypoints/")
     })
 }
 
-/// Whether every frame of a traceback is a script's own: none in an installed package
-/// (`site-packages/`, `dist-packages/`) or an engine's source tree, and the frames were kept
-/// whole. A server's traceback always runs through its packages.
+/// Whether every frame of a traceback is a script's own: none in an installed package or an
+/// engine's source tree, and the frames were kept whole. A server's traceback always runs
+/// through its packages.
 pub(super) fn own_script(frames: &str) -> bool {
-    const PACKAGES: [&str; 5] = [
-        "site-packages/",
-        "dist-packages/",
-        "/vllm/",
-        "/sglang/",
-        "/text_generation_server/",
-    ];
-    let mut files = frames
-        .lines()
-        .filter(|l| l.starts_with("File \""))
-        .peekable();
+    let mut files = frames.lines().filter(|l| line::is_frame(l)).peekable();
     frames.len() < MAX_FRAMES_TEXT
         && files.peek().is_some()
-        && files.all(|f| !PACKAGES.iter().any(|p| f.contains(p)))
+        && files.all(|f| {
+            !INSTALLED_PACKAGES
+                .iter()
+                .chain(&ENGINE_PACKAGES)
+                .any(|p| f.contains(p))
+        })
 }
 
 /// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
