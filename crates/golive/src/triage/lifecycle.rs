@@ -61,6 +61,9 @@ pub struct Lifecycle {
     /// last progress). An error of such a run is survived only where that run itself went on
     /// after it; the runs after it do not excuse it (a crash loop that came up in the end).
     pub crashed_runs: Vec<(u64, u64, u64)>,
+    /// Where the server reported a process it starts per model load dead (`child` in
+    /// `rules.toml`: ollama's runner), with the requests answered by then.
+    pub child_ends: Vec<(u64, u64)>,
 }
 
 /// What a serving or progress line shows ([`progress_of`]).
@@ -142,6 +145,24 @@ impl Lifecycle {
     /// A process logged that it ended (an exit line, an abort) at this point of the run.
     pub fn crashed(&mut self) {
         self.run_crashed = true;
+    }
+
+    /// The server reported at `line` that a process it starts per model load died.
+    pub fn child_ended(&mut self, line: u64) {
+        if self.child_ends.len() < MAX_RUNS {
+            self.child_ends.push((line, self.answers));
+        }
+    }
+
+    /// The requests answered when the server reported the death of a process it starts per
+    /// model load that logged `line` with `answers` answered before it: the first such death
+    /// after `line` with no request answered in between (the runner's own error, then the
+    /// server's word that the runner died).
+    fn child_death_of(&self, line: u64, answers: u64) -> Option<u64> {
+        self.child_ends
+            .iter()
+            .find(|&&(end, at)| end >= line && at == answers)
+            .map(|&(_, at)| at)
     }
 
     /// The stop marker since the last start was a failed process cleaning up: no orderly stop.
@@ -504,13 +525,18 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// An exception raised while the HTTP server handled one request failed that request: the
 /// server itself went on (a dead engine fails every request, and says so on its own lines).
 /// The failure of a process the server starts per model load (`child` in `rules.toml`) is
-/// survived only when the server answered a request after it. An exception raised in a script
+/// survived only when the server answered a request after it; so is an error logged before the
+/// server reported such a process dead with no request answered in between (the runner's own
+/// error: the next runner loading does not show that one got past it). An exception raised in a script
 /// of its own after the server served, with the server stopped in order after it, was a client's
 /// or a harness's that shares the log (a benchmark script, then its job stopping the server).
 pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
     let rule = rules.rules.get(f.rule);
     if rule.is_some_and(|r| r.child) {
         return life.answers > f.answers_before;
+    }
+    if let Some(at) = life.child_death_of(f.last_line, f.answers_before) {
+        return life.answers > at;
     }
     let client = f.script && f.served && life.stopped.is_some_and(|s| s > f.last_line);
     !rule.is_some_and(|r| r.fatal)

@@ -437,6 +437,70 @@ pub fn is_frame(msg: &str) -> bool {
     }
 }
 
+/// IPython's frame (a notebook's traceback: `File ~/env/vllm/x.py:112, in Cls.f(self, *args)`,
+/// `File /env/sglang/y.py:52` at a module's top, `Cell In[3], line 11`) written as Python
+/// writes one (`File "~/env/vllm/x.py", line 112, in Cls.f`), for the frame map.
+pub fn ipython_frame(msg: &str) -> Option<String> {
+    static R: OnceLock<Regex> = OnceLock::new();
+    if !may_be_ipython_frame(msg) {
+        return None;
+    }
+    let t = msg.trim();
+    if !(t.starts_with("File ") || t.starts_with("Cell In[")) || t.starts_with("File \"") {
+        return None;
+    }
+    let re = R.get_or_init(|| {
+        Regex::new(concat!(
+            r"^(?:File ([^\s\x22][^\s]*?):(\d+)|(Cell In\[\d+\]), line (\d+))",
+            r"(?:, in ([^\s(]+)(?:\(.*)?)?$"
+        ))
+        .unwrap()
+    });
+    let c = re.captures(t)?;
+    let path = c.get(1).or(c.get(3))?.as_str();
+    let no = c.get(2).or(c.get(4))?.as_str();
+    let func = c.get(5).map_or("<module>", |m| m.as_str());
+    Some(format!("File \"{path}\", line {no}, in {func}"))
+}
+
+/// Whether `msg` may be IPython's frame ([`ipython_frame`]): false for almost every line at the
+/// cost of a look at its first bytes.
+pub fn may_be_ipython_frame(msg: &str) -> bool {
+    first_after_blanks_may_be(msg, b'F') || first_after_blanks_may_be(msg, b'C')
+}
+
+/// A line of the source IPython shows around a frame's line: `    109     x = f(y)`, or the
+/// line the frame ran, behind an arrow (`---> 112 y = g(x)`, `----> 2 import z`): `Some` with
+/// the code and whether it is the frame's own line.
+pub fn ipython_source(msg: &str) -> Option<(&str, bool)> {
+    let t = msg.trim_start();
+    let (arrow, rest) = match t.trim_start_matches('-').strip_prefix('>') {
+        Some(rest) if t.starts_with('-') => (true, rest.trim_start()),
+        _ => (false, t),
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if digits == 0 || !rest[digits..].starts_with(' ') && digits != rest.len() {
+        return None;
+    }
+    Some((rest[digits..].trim(), arrow))
+}
+
+/// A native backtrace's frame as gdb prints it (`#10 0x00007f6004a4f045 in
+/// llama_context::decode(llama_batch const&) () from libllama.so`, `#0  __pthread_kill (...) at
+/// pthread_kill.c:44`): `#`, the frame's number, blanks. It names functions, never what the
+/// process did.
+pub fn is_native_frame(msg: &str) -> bool {
+    let Some(rest) = msg.trim_start().strip_prefix('#') else {
+        return false;
+    };
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && rest
+            .as_bytes()
+            .get(digits)
+            .is_some_and(|&b| b == b' ' || b == b'\t')
+}
+
 /// `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`
 pub fn is_exception_line(msg: &str) -> bool {
     !msg.starts_with(' ') && !msg.starts_with('\t') && exception_re().is_match(msg)

@@ -467,6 +467,9 @@ pub struct RuleSet {
     pub pattern_rule: Vec<Option<usize>>,
     /// Literal index -> rule index.
     literal_rule: Vec<usize>,
+    /// The literals of the rules for a process the server starts per model load (`child`):
+    /// the server's words that such a process died, whichever rule names the line.
+    child_literals: Vec<String>,
     /// The literals, for benchmarks comparing with other tools.
     pub literals: Vec<String>,
 }
@@ -476,6 +479,10 @@ pub const STRUCTURAL_ANCHORS: &[&str] = &[
     "Traceback (most recent call last)",
     "File \"",
     "Exception ignored in",
+    // IPython's frames (a notebook's traceback): `File ~/x.py:12, in f()`, `Cell In[3], line 5`.
+    "File ~/",
+    "File /",
+    "Cell In[",
 ];
 
 /// Anchors of worker prefixes (for the one-rank out-of-memory test).
@@ -648,7 +655,14 @@ impl RuleSet {
             .filter(|(_, r)| r.on_exceptions)
             .map(|(i, _)| i)
             .collect();
+        let child_literals = literals
+            .iter()
+            .zip(&literal_rule)
+            .filter(|(_, &ri)| rules[ri].child)
+            .map(|(l, _)| l.clone())
+            .collect();
         Ok(Self {
+            child_literals,
             frame_rules,
             tail_rules,
             quote_rules,
@@ -660,6 +674,15 @@ impl RuleSet {
             pattern_rule,
             literals,
         })
+    }
+
+    /// Whether `text` is the server's word that a process it starts per model load died
+    /// (ollama's `error loading llama server`), whichever rule matched the line (its runner's
+    /// own error quoted in it may name the cause).
+    pub fn names_child_death(&self, text: &str) -> bool {
+        self.child_literals
+            .iter()
+            .any(|l| text.contains(l.as_str()))
     }
 
     /// The literals of one rule (for tools and benchmarks).

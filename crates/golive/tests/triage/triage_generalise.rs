@@ -1746,3 +1746,177 @@ node1:2201:2290 [1] NCCL WARN Call to connect returned Connection refused, retry
     let p = rep.primary.as_ref().expect("a cause");
     assert_eq!((p.class, p.line), (Class::Nccl, 2), "{p:?}");
 }
+
+/// A primary's (class, line, rule), or a panic naming the log.
+fn found(log: &str) -> (Class, u64, String) {
+    let rep = triage_text(log);
+    let p = rep
+        .primary
+        .unwrap_or_else(|| panic!("nothing found in:\n{log}"));
+    (p.class, p.line, p.rule)
+}
+
+/// gdb's backtrace of an aborted llama.cpp names its functions (`llama_context::decode`), which
+/// hold a loading marker's words: no progress, so the ROCm error before it ended the run.
+#[test]
+fn a_native_backtraces_frames_are_no_progress() {
+    let log = "llama-run --ngl 10 model.gguf
+> hello
+ROCm error: CUBLAS_STATUS_NOT_SUPPORTED
+  current device: 0, in function ggml_cuda_mul_mat_batched_cublas_impl at ggml/src/ggml-cuda/ggml-cuda.cu:1928
+ggml/src/ggml-cuda/ggml-cuda.cu:78: ROCm error
+[New LWP 14104]
+#0  0x00007f60018ead93 in wait4 () from /lib64/libc.so.6
+#1  0x00007f600484702b in ggml_print_backtrace () from build/bin/libggml-base.so
+#8  0x00007f6004a49e61 in llama_context::graph_compute(ggml_cgraph*, bool) () from build/bin/libllama.so
+#10 0x00007f6004a4f045 in llama_context::decode(llama_batch const&) () from build/bin/libllama.so
+#12 0x000000000041b926 in main ()
+";
+    assert_eq!(found(log).1, 3);
+    // The same words on a line of its own still show loading going on.
+    let loading = log.replace(
+        "[New LWP 14104]",
+        "llama_context: n_ctx = 4096\nllama_context: loaded",
+    );
+    let rep = triage_text(&loading.replace("ggml/src/ggml-cuda/ggml-cuda.cu:78: ROCm error\n", ""));
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+}
+
+/// ollama's runner fails with its own error, the scheduler reports the runner dead and the
+/// request answered 500; the next runner loading is another process, so it does not show that
+/// the runner got past its error. A request answered 2xx afterwards does.
+#[test]
+fn an_ollama_runners_error_before_the_scheduler_reports_it_dead_is_not_survived_by_the_next_runner()
+{
+    let log = "Feb 06 20:29:46 host ollama[2704]: llama_new_context_with_model: graph splits = 192
+Feb 06 20:29:46 host ollama[2704]: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED
+Feb 06 20:29:46 host ollama[2704]:   current device: 0, in function cublas_handle at ggml/src/ggml-cuda/common.cuh:644
+Feb 06 20:29:48 host ollama[2704]: time=2025-02-06T20:29:48.277+05:30 level=ERROR source=sched.go:451 msg=\"error loading llama server\" error=\"llama runner process has terminated: CUDA error: CUBLAS_STATUS_NOT_INITIALIZED\"
+Feb 06 20:29:48 host ollama[2704]: [GIN] 2025/02/06 - 20:29:48 | 500 | 10.203887847s |       127.0.0.1 | POST     \"/api/chat\"
+Feb 06 20:30:12 host ollama[2704]: time=2025-02-06T20:30:12.853+05:30 level=INFO source=server.go:393 msg=\"starting llama server\" cmd=\"/tmp/ollama/runners/cuda_v11/ollama_llama_server --model /m\"
+Feb 06 20:30:12 host ollama[2704]: llama_model_loader: loaded meta data with 38 key-value pairs and 377 tensors from /m (version GGUF V3 (latest))
+Feb 06 20:30:13 host ollama[2704]: load_tensors: offloading 14 repeating layers to GPU
+";
+    assert_eq!(found(log).1, 2);
+    let answered = format!(
+        "{log}Feb 06 20:30:20 host ollama[2704]: [GIN] 2025/02/06 - 20:30:20 | 200 |  7.1s |       127.0.0.1 | POST     \"/api/chat\"\n"
+    );
+    let rep = triage_text(&answered);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    assert!(
+        rep.survived.iter().any(|s| s.line == 2),
+        "{:?}",
+        rep.survived
+    );
+}
+
+/// vLLM's Ray worker wrapper runs a worker's method by name: an exception of the code it ran
+/// (a weight that the model does not know) is no failed transport. Ray failing in the
+/// wrapper's own code (placing the workers) still is.
+#[test]
+fn an_exception_of_the_code_rays_worker_wrapper_ran_is_not_the_transports() {
+    let log = "ray.exceptions.RayTaskError(KeyError): ray::RayWorker.execute_method() (pid=9510, ip=192.168.16.3)
+  File \"/usr/lib/python3.10/site-packages/vllm/engine/ray_utils.py\", line 32, in execute_method
+    return executor(*args, **kwargs)
+  File \"/usr/lib/python3.10/site-packages/vllm/worker/worker.py\", line 70, in init_model
+    self.model = get_model(self.model_config)
+  File \"/usr/lib/python3.10/site-packages/vllm/model_executor/models/gpt_bigcode.py\", line 280, in load_weights
+    param = params_dict[name]
+KeyError: 'transformer.h.0.mlp.act.scales'
+";
+    let (class, line, _) = found(log);
+    assert_eq!((class, line), (Class::Engine, 8));
+    let placing = "Traceback (most recent call last):
+  File \"/opt/vllm/vllm/engine/llm_engine.py\", line 453, in _get_executor_cls
+    initialize_ray_cluster(engine_config.parallel_config)
+  File \"/opt/vllm/vllm/executor/ray_utils.py\", line 300, in initialize_ray_cluster
+    raise ValueError(
+ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.
+";
+    assert_eq!(found(placing).0, Class::Nccl);
+}
+
+/// A model file whose first bytes name another format than the build reads: configuration.
+#[test]
+fn a_model_file_in_another_format_is_configuration() {
+    for log in [
+        "main: seed = 1680105266\n./models/7B/model.bin: invalid model file (bad magic [got 0x67676d66 want 0x67676a74])\n\tyou most likely need to regenerate your ggml files\n",
+        "gguf_init_from_file_impl: invalid magic characters: 'ggjt', expected 'GGUF'\nllama_model_load: error loading model: llama_model_loader: failed to load model from m.bin\n",
+    ] {
+        let (class, line, rule) = found(log);
+        assert_eq!((class, line, rule.as_str()), (Class::Config, if log.starts_with("main") { 2 } else { 1 }, "config-model-file-format"), "{log}");
+    }
+}
+
+/// AddressSanitizer's report ends the process: the engine's native code broke, whatever
+/// the process printed after it.
+#[test]
+fn an_address_sanitizer_report_is_the_engines_crash() {
+    let log = "main: build = 1 (abc1234)
+llama_model_loader: loaded meta data with 19 key-value pairs and 291 tensors from m.gguf
+==167666==ERROR: AddressSanitizer: SEGV on unknown address 0x558c0562c438 (pc 0x558a27cc9807 bp 0x000000000000 sp 0x7ffeb2f57310 T0)
+==167666==The signal is caused by a READ memory access.
+    #0 0x558a27cc9807 in ggml_compute_forward_get_rows ggml.c:10233
+SUMMARY: AddressSanitizer: SEGV ggml.c:10233 in ggml_compute_forward_get_rows
+llama_model_loader: - kv   0: general.architecture str = llama
+";
+    assert_eq!(
+        found(log),
+        (Class::Engine, 3, "engine-address-sanitizer".to_string())
+    );
+}
+
+/// llama.cpp's tools print their errors behind the function's name (`main: error: unable to
+/// load model`, `ggml_metal_init: load pipeline error: ...`): a quote of them names the first.
+#[test]
+fn a_quoted_llama_cpp_error_behind_its_functions_name_is_found() {
+    let log = "ggml_metal_init: loaded kernel_mul_mat_q6_K_f32            0x7fcb47814dd0 | th_max = 1024 | th_width =   64
+ggml_metal_init: load pipeline error: Error Domain=CompilerError Code=2 \"SC compilation failure
+There is a call to an undefined label\"
+llama_init_from_gpt_params: error: failed to create context with model './models/m.gguf'
+main: error: unable to load model
+";
+    assert_eq!(found(log).1, 2);
+    // A routine line that holds the word later in its sentence is none.
+    let routine = "ggml_metal_init: loaded kernel_mul_mat_q6_K_f32\nllama_print_timings: load time = 10 ms (no error: all fine)\n";
+    assert!(triage_text(routine).primary.is_none());
+}
+
+/// The 2023 llama.cpp `main` (`llama_model_load: loading model from ...`) ran the model: its
+/// segmentation fault with nothing else named is the engine's crash.
+#[test]
+fn old_llama_cpp_loading_shows_the_engine_ran() {
+    let log = "main: seed = 1679423191
+llama_model_load: loading model from './models/13B/ggml-model-q4_0.bin' - please wait ...
+llama_model_load: n_vocab = 32000
+llama_model_load: model size =  7759.39 MB / num tensors = 363
+main: prompt: ' Hello'
+./run.sh: line 53: 33476 Segmentation fault: 11  ./main --model m.bin
+";
+    let (class, line, _) = found(log);
+    assert_eq!((class, line), (Class::Engine, 6));
+}
+
+/// IPython prints a notebook's traceback with its own frames (`File ~/x.py:43, in f(..)`) and
+/// the source around each frame's line: the frames name the layer, and a line shown around
+/// a frame's own (`except ImportError:`) is no source of the exception.
+#[test]
+fn an_ipython_traceback_is_read_by_its_frames() {
+    let log = "---------------------------------------------------------------------------
+IndexError                                Traceback (most recent call last)
+Cell In[4], line 11
+---> 11 out = llm.classify(texts)
+
+File ~/env/lib/python3.12/site-packages/vllm/compilation/cuda_piecewise_backend.py:112, in CUDAPiecewiseBackend.__call__(self, *args)
+    109     self.check_for_ending_compilation()
+    110 try:
+    111     import missing_module
+    112 except ImportError:
+--> 113 runtime_shape = args[self.sym_shape_indices[0]]
+    114 if runtime_shape not in self.concrete_size_entries:
+
+IndexError: list index out of range
+";
+    let (class, line, rule) = found(log);
+    assert_eq!((class, line), (Class::Engine, 14), "{rule}");
+}

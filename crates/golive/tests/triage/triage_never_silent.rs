@@ -578,9 +578,11 @@ fn a_log_that_stops_before_serving_names_its_last_error_as_the_cause() {
         "ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n{LLAMA_LOAD}"
     );
     assert!(triage_text(&before).primary.is_none());
-    // A fragment with no start or loading line says nothing about how a server ended.
+    // A fragment with no start or loading line is a quote: what it quotes going wrong is its
+    // program's own error message (llama.cpp's behind its function's name).
     let fragment = "ggml_metal_graph_compute_block_invoke: error: unsupported op 'SSM_CONV'\n";
-    assert!(triage_text(fragment).primary.is_none());
+    let (_, line, rule) = primary(fragment);
+    assert_eq!((line, rule.as_str()), (1, "quote-cli-error"));
     // Lines a benign rule quiets, traceback frames and access lines are not read as the end.
     let benign = format!(
         "{LLAMA_LOAD}node:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\n"

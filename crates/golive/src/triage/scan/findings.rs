@@ -165,6 +165,9 @@ impl Scanner<'_> {
             self.res.life.crashed();
         }
         f.answers_before = self.res.life.answers;
+        if self.child_cand && self.rules.names_child_death(&f.text) {
+            self.res.life.child_ended(line_no);
+        }
         // The next progress marker says whether this error was survived.
         self.want_progress = true;
         self.last_error_ts = self.last_error_ts.max(f.last_ts);

@@ -201,6 +201,7 @@ impl Scanner<'_> {
     ) -> Option<usize> {
         let mut cand = std::mem::take(&mut self.cand);
         lits.candidates(self.rules, pl, &mut cand);
+        self.child_cand = cand.iter().any(|&ri| self.rules.rules[ri].child);
         if frames.is_some() {
             cand.extend_from_slice(&self.rules.exception_rules);
             cand.sort_unstable();

@@ -78,6 +78,9 @@ struct Scanner<'a> {
     /// Raw worker labels (around a worker anchor) already judged.
     worker_raw: FxHashSet<Vec<u8>>,
     cand: Vec<usize>,
+    /// The last line matched held a literal of a `child` rule (ollama's scheduler reporting its
+    /// runner dead): only then is a finding's text read for one ([`RuleSet::names_child_death`]).
+    child_cand: bool,
     /// Streams whose next traceback Python announced as ignored.
     ignore_next_tb: FxHashSet<String>,
     /// First occurrence (index in `res.findings`) of each settled failure.
@@ -177,6 +180,7 @@ fn scan<F: fill::Fill>(
         last_rank: String::new(),
         worker_raw: FxHashSet::default(),
         cand: Vec::new(),
+        child_cand: false,
         ignore_next_tb: FxHashSet::default(),
         seen: FxHashMap::default(),
         unsettled: Vec::new(),
@@ -580,7 +584,11 @@ impl Scanner<'_> {
             return TracebackPart::Taken;
         }
         if line::is_frame(msg) {
-            self.frame_line(pl, line_no);
+            self.frame_line(pl, line_no, msg.trim(), false);
+            return TracebackPart::Taken;
+        }
+        if let Some(frame) = line::ipython_frame(msg) {
+            self.frame_line(pl, line_no, &frame, true);
             return TracebackPart::Taken;
         }
         let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
@@ -588,6 +596,9 @@ impl Scanner<'_> {
         let trimmed = msg.trim_start();
         if in_tb && self.ends_traceback(pl, indented) {
             return TracebackPart::Exception;
+        }
+        if in_tb && self.ipython_line(pl, at, lits) {
+            return TracebackPart::Taken;
         }
         if in_tb {
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
@@ -617,17 +628,48 @@ impl Scanner<'_> {
         TracebackPart::Outside
     }
 
-    /// A frame line (`File "...", line N, in f`): it joins its stream's traceback, or opens one.
-    fn frame_line(&mut self, pl: &ParsedLine, line_no: u64) {
+    /// A frame line (`File "...", line N, in f`, IPython's in that form): it joins its
+    /// stream's traceback, or opens one.
+    fn frame_line(&mut self, pl: &ParsedLine, line_no: u64, frame: &str, ipython: bool) {
         if !self.tracebacks.contains_key(pl.stream.as_str()) && !self.adopt_traceback(pl, line_no) {
             self.open_traceback(pl, line_no);
         }
         let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
         tb.last_line = line_no;
         tb.after_frame = true;
+        tb.ipython |= ipython;
         // Only the innermost frame's source line (the `raise`) speaks for the exception.
         tb.pending = None;
-        tb.push_frames_text(pl.msg().trim());
+        tb.push_frames_text(frame);
+    }
+
+    /// A line of an open IPython traceback between its frames: a blank line, or a line of
+    /// the source it shows around a frame's line. Only the frame's own line (behind the
+    /// arrow) is its source line, as Python's one line is; the lines around it ran no code.
+    fn ipython_line(
+        &mut self,
+        pl: &ParsedLine,
+        at: LineAt<'_>,
+        lits: &matching::LineLiterals,
+    ) -> bool {
+        let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
+        if !tb.ipython {
+            return false;
+        }
+        let msg = pl.msg();
+        let source = line::ipython_source(msg);
+        if !msg.trim().is_empty() && source.is_none() {
+            return false;
+        }
+        tb.last_line = at.line_no;
+        if let Some((code, true)) = source {
+            tb.after_frame = false;
+            tb.push_frames_text(code);
+            if tb.pending.is_none() && lits.has_literal {
+                self.pend_source_cause(at.buf, at.ls, at.line_no, at.at_start, pl, lits);
+            }
+        }
+        true
     }
 
     /// Whether a line of an open traceback is its exception line. Only a traceback ends with
@@ -822,6 +864,15 @@ impl Scanner<'_> {
             return;
         };
         let kind = self.rules.rules[ri].kind;
+        // A native backtrace's frame names functions (`llama_context::decode`), never what the
+        // process did: no marker of its life.
+        let marker = matches!(
+            kind,
+            RuleKind::Serving | RuleKind::Progress | RuleKind::Startup | RuleKind::Shutdown
+        );
+        if marker && line::is_native_frame(msg) {
+            return;
+        }
         match kind {
             // A request the process made (urllib3's `https://huggingface.co:443 "HEAD /x
             // HTTP/1.1" 200 0`) is no request it served.

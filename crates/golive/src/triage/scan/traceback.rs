@@ -28,6 +28,9 @@ pub(super) struct Traceback {
     pub(super) rank: Option<String>,
     pub(super) frames: String,
     pub(super) after_frame: bool,
+    /// IPython printed it (a notebook's traceback): its frames show source lines around the
+    /// frame's own line and blank lines between them.
+    pub(super) ipython: bool,
     pub(super) pending: Option<RawFinding>,
     /// An ERROR line just before the header (line, text, message): a one-line summary of
     /// the exception when the exception line repeats it.
@@ -135,8 +138,11 @@ impl Scanner<'_> {
             return false;
         };
         let frame = line::is_frame(msg);
-        // A header opens another traceback.
-        if line::is_traceback_header(msg) {
+        // A header opens another traceback; IPython's lines take the slow path.
+        if line::is_traceback_header(msg)
+            || tb.ipython
+            || (!frame && line::may_be_ipython_frame(msg))
+        {
             return false;
         }
         // A source line with rule literals may leave a cause pending, unless one is already:
