@@ -458,12 +458,24 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// A quote's line opened by a program's own `error:` or `fatal:` names what it quotes
 /// (`quote-cli-error`): whole logs unchanged; quotes (`--fragments`) held 287 -> 288/308 lines,
 /// no primary 19 -> 18.
+/// Batch AO (ids 1244-1398: 146 failed, 9 healthy; code blocks of vLLM, SGLang and llama.cpp
+/// GitHub issues from 2023 to 2025 in the `yunwei37/vllm-exp` dump that no earlier batch took:
+/// offline `LLM` scripts and notebooks, Ray workers, the 2023 llama.cpp `main`, SGLang's first
+/// releases), measured as it came: 65/146 class, 112/146 line, 19 none, 4/9 quiet (tune 33/73,
+/// 57/73, 10, 3/4; held 32/73, 55/73, 9, 1/5): tune 314/382, 356/382, 11, 312/317; held
+/// 285/381, 329/381, 16, 309/317; all 599/763, 685/763, 27, 621/634.
+/// A native backtrace's frames are no lifecycle markers; ollama's runner error before the
+/// scheduler reports the runner dead is not survived by the next runner loading; the code Ray's
+/// worker wrapper ran is not the transport's; a model file in another format is config;
+/// AddressSanitizer's report is the engine's crash; llama.cpp's `func: error: ...` in a quote;
+/// the 2023 llama.cpp's loading lines; IPython's tracebacks read by their frames: tune 320/382,
+/// 362/382, 6; held 287/381, 332/381, 14; all 607/763, 694/763, 20, 621/634.
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 90.9, 96.7, 98.7, 1),
-    ("held", 82.1, 88.9, 98.7, 7),
-    ("all", 86.5, 92.8, 98.7, 8),
+    ("tune", 83.7, 94.7, 98.4, 6),
+    ("held", 75.3, 87.1, 97.4, 14),
+    ("all", 79.5, 90.9, 97.9, 20),
 ];
 
 #[test]
