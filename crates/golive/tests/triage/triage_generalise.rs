@@ -1920,3 +1920,41 @@ IndexError: list index out of range
     let (class, line, rule) = found(log);
     assert_eq!((class, line), (Class::Engine, 14), "{rule}");
 }
+
+/// One streaming request's task: the client went away (starlette's disconnect listener was
+/// cancelled) and the response's task group raised again while handling it. The whole chain
+/// failed that request; the server went on. The same chain raised through vLLM V0's engine
+/// loop is the engine's death, in every request.
+#[test]
+fn a_chain_raised_in_one_requests_task_failed_that_request_only() {
+    let root = "ERROR:    Exception in ASGI application
+Traceback (most recent call last):
+  File \"/venv/lib/python3.10/site-packages/starlette/responses.py\", line 238, in listen_for_disconnect
+    message = await receive()
+  File \"/usr/lib/python3.10/asyncio/locks.py\", line 214, in wait
+    await fut
+asyncio.exceptions.CancelledError: Cancelled by cancel scope 7f6028dc8ee0
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File \"/venv/lib/python3.10/site-packages/uvicorn/protocols/http/httptools_impl.py\", line 399, in run_asgi
+    result = await app(  # type: ignore[func-returns-value]
+";
+    let tail = "  File \"/venv/lib/python3.10/site-packages/anyio/_backends/_asyncio.py\", line 680, in __aexit__
+    raise BaseExceptionGroup(
+exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+";
+    let request = format!("{root}{tail}");
+    let rep = triage_text(&request);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    assert!(
+        rep.survived.iter().any(|s| s.line == 16),
+        "{:?}",
+        rep.survived
+    );
+    let engine = format!(
+        "{root}  File \"/venv/lib/python3.10/site-packages/vllm/engine/async_llm_engine.py\", line 603, in run_engine_loop\n    async with asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S):\n{tail}"
+    );
+    assert!(triage_text(&engine).primary.is_some());
+}

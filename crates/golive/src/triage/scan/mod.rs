@@ -402,11 +402,14 @@ impl Scanner<'_> {
             .findings
             .iter_mut()
             .rev()
-            .find(|r| r.line == root_line && !r.merged && r.kind == RuleKind::Cause)
+            .find(|r| r.line == root_line && !r.merged)
         else {
             return;
         };
-        if f.kind != RuleKind::Cause {
+        // Raised while one HTTP request's task handled it (the wrapper's frames run through
+        // the ASGI server's request task): the whole chain failed that request.
+        root.request |= f.request;
+        if root.kind != RuleKind::Cause || f.kind != RuleKind::Cause {
             return;
         }
         // The more specific class names the chain: a deployment class over the engine's own
@@ -1054,9 +1057,16 @@ pub(super) fn own_script(frames: &str) -> bool {
 
 /// Whether a traceback's frames run through an ASGI server's per-request task (uvicorn's
 /// `run_asgi`, hypercorn's `handle_request`): the exception failed one HTTP request.
+/// Not when the frames run through the engine's own background loop too (vLLM V0's
+/// `run_engine_loop`, raising its error into every request waiting on it): the engine died.
 fn request_task(frames: &str) -> bool {
-    frames.contains(", in run_asgi\n") || frames.contains("hypercorn/")
+    (frames.contains(", in run_asgi\n") || frames.contains("hypercorn/"))
+        && !ENGINE_LOOPS.iter().any(|l| frames.contains(l))
 }
+
+/// The frames of an engine's background loop that steps every request (vLLM V0's
+/// `AsyncLLMEngine`).
+const ENGINE_LOOPS: [&str; 2] = [", in run_engine_loop\n", ", in engine_step\n"];
 
 /// A traceback that an OpenAI serving handler logged itself (`[serving_chat.py:251]`) and whose
 /// outermost frame is that handler's (`vllm/entrypoints/openai/serving_chat.py`): the handler
