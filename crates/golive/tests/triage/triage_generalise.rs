@@ -1748,13 +1748,7 @@ node1:2201:2290 [1] NCCL WARN Call to connect returned Connection refused, retry
 }
 
 /// A primary's (class, line, rule), or a panic naming the log.
-fn found(log: &str) -> (Class, u64, String) {
-    let rep = triage_text(log);
-    let p = rep
-        .primary
-        .unwrap_or_else(|| panic!("nothing found in:\n{log}"));
-    (p.class, p.line, p.rule)
-}
+use super::triage_never_silent::primary as found;
 
 /// gdb's backtrace of an aborted llama.cpp names its functions (`llama_context::decode`), which
 /// hold a loading marker's words: no progress, so the ROCm error before it ended the run.

@@ -21,7 +21,7 @@ fn triage_text(text: &str) -> TriageReport {
 }
 
 /// (class, line, rule) of the primary cause.
-fn primary(text: &str) -> (Class, u64, String) {
+pub(super) fn primary(text: &str) -> (Class, u64, String) {
     let rep = triage_text(text);
     let p = rep
         .primary
