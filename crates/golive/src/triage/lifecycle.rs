@@ -154,15 +154,13 @@ impl Lifecycle {
         }
     }
 
-    /// The requests answered when the server reported the death of a process it starts per
-    /// model load that logged `line` with `answers` answered before it: the first such death
-    /// after `line` with no request answered in between (the runner's own error, then the
-    /// server's word that the runner died).
-    fn child_death_of(&self, line: u64, answers: u64) -> Option<u64> {
+    /// Whether the server reported a process it starts per model load dead at or after `line`
+    /// with no request answered in between (`answers` were answered before `line`): the
+    /// runner's own error, then the server's word that the runner died.
+    fn child_died_after(&self, line: u64, answers: u64) -> bool {
         self.child_ends
             .iter()
-            .find(|&&(end, at)| end >= line && at == answers)
-            .map(|&(_, at)| at)
+            .any(|&(end, at)| end >= line && at == answers)
     }
 
     /// The stop marker since the last start was a failed process cleaning up: no orderly stop.
@@ -532,11 +530,8 @@ fn is_kill(rules: &RuleSet, f: &RawFinding) -> bool {
 /// or a harness's that shares the log (a benchmark script, then its job stopping the server).
 pub fn survived(rules: &RuleSet, life: &Lifecycle, f: &RawFinding) -> bool {
     let rule = rules.rules.get(f.rule);
-    if rule.is_some_and(|r| r.child) {
+    if rule.is_some_and(|r| r.child) || life.child_died_after(f.last_line, f.answers_before) {
         return life.answers > f.answers_before;
-    }
-    if let Some(at) = life.child_death_of(f.last_line, f.answers_before) {
-        return life.answers > at;
     }
     let client = f.script && f.served && life.stopped.is_some_and(|s| s > f.last_line);
     !rule.is_some_and(|r| r.fatal)
