@@ -123,10 +123,11 @@ pub async fn run(node: &Node, info: &ServerInfo, model: &str, load: &SoakLoad) -
     let cache_hit_ratio = m.hit_ratio.or_else(|| {
         (stats.prompt_tokens > 0).then(|| stats.cached_tokens as f64 / stats.prompt_tokens as f64)
     });
-    let queue = Queue::of(&m.samples, &m.in_flight, load.concurrency);
+    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
+    let sent = stats.requests + agent.as_ref().map_or(0, |a| a.requests);
+    let queue = Queue::of(&m.samples, &m.in_flight, load.concurrency, sent);
     let kv: Vec<f64> = m.samples.iter().filter_map(|s| s.kv_cache_usage).collect();
     let kv_growth = (kv.len() >= 3).then(|| kv[kv.len() - 1] - kv[0]);
-    let agent = plan.agent_mix.as_ref().map(|m| m.conformance());
     let mut c = soak_check(node, model, load, &plan, &m.result);
     let mut capacity_evidence = judge(&mut c, stats, &queue, agent.as_ref());
     if let Some(sat) = &m.result.saturation {
@@ -329,7 +330,8 @@ fn ttft_per_interval(samples: &mut [SoakSample], result: &LoadResult, epoch: u64
 }
 
 /// Queue growth: the server's waiting queue (else the client's in-flight count), last third
-/// against the first third.
+/// against the first third. A queue longer than every request the soak sent holds other
+/// clients' requests (a shared server): it says nothing about the soak's own load.
 struct Queue {
     first: f64,
     last: f64,
@@ -337,7 +339,7 @@ struct Queue {
 }
 
 impl Queue {
-    fn of(samples: &[SoakSample], in_flight: &[f64], concurrency: u32) -> Self {
+    fn of(samples: &[SoakSample], in_flight: &[f64], concurrency: u32, sent: u64) -> Self {
         let queue: Vec<f64> = if samples.iter().all(|s| s.waiting.is_some()) && !samples.is_empty()
         {
             samples.iter().filter_map(|s| s.waiting).collect()
@@ -359,7 +361,8 @@ impl Queue {
         };
         let grows = queue.len() >= 3
             && last > 2.0 * first + 2.0
-            && last >= f64::from(concurrency.max(1)) * 0.5;
+            && last >= f64::from(concurrency.max(1)) * 0.5
+            && last <= sent as f64;
         Queue { first, last, grows }
     }
 }
@@ -502,5 +505,28 @@ fn owner(c: &mut Check, capacity_evidence: bool) {
     } else {
         c.impact = Impact::Info;
         c.next_step = "error answers, not capacity: read the server log for the failing requests (golive triage)".into();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(queue: &[f64]) -> Vec<SoakSample> {
+        queue
+            .iter()
+            .map(|&w| SoakSample {
+                waiting: Some(w),
+                ..SoakSample::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_queue_grows_only_with_the_soaks_own_requests_behind_it() {
+        let samples = waiting(&[0.0, 0.0, 0.0, 3.0, 3.5, 3.25]);
+        assert!(Queue::of(&samples, &[], 2, 40).grows);
+        // One request sent: the 3 waiting are another client's on a shared server.
+        assert!(!Queue::of(&samples, &[], 2, 1).grows);
     }
 }
