@@ -625,7 +625,9 @@ const TRACEBACK_REACH: u64 = 400;
 
 /// The exception that ends the traceback an announcing line (`announces`) logged: the first
 /// exception of the same class after it in the same input, within a traceback's reach, unless
-/// a cause of another known class comes first.
+/// a cause of another known class comes first; else, where that traceback says the error was
+/// raised in a subprocess ([`SUBPROCESS_WRAPPERS`]), the subprocess's own exception that
+/// follows the wrapper, whatever its class.
 fn announced_exception<'a>(
     rules: &RuleSet,
     all: &[Found<'a>],
@@ -645,11 +647,27 @@ fn announced_exception<'a>(
         })
         .collect();
     after.sort_by_key(|(_, f)| f.line);
-    after
-        .into_iter()
+    let same_class = after
+        .iter()
+        .copied()
         .find(|(_, f)| f.class == pf.class || f.class.explains())
-        .filter(|(_, f)| f.class == pf.class && f.exception)
+        .filter(|(_, f)| f.class == pf.class && f.exception);
+    same_class.or_else(|| {
+        let is_wrapper = |f: &RawFinding| {
+            let parsed = line::parse(f.text.as_bytes());
+            SUBPROCESS_WRAPPERS.iter().any(|w| parsed.msg().contains(w))
+        };
+        let wrapper = after.iter().position(|(_, f)| is_wrapper(f))?;
+        after[wrapper + 1..].iter().copied().find(|(_, f)| {
+            !is_wrapper(f) && (f.exception || line::is_exception_line(line::parse(f.text.as_bytes()).msg()))
+        })
+    })
 }
+
+/// Exceptions that say a subprocess failed; within an announced traceback, that process's own
+/// error follows them (vLLM's model inspection logs the subprocess's output after its
+/// `CalledProcessError` and `RuntimeError: Error raised in subprocess:`).
+const SUBPROCESS_WRAPPERS: [&str; 2] = ["Error raised in subprocess", "CalledProcessError: "];
 
 /// The finding that states the exception a `RayTaskError(X)` line wraps: the next finding
 /// of the same input whose message starts with `X:`.

@@ -1952,3 +1952,58 @@ exceptiongroup.ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
     );
     assert!(triage_text(&engine).primary.is_some());
 }
+
+/// vLLM inspects a model's architecture in a subprocess; when that fails, its registry logs
+/// "Error in inspecting model architecture", the `CalledProcessError`, the wrapper
+/// `RuntimeError: Error raised in subprocess:` and then the subprocess's own traceback. The
+/// subprocess's exception is the cause, whatever its class: a syntax error in the engine's
+/// own (patched) source, or a user id with no passwd entry (the container); not the
+/// announcing line's class (an architecture this build does not support).
+#[test]
+fn the_model_inspection_subprocess_s_own_exception_is_the_cause() {
+    let inspection = |frames: &[&str]| {
+        let p = "(APIServer pid=1) ERROR 05-09 21:12:05 [registry.py:921] ";
+        let mut lines = vec![
+            "Error in inspecting model architecture 'Qwen3MoeForCausalLM'",
+            "Traceback (most recent call last):",
+            "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/registry.py\", line 1345, in _run_in_subprocess",
+            "    returned.check_returncode()",
+            "  File \"/usr/lib/python3.12/subprocess.py\", line 502, in check_returncode",
+            "    raise CalledProcessError(self.returncode, self.args, self.stdout,",
+            "subprocess.CalledProcessError: Command '['/usr/bin/python3', '-m', 'vllm.model_executor.models.registry']' returned non-zero exit status 1.",
+            "",
+            "The above exception was the direct cause of the following exception:",
+            "",
+            "Traceback (most recent call last):",
+            "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/registry.py\", line 1348, in _run_in_subprocess",
+            "    raise RuntimeError(",
+            "RuntimeError: Error raised in subprocess:",
+            "Traceback (most recent call last):",
+        ];
+        lines.extend_from_slice(frames);
+        lines.push("");
+        let mut log = String::from("(APIServer pid=1) INFO 05-09 21:12:00 [utils.py:233] non-default args: {'model': '/models/Qwen3-30B-A3B'}\n");
+        for l in lines {
+            log.push_str(&format!("{p}{l}\n"));
+        }
+        log.push_str("(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n(APIServer pid=1)   Value error, Model architectures ['Qwen3MoeForCausalLM'] failed to be inspected. Please check the logs for more details. [type=value_error]\n");
+        found(&log)
+    };
+    let syntax = inspection(&[
+        "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/models/qwen3_moe.py\", line 43, in <module>",
+        "    from vllm.model_executor.layers.fused_moe import FusedMoE",
+        "  File \"/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/fused_moe/layer.py\", line 1110",
+        "    def fused_moe_gating_kernel(",
+        "                               ^",
+        "SyntaxError: '(' was never closed",
+    ]);
+    assert_eq!((syntax.0, syntax.1), (Class::Engine, 22), "{}", syntax.2);
+    let uid = inspection(&[
+        "  File \"/usr/local/lib/python3.12/dist-packages/torch/_inductor/runtime/cache_dir_utils.py\", line 19, in default_cache_dir",
+        "    sanitized_username = re.sub(r'[\\\\/:*?\"<>|]', \"_\", getpass.getuser())",
+        "  File \"/usr/lib/python3.12/getpass.py\", line 169, in getuser",
+        "    return pwd.getpwuid(os.getuid())[0]",
+        "KeyError: 'getpwuid(): uid not found: 1001'",
+    ]);
+    assert_eq!((uid.0, uid.1), (Class::Container, 21), "{}", uid.2);
+}
