@@ -491,7 +491,8 @@ fn the_exception_ray_wraps_is_stated_on_its_own_line() {
 
 /// vLLM's "Error in inspecting model architecture" announces the traceback it logs next; the
 /// import error that ends that traceback is the line that names the cause. A cause of another
-/// class inside it keeps the announcing line, and without a traceback the line states it.
+/// class inside it keeps the announcing line unless the subprocess's wrapper says it is that
+/// subprocess's error, and without a traceback the line states it.
 #[test]
 fn an_announced_traceback_names_its_cause_on_its_own_line() {
     let h = "ERROR 04-28 07:56:28 [registry.py:354] ";
@@ -516,12 +517,21 @@ ValueError: Model architectures ['GraniteForCausalLM'] failed to be inspected. P
         "{}",
         p.text
     );
-    // An out-of-memory inside the traceback is another class: the announcing line stays.
+    // An out-of-memory after the subprocess's wrapper is that subprocess's own failure; one
+    // of another class with no wrapper before it may be another error: the announcing line
+    // stays.
     let oom = log.replace(
         "ModuleNotFoundError: No module named 'triton.compiler'; 'triton' is not a package",
         "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 15.58 GiB of which 5.38 MiB is free.",
     );
     let p = triage_text(&oom).primary.unwrap();
+    assert_eq!((p.class, p.line), (Class::OomStartup, 10), "{p:?}");
+    let unwrapped: String = oom
+        .lines()
+        .filter(|l| !l.contains("CalledProcessError"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let p = triage_text(&unwrapped).primary.unwrap();
     assert_eq!(p.line, 2, "{p:?}");
     // Without the traceback, the announcing line states the cause.
     let cut: String = log.lines().take(2).map(|l| format!("{l}\n")).collect();
@@ -2006,4 +2016,43 @@ fn the_model_inspection_subprocess_s_own_exception_is_the_cause() {
         "KeyError: 'getpwuid(): uid not found: 1001'",
     ]);
     assert_eq!((uid.0, uid.1), (Class::Container, 21), "{}", uid.2);
+}
+
+/// llama.cpp's command-line program in interactive mode is ready and answering: what the model
+/// writes (prose about "error handling") is no log line. The run that ends with `main : failed
+/// to eval` stopped there; a crash right after the older server's `build info` line is the
+/// engine's, as after the newer `build:` line.
+#[test]
+fn llama_cli_interactive_sessions_and_old_build_lines() {
+    let session = "main: build = 3212 (8cb508d0)
+main: built with cc (Ubuntu 13.2.0-23ubuntu4) 13.2.0 for x86_64-linux-gnu
+llama_model_loader: loaded meta data with 29 key-value pairs and 291 tensors from models/llama-3-8b-instruct.Q4_K_M.gguf (version GGUF V3 (latest))
+llm_load_tensors: ggml ctx size =    0.15 MiB
+llama_new_context_with_model: n_ctx      = 8192
+main: interactive mode on.
+sampling:
+	repeat_last_n = 64, repeat_penalty = 1.000, frequency_penalty = 0.000, presence_penalty = 0.000
+generate: n_ctx = 8192, n_batch = 2048, n_predict = -1, n_keep = 1
+
+== Running in interactive mode. ==
+ - Press Ctrl+C to interject at any time.
+ - Press Return to return control to the AI.
+
+> Write a program that calls curl
+Here is a small program. We can also do error handling: if curl is not found, print an error.
+
+fn main() {
+    eprintln!(\"curl exited with error\");
+";
+    let rep = triage_text(session);
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+    let failed = format!("{session}}}\n\n**main : failed to eval**\n");
+    let (class, line, rule) = found(&failed);
+    assert_eq!((class, line), (Class::Engine, 22), "{rule}");
+    let old_server = "INFO [                    main] build info | tid=\"140543167610880\" timestamp=1751427934 build=3776 commit=\"c6c23fa4\"
+INFO [                    main] system info | tid=\"140543167610880\" timestamp=1751427934 n_threads=24 n_threads_batch=-1 total_threads=16 system_info=\"AVX = 1 | AVX2 = 1 | \"
+Floating point exception (core dumped)
+";
+    let (class, line, rule) = found(old_server);
+    assert_eq!((class, line), (Class::Engine, 3), "{rule}");
 }
