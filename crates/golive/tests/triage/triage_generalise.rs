@@ -2056,3 +2056,21 @@ Floating point exception (core dumped)
     let (class, line, rule) = found(old_server);
     assert_eq!((class, line), (Class::Engine, 3), "{rule}");
 }
+
+/// nest_asyncio (imported by SGLang's early frontend and by outlines) cannot patch uvloop's
+/// loop: two packages of the environment that do not work together, not the structured-output
+/// feature's failure, even when outlines' frames are on the traceback.
+#[test]
+fn nest_asyncio_against_uvloop_is_the_environment() {
+    let log = "Traceback (most recent call last):
+  File \"/venv/lib/python3.11/site-packages/sglang/srt/constrained/__init__.py\", line 8, in <module>
+    from outlines.fsm.guide import RegexGuide
+  File \"/venv/lib/python3.11/site-packages/outlines/__init__.py\", line 3, in <module>
+    import outlines.generate
+  File \"/venv/lib/python3.11/site-packages/nest_asyncio.py\", line 193, in _patch_loop
+    raise ValueError('Can\\'t patch loop of type %s' % type(loop))
+ValueError: Can't patch loop of type <class 'uvloop.Loop'>
+";
+    let (class, line, rule) = found(log);
+    assert_eq!((class, line), (Class::Dependency, 8), "{rule}");
+}
