@@ -659,7 +659,8 @@ fn announced_exception<'a>(
         };
         let wrapper = after.iter().position(|(_, f)| is_wrapper(f))?;
         after[wrapper + 1..].iter().copied().find(|(_, f)| {
-            !is_wrapper(f) && (f.exception || line::is_exception_line(line::parse(f.text.as_bytes()).msg()))
+            !is_wrapper(f)
+                && (f.exception || line::is_exception_line(line::parse(f.text.as_bytes()).msg()))
         })
     })
 }
