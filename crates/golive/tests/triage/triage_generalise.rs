@@ -2074,3 +2074,27 @@ ValueError: Can't patch loop of type <class 'uvloop.Loop'>
     let (class, line, rule) = found(log);
     assert_eq!((class, line), (Class::Dependency, 8), "{rule}");
 }
+
+/// A quote cut inside a traceback, before its exception line: the `assert` (or `raise`) that
+/// the innermost frame shows is what failed, and the frames name its layer.
+#[test]
+fn a_traceback_cut_before_its_exception_names_its_failing_statement() {
+    let log = "ERROR 11-12 08:01:02 engine.py:366] Traceback (most recent call last):
+  File \"/opt/vllm/lib64/python3.12/site-packages/vllm/worker/enc_dec_model_runner.py\", line 341, in profile_run
+    self.execute_model(model_input, kv_caches, intermediate_tensors)
+  File \"/opt/vllm/lib64/python3.12/site-packages/vllm/worker/enc_dec_model_runner.py\", line 182, in execute_model
+    hidden_or_intermediate_states = model_executable(
+                                    ^^^^^^^^^^^^^^^^^
+  File \"/opt/vllm/lib64/python3.12/site-packages/vllm/model_executor/models/mllama.py\", line 1392, in forward
+    assert actual_len >= last_group_len
+";
+    let (class, line, rule) = found(log);
+    assert_eq!((class, line), (Class::Engine, 8), "{rule}");
+    // The same frames with a call as the innermost source line name nothing that failed.
+    let call = log.replace("assert actual_len >= last_group_len", "x = self.vision(x)");
+    assert_ne!(
+        triage_text(&call).primary.map(|p| p.line),
+        Some(8),
+        "a call is no failing statement"
+    );
+}

@@ -604,6 +604,8 @@ impl Scanner<'_> {
             return TracebackPart::Taken;
         }
         if in_tb {
+            let cut = traceback::is_failing_statement(trimmed)
+                .then(|| self.new_finding(usize::MAX, pl, line_no));
             let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
             let is_source =
                 indented || tb.after_frame || trimmed.starts_with('^') || trimmed.starts_with('~');
@@ -615,6 +617,7 @@ impl Scanner<'_> {
             tb.after_frame = false;
             tb.last_line = line_no;
             tb.push_frames_text(trimmed);
+            tb.cut_cause = cut;
             if tb.pending.is_none() && lits.has_literal {
                 self.pend_source_cause(at.buf, at.ls, line_no, at.at_start, pl, lits);
             }
@@ -948,7 +951,7 @@ impl Scanner<'_> {
     fn finish(&mut self) {
         let keys: Vec<String> = self.tracebacks.keys().cloned().collect();
         for k in keys {
-            self.close_traceback(&k);
+            self.close_cut_traceback(&k);
         }
         // Decide the phase of the out-of-memory findings left, merge repeats.
         self.settle(u64::MAX);

@@ -32,6 +32,9 @@ pub(super) struct Traceback {
     /// frame's own line and blank lines between them.
     pub(super) ipython: bool,
     pub(super) pending: Option<RawFinding>,
+    /// The innermost frame's source line when it is an `assert` or a `raise` statement: what
+    /// a traceback that the input cuts off before its exception line failed on.
+    pub(super) cut_cause: Option<RawFinding>,
     /// An ERROR line just before the header (line, text, message): a one-line summary of
     /// the exception when the exception line repeats it.
     pub(super) summary: Option<(u64, String, String)>,
@@ -162,6 +165,7 @@ impl Scanner<'_> {
         tb.last_line = line_no;
         let text = if frame {
             tb.pending = None;
+            tb.cut_cause = None;
             self.deferred.clear();
             msg.trim()
         } else {
@@ -169,6 +173,12 @@ impl Scanner<'_> {
         };
         tb.after_frame = frame;
         tb.push_frames_text(text);
+        if !frame && is_failing_statement(text) {
+            let f = self.new_finding(usize::MAX, &line::parse(raw), line_no);
+            if let Some(tb) = self.tracebacks.values_mut().next() {
+                tb.cut_cause = Some(f);
+            }
+        }
         true
     }
 
@@ -245,6 +255,37 @@ impl Scanner<'_> {
             }
         }
     }
+
+    /// At the end of the input, a traceback still open was cut off there (a quote): with no
+    /// cause pending, the `assert` or `raise` its innermost frame shows is what failed.
+    /// The frame map names its class, as for an exception line.
+    pub(super) fn close_cut_traceback(&mut self, stream: &str) {
+        let Some(mut tb) = self.tracebacks.remove(stream) else {
+            return;
+        };
+        let cut = (!tb.ignored && tb.pending.is_none())
+            .then(|| tb.cut_cause.take())
+            .flatten()
+            .map(|mut f| {
+                let slot = self.frames_memo.lookup(&tb.frames);
+                if let Some(ri) = self.exception_frame_rule(&tb, slot, None) {
+                    f.rule = ri;
+                    f.class = self.rules.rules[ri].class;
+                }
+                f
+            });
+        self.tracebacks.insert(stream.to_string(), tb);
+        self.close_traceback(stream);
+        if let Some(f) = cut {
+            let line_no = f.line;
+            self.record(f, line_no);
+        }
+    }
+}
+
+/// A source line that fails by itself when it runs: `assert ...`, `raise ...`.
+pub(super) fn is_failing_statement(source: &str) -> bool {
+    source.starts_with("assert ") || source.starts_with("raise ")
 }
 
 /// Whether a summary line (`msg` of the line before a traceback) states the exception that
