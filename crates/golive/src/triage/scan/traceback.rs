@@ -244,15 +244,20 @@ impl Scanner<'_> {
 
     pub(super) fn close_traceback(&mut self, stream: &str) {
         if let Some(tb) = self.tracebacks.remove(stream) {
-            if tb.ignored {
-                return;
-            }
-            // A traceback cut off before its exception: this rank failed in an unknown way.
-            self.mark_failed(tb.rank.as_deref());
-            if let Some(p) = tb.pending {
-                let line_no = p.line;
-                self.record(p, line_no);
-            }
+            self.closed(tb);
+        }
+    }
+
+    /// A traceback cut off before its exception: this rank failed in an unknown way, and the
+    /// cause its source line named, if any, is recorded.
+    fn closed(&mut self, tb: Traceback) {
+        if tb.ignored {
+            return;
+        }
+        self.mark_failed(tb.rank.as_deref());
+        if let Some(p) = tb.pending {
+            let line_no = p.line;
+            self.record(p, line_no);
         }
     }
 
@@ -263,9 +268,10 @@ impl Scanner<'_> {
         let Some(mut tb) = self.tracebacks.remove(stream) else {
             return;
         };
-        let cut = (!tb.ignored && tb.pending.is_none())
-            .then(|| tb.cut_cause.take())
-            .flatten()
+        let cut = tb
+            .cut_cause
+            .take()
+            .filter(|_| !tb.ignored && tb.pending.is_none())
             .map(|mut f| {
                 let slot = self.frames_memo.lookup(&tb.frames);
                 if let Some(ri) = self.exception_frame_rule(&tb, slot, None) {
@@ -274,8 +280,7 @@ impl Scanner<'_> {
                 }
                 f
             });
-        self.tracebacks.insert(stream.to_string(), tb);
-        self.close_traceback(stream);
+        self.closed(tb);
         if let Some(f) = cut {
             let line_no = f.line;
             self.record(f, line_no);
