@@ -722,6 +722,25 @@ fn eof_on_a_dead_childs_pipe_points_back_at_the_childs_crash() {
     assert_eq!((p.class, p.line), (Class::Engine, 2), "{p:?}");
 }
 
+/// SGLang's launcher kills its whole process tree when a child sends SIGQUIT: a request the
+/// HTTP server answers in the same second is one already in flight, not the server getting
+/// past the scheduler's error, which is the cause.
+#[test]
+fn sglang_sigquit_ends_the_server_whatever_answers_follow() {
+    let text = log(&[
+        "[2025-04-29 09:06:40] INFO:     172.23.0.1:55400 - \"POST /generate HTTP/1.1\" 200 OK",
+        "[2025-04-29 09:06:52] Scheduler hit an exception: Traceback (most recent call last):",
+        "  File \"/sgl-workspace/sglang/python/sglang/srt/layers/quantization/fp8_utils.py\", line 360, in apply_fp8_linear",
+        "    output = torch._scaled_mm(",
+        "RuntimeError: CUDA error: CUBLAS_STATUS_NOT_SUPPORTED when calling `cublasLtMatmul( ... )`",
+        "[2025-04-29 09:06:52] Received sigquit from a child process. It usually means the child failed.",
+        "[2025-04-29 09:06:52] INFO:",
+        "172.23.0.1:55538 - \"POST /generate HTTP/1.1\" 200 OK",
+    ]);
+    let p = triage(&text).primary.expect("the scheduler's error");
+    assert_eq!((p.class, p.line), (Class::Engine, 5), "{p:?}");
+}
+
 /// The outcome counts the requests each process answered and names the signal that stopped
 /// it: "APIServer: serving since line 3, 37 requests OK, stopped by SIGTERM at line N". Control
 /// calls (`/metrics`) and requests received but not answered are not counted.
