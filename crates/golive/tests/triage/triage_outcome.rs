@@ -1362,3 +1362,27 @@ fn a_bare_exception_at_the_root_of_a_chain_gives_the_line_to_its_wrapper() {
         );
     }
 }
+
+/// vLLM V0's engine step ran past its iteration timeout: the background loop stopped. The
+/// traceback is re-raised in a request's path (under `Exception in ASGI application`) and the
+/// metrics logger goes on, yet the engine is dead: the timeout is the cause, not one request's.
+#[test]
+fn a_v0_engine_loop_timeout_is_the_engines_end_even_in_a_requests_traceback() {
+    let text = log(&[
+        "INFO:     Application startup complete.",
+        "INFO:     127.0.0.1:50000 - \"POST /v1/completions HTTP/1.1\" 200 OK",
+        "ERROR:    Exception in ASGI application",
+        "Traceback (most recent call last):",
+        "  File \"/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py\", line 44, in _log_task_completion",
+        "    return_value = task.result()",
+        "  File \"/usr/local/lib/python3.10/dist-packages/vllm/engine/async_llm_engine.py\", line 603, in run_engine_loop",
+        "    async with asyncio_timeout(ENGINE_ITERATION_TIMEOUT_S):",
+        "  File \"/usr/local/lib/python3.10/dist-packages/vllm/engine/async_timeout.py\", line 178, in _do_exit",
+        "    raise asyncio.TimeoutError",
+        "asyncio.exceptions.TimeoutError",
+        "INFO 07-19 16:09:21 metrics.py:295] Avg prompt throughput: 84.8 tokens/s, Avg generation throughput: 0.1 tokens/s, Running: 1 reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 0.3%, CPU KV cache usage: 0.0%.",
+    ]);
+    let p = triage(&text).primary.expect("the engine loop's timeout");
+    assert_eq!((p.class, p.line), (Class::Engine, 11), "{p:?}");
+    assert_eq!(p.rule, "engine-loop-timeout", "{p:?}");
+}
