@@ -52,6 +52,14 @@ impl ParsedLine<'_> {
         &self.text[self.msg_start..]
     }
 
+    /// The same line read as if no logger had given it a level.
+    pub fn without_level(self) -> Self {
+        ParsedLine {
+            level: None,
+            ..self
+        }
+    }
+
     pub fn rank(&self) -> Option<&str> {
         match &self.rank {
             Some(Label::Span(r)) => Some(&self.text[r.clone()]),
@@ -125,6 +133,41 @@ fn after_progress_bar(text: &str) -> usize {
 /// line, 30% of the whole scan).
 pub(crate) fn last_bar_start(b: &[u8]) -> Option<usize> {
     memchr::memrchr_iter(b'%', b).find(|&i| b.get(i + 1) == Some(&b'|'))
+}
+
+/// Where the message starts after a wrapper logger's prefix. A last `- Name` field that ends
+/// in `: ` and names an exception is the message's own first word (`- sglang - INFO -
+/// IndexError: list index out of range`), not a field of the logger (`- INFO - vLLM: `), so
+/// the message starts there.
+fn wrapper_end(c: &regex::Captures<'_>) -> usize {
+    let end = c.get(0).map_or(0, |m| m.end());
+    let Some(fields) = c
+        .get(3)
+        .filter(|f| c[0].ends_with(": ") && f.end() + 2 == end)
+    else {
+        return end;
+    };
+    match fields.as_str().rfind("- ") {
+        Some(i) if is_exception_name(&fields.as_str()[i + 2..]) => fields.start() + i + 2,
+        _ => end,
+    }
+}
+
+/// A Python exception's (dotted) class name by the language's naming convention:
+/// `IndexError`, `torch.OutOfMemoryError`, `KeyboardInterrupt`, `SystemExit`.
+fn is_exception_name(word: &str) -> bool {
+    let class = word.rsplit('.').next().unwrap_or(word);
+    class.starts_with(|c: char| c.is_ascii_uppercase())
+        && [
+            "Error",
+            "Exception",
+            "Warning",
+            "Interrupt",
+            "Exit",
+            "Iteration",
+        ]
+        .iter()
+        .any(|s| class.ends_with(s))
 }
 
 /// The length of a CRI log record's stream and tag after its time (`stdout F `, `stderr P `),
@@ -316,7 +359,7 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
         {
             if c.get(1).is_some() || ts.is_some() {
                 level = c.get(2).map(|m| level_word(m.as_str()));
-                pos += c.get(0).map_or(0, |m| m.end());
+                pos += wrapper_end(&c);
                 // A wrapper that logs a vLLM process's output (often all as `ERROR | stderr`):
                 // the vLLM header inside says the real level.
                 if let Some(v) = p.vllm_header.captures(&text[pos..]) {
@@ -581,6 +624,15 @@ mod tests {
         let c = parse(b"2026-01-02 10:00:01,812 - app.server - WARNING - disk almost full");
         assert_eq!(c.level, Some("WARNING"));
         assert_eq!(c.msg(), "disk almost full");
+        // The exception's name after the level is the message's, not a field of the logger.
+        let t =
+            parse(b"2024-11-25 12:44:20,292 - sglang - INFO - IndexError: list index out of range");
+        assert_eq!(t.level, Some("INFO"));
+        assert_eq!(t.msg(), "IndexError: list index out of range");
+        // A wrapper's own name field before `: ` stays the wrapper's.
+        let w = parse(b"2024-07-13 15:07:34,930 - INFO - vLLM: ERROR 07-13 15:07:34 async_llm_engine.py:53] Engine background task failed");
+        assert_eq!(w.level, Some("ERROR"));
+        assert_eq!(w.msg(), "Engine background task failed");
         // The wrapped process's own vLLM header gives the level.
         let e = parse(b"2026-01-02 10:00:01 | ERROR | stderr | INFO 01-02 10:00:01 llm_engine.py:73] Initializing");
         assert_eq!(e.level, Some("INFO"));

@@ -1386,3 +1386,34 @@ fn a_v0_engine_loop_timeout_is_the_engines_end_even_in_a_requests_traceback() {
     assert_eq!((p.class, p.line), (Class::Engine, 11), "{p:?}");
     assert_eq!(p.rule, "engine-loop-timeout", "{p:?}");
 }
+
+/// A wrapper that relays a process's stderr through its own logger at INFO: the traceback the
+/// log ends with is still the process's end (the level is the wrapper's). vLLM's own DEBUG
+/// traceback (its header names the source file) is the engine calling it harmless.
+#[test]
+fn a_traceback_a_wrapper_relayed_at_info_ends_the_process_the_engines_debug_one_does_not() {
+    let frames = [
+        "Traceback (most recent call last):",
+        "  File \"/usr/local/lib/python3.11/dist-packages/sglang/srt/managers/tp_worker.py\", line 147, in forward_batch_generation",
+        "    forward_batch = ForwardBatch.init_new(model_worker_batch, self.model_runner)",
+        "  File \"/usr/local/lib/python3.11/dist-packages/sglang/srt/layers/rotary_embedding.py\", line 48, in get_input_positions",
+        "    image_grid_thw[image_index][0],",
+        "IndexError: list index out of range",
+    ];
+    let relayed: Vec<String> = frames
+        .iter()
+        .map(|l| format!("2024-11-25 12:44:20,292 - sglang - INFO - {l}"))
+        .collect();
+    let p = triage(&log(&relayed))
+        .primary
+        .expect("the relayed traceback");
+    assert_eq!((p.class, p.line), (Class::Engine, 6), "{p:?}");
+    let own: Vec<String> = frames
+        .iter()
+        .map(|l| {
+            format!("(APIServer pid=9) DEBUG 09-30 20:13:32 [entrypoints/chat_utils.py:474] {l}")
+        })
+        .collect();
+    let rep = triage(&log(&own));
+    assert!(rep.primary.is_none(), "{:?}", rep.primary);
+}

@@ -709,6 +709,15 @@ impl Scanner<'_> {
             self.remember_exception(pl.stream.as_str(), at.line_no, QUIET_ROOT);
             return;
         }
+        // A traceback a wrapper relayed at INFO ends in an exception like any other: the
+        // level is the wrapper's, not the error's.
+        let unleveled;
+        let pl = if tb.relayed && traceback::is_relayed(pl) {
+            unleveled = pl.clone().without_level();
+            &unleveled
+        } else {
+            pl
+        };
         let slot = self.frames_memo.lookup(&tb.frames);
         let Some(mut f) = self.exception_finding(pl, &tb, slot, at.line_no, lits) else {
             return;

@@ -41,6 +41,9 @@ pub(super) struct Traceback {
     /// The prefix bytes of the line that opened it (its stream's prefix): the body lines
     /// behind them are read by [`Scanner::traceback_body_line`].
     pub(super) body: Option<BodyPrefix>,
+    /// Its header was logged at INFO or DEBUG by a wrapper's logger (no engine's header): a
+    /// process's stderr relayed at the wrapper's level, which says nothing of the error.
+    pub(super) relayed: bool,
 }
 
 impl Traceback {
@@ -92,6 +95,7 @@ impl Scanner<'_> {
                 ignored,
                 rank: pl.rank().map(str::to_string),
                 body: BodyPrefix::of(pl),
+                relayed: is_relayed(pl),
                 ..Default::default()
             },
         );
@@ -304,4 +308,11 @@ pub(super) fn summary_states(summary: &str, exc: &str) -> bool {
     }
     let head: String = m.chars().take(60).collect();
     summary.contains(&head) || m.starts_with(summary.trim_end_matches("...").trim())
+}
+
+/// Whether a line was logged at INFO or DEBUG by a wrapper's logger rather than an engine's own
+/// (whose header names its source file: vLLM's DEBUG traceback of an optional chat-template
+/// probe is the engine saying it is harmless).
+pub(super) fn is_relayed(pl: &ParsedLine) -> bool {
+    matches!(pl.level, Some("INFO" | "DEBUG")) && line::logger_file(&pl.text).is_none()
 }
