@@ -646,6 +646,28 @@ frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb0 (0xfffe251a
     assert!(triage_text(&long).primary.is_none());
 }
 
+/// A quote whose line states what a program failed to do and why (`Failed to <verb> ...:
+/// <reason>`), at no level (a serving host's model backend quoted without its log header), is
+/// what it quotes as going wrong; a routine `Failed to get ..., fall back` with no reason after
+/// a colon is not.
+#[test]
+fn a_quote_names_what_a_program_failed_to_do_and_why() {
+    let quote = "model.py:244] \"[vllm] Failed to start engine: signal only works in main thread of the main interpreter\"
+pb_stub.cc:366] \"Failed to initialize Python stub: ValueError: signal only works in main thread of the main interpreter
+At:
+  /usr/lib/python3.12/signal.py(58): signal
+";
+    let p = triage_text(quote).primary.expect("the failure it states");
+    assert_eq!((p.line, p.rule.as_str()), (1, "quote-failed-to"), "{p:?}");
+    for quiet in [
+        "[2025-03-07 10:04:13 TP0] Failed to get the free GPU memory of device 3, fall back\n",
+        "worker 3: failed to start within 5 s, retrying\n",
+    ] {
+        let rep = triage_text(quiet);
+        assert!(rep.primary.is_none(), "{quiet}: {:?}", rep.primary);
+    }
+}
+
 #[test]
 fn a_loading_line_that_states_a_failure_is_no_progress() {
     // Vulkan's out-of-memory status, then llama.cpp's KV-cache lines saying the step failed:
