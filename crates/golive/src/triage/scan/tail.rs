@@ -109,9 +109,11 @@ impl Scanner<'_> {
                     return None;
                 }
                 let error_level = matches!(pl.level, Some("ERROR" | "CRITICAL"));
+                // A line its logger rated a warning was got past, whatever it says.
+                let warning = matches!(pl.level, Some("WARNING" | "WARN"));
                 let (ri, _) = entries.iter().copied().find(|&(ri, needs_level)| {
                     let r = &self.rules.rules[ri];
-                    (error_level || !needs_level)
+                    (error_level || (!needs_level && !warning))
                         && r.regex.as_ref().is_some_and(|re| re.is_match(pl.msg()))
                 })?;
                 let mut f = self.new_finding(ri, &pl, n);
