@@ -135,11 +135,11 @@ pub(crate) fn last_bar_start(b: &[u8]) -> Option<usize> {
     memchr::memrchr_iter(b'%', b).find(|&i| b.get(i + 1) == Some(&b'|'))
 }
 
-/// Where the message starts after a wrapper logger's prefix. A last `- Name` field that ends
-/// in `: ` and names an exception is the message's own first word (`- sglang - INFO -
-/// IndexError: list index out of range`), not a field of the logger (`- INFO - vLLM: `), so
-/// the message starts there.
-fn wrapper_end(c: &regex::Captures<'_>) -> usize {
+/// Where the message starts after a wrapper logger's prefix (`c`, matched on `hay`). A last
+/// `- Name` field that ends in `: ` where an exception line starts is the message's own first
+/// word (`- sglang - INFO - IndexError: list index out of range`), not a field of the logger
+/// (`- INFO - vLLM: `), so the message starts there.
+fn wrapper_end(c: &regex::Captures<'_>, hay: &str) -> usize {
     let end = c.get(0).map_or(0, |m| m.end());
     let Some(fields) = c
         .get(3)
@@ -147,27 +147,10 @@ fn wrapper_end(c: &regex::Captures<'_>) -> usize {
     else {
         return end;
     };
-    match fields.as_str().rfind("- ") {
-        Some(i) if is_exception_name(&fields.as_str()[i + 2..]) => fields.start() + i + 2,
+    match fields.as_str().rfind("- ").map(|i| fields.start() + i + 2) {
+        Some(name) if is_exception_line(&hay[name..]) => name,
         _ => end,
     }
-}
-
-/// A Python exception's (dotted) class name by the language's naming convention:
-/// `IndexError`, `torch.OutOfMemoryError`, `KeyboardInterrupt`, `SystemExit`.
-fn is_exception_name(word: &str) -> bool {
-    let class = word.rsplit('.').next().unwrap_or(word);
-    class.starts_with(|c: char| c.is_ascii_uppercase())
-        && [
-            "Error",
-            "Exception",
-            "Warning",
-            "Interrupt",
-            "Exit",
-            "Iteration",
-        ]
-        .iter()
-        .any(|s| class.ends_with(s))
 }
 
 /// The length of a CRI log record's stream and tag after its time (`stdout F `, `stderr P `),
@@ -359,7 +342,7 @@ fn parse_with(raw: &[u8], hand: bool) -> ParsedLine<'_> {
         {
             if c.get(1).is_some() || ts.is_some() {
                 level = c.get(2).map(|m| level_word(m.as_str()));
-                pos += wrapper_end(&c);
+                pos += wrapper_end(&c, &text[pos..]);
                 // A wrapper that logs a vLLM process's output (often all as `ERROR | stderr`):
                 // the vLLM header inside says the real level.
                 if let Some(v) = p.vllm_header.captures(&text[pos..]) {
