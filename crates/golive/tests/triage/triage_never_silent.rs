@@ -646,10 +646,10 @@ frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0xb0 (0xfffe251a
     assert!(triage_text(&long).primary.is_none());
 }
 
-/// A quote whose line states what a program failed to do and why (`Failed to <verb> ...:
+/// A quote whose line states what a program failed to start and why (`Failed to start ...:
 /// <reason>`), at no level (a serving host's model backend quoted without its log header), is
-/// what it quotes as going wrong; a routine `Failed to get ..., fall back` with no reason after
-/// a colon is not.
+/// what it quotes as going wrong; a routine `Failed to get ..., fall back`, or a start that
+/// failed with no reason after a colon (a retry), is not.
 #[test]
 fn a_quote_names_what_a_program_failed_to_do_and_why() {
     let quote = "model.py:244] \"[vllm] Failed to start engine: signal only works in main thread of the main interpreter\"

@@ -617,7 +617,10 @@ impl Scanner<'_> {
             tb.after_frame = false;
             tb.last_line = line_no;
             tb.push_frames_text(trimmed);
-            tb.cut_cause = cut;
+            // A caret or continuation line after the statement keeps it (as the fast path does).
+            if cut.is_some() {
+                tb.cut_cause = cut;
+            }
             if tb.pending.is_none() && lits.has_literal {
                 self.pend_source_cause(at.buf, at.ls, line_no, at.at_start, pl, lits);
             }
@@ -644,8 +647,7 @@ impl Scanner<'_> {
         tb.last_line = line_no;
         tb.after_frame = true;
         tb.ipython |= ipython;
-        // Only the innermost frame's source line (the `raise`) speaks for the exception.
-        tb.pending = None;
+        tb.enter_frame();
         tb.push_frames_text(frame);
     }
 
@@ -1260,5 +1262,35 @@ mod tests {
         let first_line = data.find('\n').unwrap() + 1;
         let cut = scan_slice_in_chunks(&rules, data.as_bytes(), 3, first_line).unwrap();
         assert_eq!(cut, whole);
+    }
+
+    /// A traceback cut off after its innermost frame's `assert` (a caret line under it, or an
+    /// outer frame's statement followed by a call in an inner one): the fast path for body lines
+    /// and the full line handler name the same failing statement, or none.
+    #[test]
+    fn a_cut_tracebacks_failing_statement_is_the_same_on_both_paths() {
+        let rules = RuleSet::load(&[] as &[&str]).unwrap();
+        let h = "(EngineCore pid=2) ERROR 08-03 21:49:23 [core.py:1231]";
+        let caret = format!(
+            "{h} Traceback (most recent call last):\n\
+             {h}   File \"/venv/vllm/model_executor/models/mllama.py\", line 1392, in forward\n\
+             {h}     assert actual_len >= last_group_len\n\
+             {h}     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^\n"
+        );
+        let outer = format!(
+            "{h} Traceback (most recent call last):\n\
+             {h}   File \"/venv/vllm/worker/model_runner.py\", line 10, in run\n\
+             {h}     raise_if_needed(x)\n\
+             {h}   File \"/venv/vllm/model_executor/models/mllama.py\", line 1392, in forward\n\
+             {h}     assert actual_len >= last_group_len\n\
+             {h}   File \"/venv/vllm/model_executor/models/mllama.py\", line 20, in vision\n"
+        );
+        for (data, cut) in [(caret, Some(3)), (outer, None)] {
+            let fast = scan_slice(&rules, data.as_bytes(), 3).unwrap();
+            let full = scan_slice_in_full(&rules, data.as_bytes(), 3).unwrap();
+            assert_eq!(fast, full, "{data}");
+            let named = fast.findings.iter().find(|f| f.text.contains("assert "));
+            assert_eq!(named.map(|f| f.line), cut, "{fast:#?}");
+        }
     }
 }

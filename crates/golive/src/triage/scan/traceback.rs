@@ -47,6 +47,13 @@ pub(super) struct Traceback {
 }
 
 impl Traceback {
+    /// A frame line: only the innermost frame's source line speaks for the exception, so what
+    /// an outer one named (a cause, a failing statement) no longer counts.
+    pub(super) fn enter_frame(&mut self) {
+        self.pending = None;
+        self.cut_cause = None;
+    }
+
     /// A frame or source line of the traceback, kept for the frame-path map (up to a bound).
     pub(super) fn push_frames_text(&mut self, text: &str) {
         if self.frames.len() < MAX_FRAMES_TEXT {
@@ -168,8 +175,7 @@ impl Scanner<'_> {
         // is never an exception line.
         tb.last_line = line_no;
         let text = if frame {
-            tb.pending = None;
-            tb.cut_cause = None;
+            tb.enter_frame();
             self.deferred.clear();
             msg.trim()
         } else {
