@@ -2098,3 +2098,62 @@ fn a_traceback_cut_before_its_exception_names_its_failing_statement() {
         "a call is no failing statement"
     );
 }
+
+/// SGLang's warm-up thread asks its own port. An answer that is not JSON, or a gateway status
+/// with an empty body, came from a proxy (http_proxy) that took the local request: the
+/// deployment's environment. The server's own error (a 500 with its JSON) is not that.
+#[test]
+fn a_warmup_answered_by_a_proxy_is_the_environment() {
+    let head = "[2024-12-13 01:45:02] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)
+[2024-12-13 01:47:34] Initialization failed. warmup error: Traceback (most recent call last):
+  File \"/sgl/python/sglang/srt/server.py\", line 621, in _wait_and_warmup
+";
+    let gateway = format!(
+        "{head}    assert res.status_code == 200, f\"{{res=}}, {{res.text=}}\"
+AssertionError: res=<Response [502]>, res.text=''
+Killed
+"
+    );
+    assert_eq!(
+        found(&gateway),
+        (Class::Config, 5, "config-warmup-proxy".into())
+    );
+    let not_json = format!(
+        "{head}    model_info = res.json()
+  File \"/venv/lib/python3.10/site-packages/requests/models.py\", line 978, in json
+    raise RequestsJSONDecodeError(e.msg, e.doc, e.pos)
+requests.exceptions.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"
+    );
+    assert_eq!(
+        found(&not_json),
+        (Class::Config, 7, "config-warmup-proxy".into())
+    );
+    // The server's own 500 is its engine's failure, not a proxy's.
+    let own = gateway.replace(
+        "[502]>, res.text=''",
+        "[500]>, res.text='{\"error\": \"x\"}'",
+    );
+    assert_ne!(found(&own).2, "config-warmup-proxy");
+}
+
+/// Loading a LoRA adapter that is not where the server looks (a hub id given as a path): the
+/// adapter is the deployment's input, even when the engine loop reports it as its own death.
+#[test]
+fn a_lora_adapter_that_does_not_load_is_the_deployments_input() {
+    let log = "ERROR 05-01 08:45:12 async_llm_engine.py:43] Engine background task failed
+ERROR 05-01 08:45:12 async_llm_engine.py:43] Traceback (most recent call last):
+ERROR 05-01 08:45:12 async_llm_engine.py:43]   File \"/usr/local/lib/python3.10/dist-packages/vllm/worker/model_runner.py\", line 940, in set_active_loras
+ERROR 05-01 08:45:12 async_llm_engine.py:43]     self.lora_manager.set_active_loras(lora_requests, lora_mapping)
+ERROR 05-01 08:45:12 async_llm_engine.py:43]   File \"/usr/local/lib/python3.10/dist-packages/vllm/lora/worker_manager.py\", line 161, in _load_lora
+ERROR 05-01 08:45:12 async_llm_engine.py:43]     raise RuntimeError(
+ERROR 05-01 08:45:12 async_llm_engine.py:43] RuntimeError: Loading lora my-org/my-adapter failed
+";
+    assert_eq!(found(log), (Class::Config, 7, "frames-lora-load".into()));
+    // The LoRA kernels are the engine's own side.
+    let kernel = log.replace(
+        "vllm/lora/worker_manager.py\", line 161, in _load_lora",
+        "vllm/lora/punica.py\", line 161, in add_lora",
+    );
+    assert_eq!(found(&kernel).0, Class::Engine);
+}
