@@ -373,13 +373,14 @@ impl Words<'_> {
         self.quoted_error(&mut p);
         // The engine ran: the log shows it starting or loading, its processes' labels
         // (SGLang's `[time TP0]`, vLLM's `(EngineCore_DP0 pid=..)`; not torch's bare ranks),
-        // a traceback frame in its package (`scan::ENGINE_FRAME`), or an engine's logger
+        // a traceback frame in its package or a line only a running engine prints
+        // (`scan::ENGINE_RAN`: a quoted piece of a log shows little else), or an engine's logger
         // (vLLM's `[core.py:712]` header) wrote the line itself.
         let r = &self.results[fi].1;
         let engine_labels = r.workers.iter().any(|w| !line::is_torch_rank(w));
         if r.life.engine_ran()
             || engine_labels
-            || r.facts.contains(super::scan::ENGINE_FRAME)
+            || r.facts.contains(super::scan::ENGINE_RAN)
             || line::logger_file(&f.text).is_some()
         {
             engine_owns_unknown(&mut p);

@@ -773,3 +773,19 @@ fn a_program_the_shell_cannot_find_is_the_launch_command_unless_the_server_serve
         Some("config-command-not-found".to_string())
     );
 }
+
+/// A quoted piece of a log that shows an engine only by its loader's lines (llama.cpp's
+/// `llm_load_print_meta:`), or by a notebook's frame in its source tree: a crash that no rule
+/// ties to a layer is the engine's own. The same crash after a script's own output only is not.
+#[test]
+fn a_quote_that_shows_an_engine_by_its_loader_lines_makes_an_unexplained_crash_the_engines() {
+    let loaded = "llm_load_print_meta: EOS token        = 11 '<|endoftext|>'
+llm_load_print_meta: max token length = 130
+Segmentation fault (core dumped)
+";
+    assert_eq!(primary(loaded).0, Class::Engine);
+    let script = "epoch 3: loss 0.12
+Segmentation fault (core dumped)
+";
+    assert_eq!(primary(script).0, Class::Unknown);
+}

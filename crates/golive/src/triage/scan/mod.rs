@@ -836,8 +836,8 @@ impl Scanner<'_> {
         slot: usize,
     ) {
         f.exception = true;
-        if !self.res.facts.contains(ENGINE_FRAME) && engine_frames(&tb.frames) {
-            self.res.facts.insert(ENGINE_FRAME.to_string());
+        if !self.res.facts.contains(ENGINE_RAN) && engine_frames(&tb.frames) {
+            self.res.facts.insert(ENGINE_RAN.to_string());
         }
         f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
         f.script = own_script(&tb.frames);
@@ -1035,8 +1035,9 @@ impl Scanner<'_> {
     }
 }
 
-/// The fact that a traceback ran through an engine's own package ([`engine_frames`]).
-pub(crate) const ENGINE_FRAME: &str = "engine_frame";
+/// The fact that an engine ran: a traceback ran through its own package ([`engine_frames`]),
+/// or a line only a running engine prints (rule `fact-engine-ran` names this fact).
+pub(crate) const ENGINE_RAN: &str = "engine_ran";
 
 /// The source trees of the engines whose tracebacks are read (vLLM, SGLang, TGI's server).
 const ENGINE_PACKAGES: [&str; 3] = ["/vllm/", "/sglang/", "/text_generation_server/"];
