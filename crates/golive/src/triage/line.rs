@@ -544,6 +544,21 @@ pub fn is_traceback_header(msg: &str) -> bool {
     msg.trim_start().starts_with(HEADER) || msg.trim_end().trim_end_matches(':').ends_with(HEADER)
 }
 
+/// The message a traceback's header line states before the header itself (vLLM V0's worker:
+/// `Exception in worker X while processing method init_device: <message>, Traceback (most
+/// recent call last):`), without the separator: none when the header stands alone or its
+/// words name no message (SGLang's `Scheduler hit an exception: Traceback ...`).
+pub fn header_message(msg: &str) -> Option<&str> {
+    const HEADER: &str = "Traceback (most recent call last)";
+    let at = msg.rfind(HEADER)?;
+    let before = msg[..at]
+        .trim_end()
+        .trim_end_matches([',', ':', ';'])
+        .trim();
+    let (_, message) = before.split_once(": ")?;
+    (message.trim().len() >= 12).then_some(before)
+}
+
 /// An ASCII byte that `char::is_whitespace` holds for (`\t`..`\r`, space).
 fn is_ascii_blank(b: u8) -> bool {
     b == b' ' || (b'\t'..=b'\r').contains(&b)
@@ -594,6 +609,21 @@ pub fn is_torch_rank(label: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_headers_own_message() {
+        let v0 = "Exception in worker VllmWorkerProcess while processing method init_device: Cannot re-initialize CUDA in forked subprocess, Traceback (most recent call last):";
+        assert_eq!(
+            header_message(v0),
+            Some("Exception in worker VllmWorkerProcess while processing method init_device: Cannot re-initialize CUDA in forked subprocess")
+        );
+        assert_eq!(header_message("Traceback (most recent call last):"), None);
+        assert_eq!(
+            header_message("Scheduler hit an exception: Traceback (most recent call last):"),
+            None
+        );
+        assert_eq!(header_message("ValueError: x"), None);
+    }
 
     #[test]
     fn wrapper_logger_prefixes() {

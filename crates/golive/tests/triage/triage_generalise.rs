@@ -2157,3 +2157,56 @@ ERROR 05-01 08:45:12 async_llm_engine.py:43] RuntimeError: Loading lora my-org/m
     );
     assert_eq!(found(&kernel).0, Class::Engine);
 }
+
+/// vLLM V0's worker states the exception's message on the traceback's header line
+/// (`Exception in worker X while processing method M: <message>, Traceback (most recent call
+/// last):`): that line is the first statement of the cause, and the cause of a quote cut off
+/// before the exception line. SGLang's `Scheduler hit an exception: Traceback ...` states none.
+#[test]
+fn a_traceback_header_that_states_the_message_is_the_first_cause_line() {
+    let whole = "(VllmWorkerProcess pid=305) INFO 01-19 03:55:20 multiproc_worker_utils.py:215] Worker ready; awaiting tasks
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233] Exception in worker VllmWorkerProcess while processing method init_device: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method, Traceback (most recent call last):
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]   File \"/usr/local/lib/python3.10/dist-packages/vllm/worker/worker.py\", line 166, in init_device
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]     torch.cuda.set_device(self.device)
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]   File \"/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py\", line 305, in _lazy_init
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233]     raise RuntimeError(
+(VllmWorkerProcess pid=305) ERROR 01-19 03:55:24 multiproc_worker_utils.py:233] RuntimeError: Cannot re-initialize CUDA in forked subprocess. To use CUDA with multiprocessing, you must use the 'spawn' start method
+";
+    assert_eq!(found(whole).1, 2, "the header states it first");
+    let cut: String = whole.lines().take(4).map(|l| format!("{l}\n")).collect();
+    assert_eq!(found(&cut).1, 2, "a quote cut before the exception line");
+    let sglang = "[2025-03-03 06:49:20 TP5] TypeError: '>' not supported between instances of 'NoneType' and 'int'
+[2025-03-03 06:49:28 TP5] Scheduler hit an exception: Traceback (most recent call last):
+  File \"/sgl/python/sglang/srt/managers/scheduler.py\", line 1796, in run_scheduler_process
+    scheduler.event_loop_overlap()
+";
+    assert_eq!(found(sglang).1, 1, "SGLang's header states no message");
+}
+
+/// A quote whose paste doubled every line (a blank line between the frames) or that ends in a
+/// blank line is still one traceback; the blank lines between the blocks of faulthandler's dump
+/// do not make what follows it (`Extension modules: ...`) part of a traceback.
+#[test]
+fn blank_lines_in_a_quoted_traceback_and_after_a_faulthandler_dump() {
+    let doubled = "  File \"/opt/vllm/lib64/python3.12/site-packages/vllm/model_executor/models/mllama.py\", line 1392, in forward
+
+    assert actual_len >= last_group_len
+
+";
+    assert_eq!(
+        found(doubled),
+        (Class::Engine, 3, "python-exception".into())
+    );
+    let gloo = "[2026-01-07 02:33:41] INFO:     10.0.0.1:60548 - \"POST /generate HTTP/1.1\" 200 OK
+terminate called after throwing an instance of 'gloo::EnforceNotMet'
+  what():  [enforce fail at /pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:456] op.preamble.length <= op.nbytes. 4 vs 3
+Fatal Python error: Aborted
+
+Thread 0x0000fff747fff120 (most recent call first):
+  File \"/usr/local/lib/python3.11/site-packages/sglang/srt/disaggregation/mooncake/conn.py\", line 923 in heartbeat_checker
+  File \"/usr/local/lib/python3.11/threading.py\", line 982 in run
+
+Extension modules: numpy._core._multiarray_umath, zmq.backend.cython._zmq (total: 2)
+";
+    assert_eq!(found(gloo), (Class::Nccl, 3, "nccl-gloo".into()));
+}

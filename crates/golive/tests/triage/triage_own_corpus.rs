@@ -496,13 +496,17 @@ fn score(row: &Row, rep: &Result<TriageReport, String>, t: &mut Tally) -> Option
 /// frame makes an unexplained crash the engine's: tune 347/398; held 300/398; all 647/796. Then
 /// batch AQ (ids 1462-1502: 17 failed, 24 healthy; files of mirrored repositories), measured as
 /// it came: 11/17 class, 15/17 line, 1 none, 24/24 quiet. Tune 354/407, 391/407, 3, 340/344;
-/// held 304/406, 351/406, 16, 337/344; all 658/813, 742/813, 19, 677/688.
+/// held 304/406, 351/406, 16, 337/344; all 658/813, 742/813, 19, 677/688. A traceback header
+/// that states the exception's message (vLLM V0's worker) is its first cause line, and a
+/// quote's blank lines do not cut a traceback: tune 354/407, 392/407; held 305/406, 353/406;
+/// all 659/813, 745/813; quotes (`--fragments`) tune 337/407, 403/407, 3 none (was 6), held
+/// 282/406, 373/406, 29 none (was 31).
 /// Raise them when triage improves. Issue 26's target is class 90%, cause line 90%, healthy quiet 95%.
 /// (split, class %, line %, healthy quiet %, most failed logs with no primary)
 const FLOORS: &[(&str, f64, f64, f64, usize)] = &[
-    ("tune", 86.9, 96.0, 98.8, 3),
-    ("held", 74.8, 86.4, 97.9, 16),
-    ("all", 80.9, 91.2, 98.4, 19),
+    ("tune", 86.9, 96.3, 98.8, 3),
+    ("held", 75.1, 86.9, 97.9, 16),
+    ("all", 81.0, 91.6, 98.4, 19),
 ];
 
 #[test]

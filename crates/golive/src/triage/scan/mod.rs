@@ -579,10 +579,22 @@ impl Scanner<'_> {
         if line::is_traceback_header(msg) {
             self.close_traceback(pl.stream.as_str());
             self.open_traceback(pl, line_no);
-            if let Some(sum) = self.summary_before(at.buf, at.ls, line_no, pl, at.at_start) {
-                if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
-                    tb.summary = Some(sum);
-                }
+            let sum = match line::header_message(msg) {
+                Some(m) => Some((line_no, pl.text.to_string(), m.to_string())),
+                None => self.summary_before(at.buf, at.ls, line_no, pl, at.at_start),
+            };
+            // A message on the header's own line: the rule that names it, else none (the
+            // frame map names its class if the traceback is cut off before its exception).
+            let header_cause = sum.as_ref().filter(|s| s.0 == line_no).map(|_| {
+                let ri = self
+                    .match_rule(pl, lits, None, true)
+                    .filter(|&ri| !self.rules.rules[ri].generic)
+                    .unwrap_or(usize::MAX);
+                self.new_finding(ri, pl, line_no)
+            });
+            if let Some(tb) = self.tracebacks.get_mut(pl.stream.as_str()) {
+                tb.summary = sum;
+                tb.header_cause = header_cause;
             }
             return TracebackPart::Taken;
         }
@@ -597,6 +609,22 @@ impl Scanner<'_> {
         let in_tb = self.tracebacks.contains_key(pl.stream.as_str());
         let indented = msg.starts_with(' ') || msg.starts_with('\t');
         let trimmed = msg.trim_start();
+        // A blank line (a quote's trailing one, a paste that doubled every line) leaves the
+        // traceback open for what continues it; anything else after it stands outside (the
+        // blocks of faulthandler's dump and what follows them). IPython's own blank lines are
+        // its traceback's (`ipython_line`).
+        if in_tb && !self.tracebacks[pl.stream.as_str()].ipython {
+            let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
+            if trimmed.is_empty() {
+                tb.after_blank = true;
+                tb.after_frame = false;
+                return TracebackPart::Taken;
+            }
+            if std::mem::take(&mut tb.after_blank) && !indented && !line::is_exception_line(msg) {
+                self.close_traceback(pl.stream.as_str());
+                return TracebackPart::Outside;
+            }
+        }
         if in_tb && self.ends_traceback(pl, indented) {
             return TracebackPart::Exception;
         }
@@ -646,6 +674,7 @@ impl Scanner<'_> {
         let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
         tb.last_line = line_no;
         tb.after_frame = true;
+        tb.after_blank = false;
         tb.ipython |= ipython;
         tb.enter_frame();
         tb.push_frames_text(frame);

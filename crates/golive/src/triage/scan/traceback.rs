@@ -28,6 +28,9 @@ pub(super) struct Traceback {
     pub(super) rank: Option<String>,
     pub(super) frames: String,
     pub(super) after_frame: bool,
+    /// Its last line was blank (a quote's trailing line, a paste that doubled every line):
+    /// only a frame, an indented line or an exception line continues it.
+    pub(super) after_blank: bool,
     /// IPython printed it (a notebook's traceback): its frames show source lines around the
     /// frame's own line and blank lines between them.
     pub(super) ipython: bool,
@@ -35,9 +38,13 @@ pub(super) struct Traceback {
     /// The innermost frame's source line when it is an `assert` or a `raise` statement: what
     /// a traceback that the input cuts off before its exception line failed on.
     pub(super) cut_cause: Option<RawFinding>,
-    /// An ERROR line just before the header (line, text, message): a one-line summary of
-    /// the exception when the exception line repeats it.
+    /// An ERROR line just before the header, or the message its own line states before it
+    /// (line, text, message): a one-line summary of the exception when the exception line
+    /// repeats it.
     pub(super) summary: Option<(u64, String, String)>,
+    /// The cause a rule found in the message the header's own line states: what a traceback
+    /// cut off before its exception line failed on.
+    pub(super) header_cause: Option<RawFinding>,
     /// The prefix bytes of the line that opened it (its stream's prefix): the body lines
     /// behind them are read by [`Scanner::traceback_body_line`].
     pub(super) body: Option<BodyPrefix>,
@@ -182,6 +189,7 @@ impl Scanner<'_> {
             msg.trim_start()
         };
         tb.after_frame = frame;
+        tb.after_blank = false;
         tb.push_frames_text(text);
         if !frame && is_failing_statement(text) {
             let f = self.new_finding(usize::MAX, &line::parse(raw), line_no);
@@ -265,6 +273,9 @@ impl Scanner<'_> {
             return;
         }
         self.mark_failed(tb.rank.as_deref());
+        if super::engine_frames(&tb.frames) {
+            self.res.facts.insert(super::ENGINE_RAN.to_string());
+        }
         if let Some(p) = tb.pending {
             let line_no = p.line;
             self.record(p, line_no);
@@ -272,21 +283,25 @@ impl Scanner<'_> {
     }
 
     /// At the end of the input, a traceback still open was cut off there (a quote): with no
-    /// cause pending, the `assert` or `raise` its innermost frame shows is what failed.
-    /// The frame map names its class, as for an exception line.
+    /// cause pending, the message its header's own line states, else the `assert` or `raise`
+    /// its innermost frame shows, is what failed; the frame map names its class where no rule
+    /// does, as for an exception line.
     pub(super) fn close_cut_traceback(&mut self, stream: &str) {
         let Some(mut tb) = self.tracebacks.remove(stream) else {
             return;
         };
         let cut = tb
-            .cut_cause
+            .header_cause
             .take()
+            .or_else(|| tb.cut_cause.take())
             .filter(|_| !tb.ignored && tb.pending.is_none())
             .map(|mut f| {
-                let slot = self.frames_memo.lookup(&tb.frames);
-                if let Some(ri) = self.exception_frame_rule(&tb, slot, None) {
-                    f.rule = ri;
-                    f.class = self.rules.rules[ri].class;
+                if f.rule == usize::MAX {
+                    let slot = self.frames_memo.lookup(&tb.frames);
+                    if let Some(ri) = self.exception_frame_rule(&tb, slot, None) {
+                        f.rule = ri;
+                        f.class = self.rules.rules[ri].class;
+                    }
                 }
                 f
             });
