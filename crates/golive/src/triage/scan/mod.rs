@@ -613,8 +613,11 @@ impl Scanner<'_> {
         // traceback open for what continues it; anything else after it stands outside (the
         // blocks of faulthandler's dump and what follows them). IPython's own blank lines are
         // its traceback's (`ipython_line`).
-        if in_tb && !self.tracebacks[pl.stream.as_str()].ipython {
-            let tb = self.tracebacks.get_mut(pl.stream.as_str()).unwrap();
+        if let Some(tb) = self
+            .tracebacks
+            .get_mut(pl.stream.as_str())
+            .filter(|tb| !tb.ipython)
+        {
             if trimmed.is_empty() {
                 tb.after_blank = true;
                 tb.after_frame = false;

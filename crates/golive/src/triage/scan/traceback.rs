@@ -273,7 +273,7 @@ impl Scanner<'_> {
             return;
         }
         self.mark_failed(tb.rank.as_deref());
-        if super::engine_frames(&tb.frames) {
+        if !self.res.facts.contains(super::ENGINE_RAN) && super::engine_frames(&tb.frames) {
             self.res.facts.insert(super::ENGINE_RAN.to_string());
         }
         if let Some(p) = tb.pending {
