@@ -579,13 +579,14 @@ impl Scanner<'_> {
         if line::is_traceback_header(msg) {
             self.close_traceback(pl.stream.as_str());
             self.open_traceback(pl, line_no);
-            let sum = match line::header_message(msg) {
+            let own = line::header_message(msg);
+            let sum = match own {
                 Some(m) => Some((line_no, pl.text.to_string(), m.to_string())),
                 None => self.summary_before(at.buf, at.ls, line_no, pl, at.at_start),
             };
             // A message on the header's own line: the rule that names it, else none (the
             // frame map names its class if the traceback is cut off before its exception).
-            let header_cause = sum.as_ref().filter(|s| s.0 == line_no).map(|_| {
+            let header_cause = own.map(|_| {
                 let ri = self
                     .match_rule(pl, lits, None, true)
                     .filter(|&ri| !self.rules.rules[ri].generic)
@@ -868,9 +869,7 @@ impl Scanner<'_> {
         slot: usize,
     ) {
         f.exception = true;
-        if !self.res.facts.contains(ENGINE_RAN) && engine_frames(&tb.frames) {
-            self.res.facts.insert(ENGINE_RAN.to_string());
-        }
+        self.note_engine_frames(&tb.frames);
         f.request |= request_task(&tb.frames) || caught_by_request_handler(&tb.frames, &pl.text);
         f.script = own_script(&tb.frames);
         if f.request {
@@ -1063,6 +1062,15 @@ impl Scanner<'_> {
             .find(|f| f.line == line || f.last_line == line)
         {
             f.request = true;
+        }
+    }
+}
+
+impl Scanner<'_> {
+    /// A traceback through an engine's own package ([`engine_frames`]) shows the engine ran.
+    pub(super) fn note_engine_frames(&mut self, frames: &str) {
+        if !self.res.facts.contains(ENGINE_RAN) && engine_frames(frames) {
+            self.res.facts.insert(ENGINE_RAN.to_string());
         }
     }
 }

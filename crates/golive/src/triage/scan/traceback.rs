@@ -273,9 +273,7 @@ impl Scanner<'_> {
             return;
         }
         self.mark_failed(tb.rank.as_deref());
-        if !self.res.facts.contains(super::ENGINE_RAN) && super::engine_frames(&tb.frames) {
-            self.res.facts.insert(super::ENGINE_RAN.to_string());
-        }
+        self.note_engine_frames(&tb.frames);
         if let Some(p) = tb.pending {
             let line_no = p.line;
             self.record(p, line_no);
